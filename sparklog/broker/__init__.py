@@ -1,0 +1,1 @@
+"""Broker: request handlers, replica manager, partition state."""

@@ -1,0 +1,1 @@
+"""A small Kafka protocol client used by the CLI, tests and the connector."""

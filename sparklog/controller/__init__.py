@@ -1,0 +1,1 @@
+"""The metadata state machine: turns requests into metadata records and replays them."""

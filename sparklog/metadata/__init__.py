@@ -1,0 +1,1 @@
+"""Metadata image, delta and loader shared by broker and controller."""

@@ -1,0 +1,1 @@
+"""asyncio servers and clients: connection lifecycle, framing, back-pressure."""
