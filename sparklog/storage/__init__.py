@@ -1,1 +1,8 @@
-"""The local log engine, sans-IO: segments, sparse indexes, leader-epoch cache, per-partition log, log manager (recovery, retention)."""
+"""The local log engine (sans-IO: plain file I/O, no sockets, no asyncio).
+
+Modules: ``config`` (topic configs), ``index`` (offset/time indexes), ``segment`` (one
+segment), ``epoch_cache`` (leader-epoch checkpoint), ``checkpoint`` (Kafka's small text
+files), ``loader`` (temp-file sweep and crash recovery), ``log`` (one partition), ``manager``
+(all partitions of a node: dirs, checkpoints, clean shutdown), ``slices`` (result objects),
+``errors`` (errors with Kafka codes). Formats on disk are Kafka's.
+"""

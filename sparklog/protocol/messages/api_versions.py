@@ -46,4 +46,6 @@ RESPONSE = message(
     field("zk_migration_ready", "bool", "3+", tag=3, default=False),
 )
 
-API_VERSIONS = api(18, "ApiVersions", "0-4", REQUEST, RESPONSE, listeners=frozenset({"broker", "controller"}))
+API_VERSIONS = api(
+    18, "ApiVersions", "0-4", REQUEST, RESPONSE, listeners=frozenset({"broker", "controller"})
+)

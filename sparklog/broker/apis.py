@@ -1,0 +1,110 @@
+"""Request dispatch: one handler per API key, and the per-request error policy.
+
+Every API this node serves on its client listener is listed in :data:`HANDLERS`; ApiVersions
+advertises exactly those, with the version ranges of their declarations. A handler bug is
+logged and answered as UNKNOWN_SERVER_ERROR where the response allows a top-level error;
+otherwise the connection is closed. Nothing a client sends can take the node down.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from sparklog.broker.admin import forward_to_controller, handle_describe_configs
+from sparklog.broker.context import BrokerContext
+from sparklog.broker.fetch import handle_fetch
+from sparklog.broker.metadata_apis import handle_describe_cluster, handle_metadata
+from sparklog.broker.offsets import (
+    handle_delete_records,
+    handle_list_offsets,
+    handle_offset_for_leader_epoch,
+)
+from sparklog.broker.produce import handle_produce
+from sparklog.net.server import Connection
+from sparklog.protocol.headers import Request
+from sparklog.protocol.messages import API_BY_KEY
+from sparklog.protocol.schema import Api
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[BrokerContext, Request, str], Awaitable[dict[str, Any] | None]]
+
+
+async def _api_versions(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+    return api_versions_body(SERVED)
+
+
+def _simple(
+    fn: Callable[[BrokerContext, Request], Awaitable[dict[str, Any] | None]],
+) -> Handler:
+    async def handler(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any] | None:
+        return await fn(ctx, request)
+
+    return handler
+
+
+HANDLERS: dict[int, Handler] = {
+    0: _simple(handle_produce),
+    1: _simple(handle_fetch),
+    2: _simple(handle_list_offsets),
+    3: handle_metadata,
+    18: _api_versions,
+    19: _simple(forward_to_controller),
+    20: _simple(forward_to_controller),
+    21: _simple(handle_delete_records),
+    23: _simple(handle_offset_for_leader_epoch),
+    32: _simple(handle_describe_configs),
+    37: _simple(forward_to_controller),
+    44: _simple(forward_to_controller),
+    60: handle_describe_cluster,
+}
+
+SERVED: dict[int, Api] = {key: API_BY_KEY[key] for key in HANDLERS if key in API_BY_KEY}
+
+
+def _advertised_min_version(api: Api) -> int:
+    # Kafka 4.x advertises Produce from v0 although it rejects v0-v2: librdkafka refuses to
+    # produce compressed batches to a broker whose Produce range does not start at 0
+    # (KAFKA-18659). A v0-v2 request still fails version negotiation in the listener.
+    return 0 if api.key == 0 else api.min_version
+
+
+def api_versions_body(apis: Mapping[int, Api]) -> dict[str, Any]:
+    return {
+        "error_code": 0,
+        "api_keys": [
+            {
+                "api_key": a.key,
+                "min_version": _advertised_min_version(a),
+                "max_version": a.max_version,
+            }
+            for a in sorted(apis.values(), key=lambda a: a.key)
+        ],
+        "throttle_time_ms": 0,
+        "supported_features": [],
+        "finalized_features_epoch": -1,
+        "finalized_features": [],
+        "zk_migration_ready": False,
+    }
+
+
+class BrokerApis:
+    """Binds the handlers to a broker context; the listener's request callback."""
+
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+
+    async def __call__(self, request: Request, conn: Connection) -> dict[str, Any] | None:
+        handler = HANDLERS[request.api.key]
+        try:
+            return await handler(self.ctx, request, conn.listener_name)
+        except Exception:
+            log.exception(
+                "Error handling %s v%d from %s",
+                request.api.name,
+                request.header.api_version,
+                conn.peer,
+            )
+            raise

@@ -1,0 +1,123 @@
+"""DescribeConfigs entries: each key's effective value, its source, synonyms and type.
+
+Sources follow Kafka's DescribeConfigsResponse.ConfigSource: a topic override is
+TOPIC_CONFIG (1), a topic key whose broker-level synonym is set in server.properties is
+STATIC_BROKER_CONFIG (4), anything else DEFAULT_CONFIG (5). Synonyms list, in order of
+precedence, the topic override, the static broker setting and the default, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sparklog.config import DEFS as BROKER_DEFS
+from sparklog.config import ServerConfig
+from sparklog.storage.config import CONFIG_DEFS, LogConfig
+
+TOPIC_CONFIG = 1
+STATIC_BROKER_CONFIG = 4
+DEFAULT_CONFIG = 5
+
+# DescribeConfigsResponse.ConfigType
+_CONFIG_TYPES = {
+    "boolean": 1,
+    "bool": 1,
+    "string": 2,
+    "int": 3,
+    "short": 4,
+    "long": 5,
+    "double": 6,
+    "list": 7,
+    "class": 8,
+    "password": 9,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Synonym:
+    name: str
+    value: str | None
+    source: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: int
+    read_only: bool
+    config_type: int
+    documentation: str | None
+    synonyms: tuple[Synonym, ...]
+
+
+def describe_topic_configs(config: ServerConfig, overrides: Mapping[str, str]) -> list[ConfigEntry]:
+    broker_defaults = config.default_log_config()
+    static_keys = config.explicit_topic_defaults()
+    effective = broker_defaults.with_overrides(dict(overrides)) if overrides else broker_defaults
+    builtin = LogConfig()
+    entries = []
+    for definition in CONFIG_DEFS:
+        name = definition.name
+        synonyms: list[Synonym] = []
+        if name in overrides:
+            synonyms.append(Synonym(name, effective.value_string(name), TOPIC_CONFIG))
+        if name in static_keys and definition.server_synonym:
+            synonyms.append(
+                Synonym(
+                    definition.server_synonym,
+                    broker_defaults.value_string(name),
+                    STATIC_BROKER_CONFIG,
+                )
+            )
+        if definition.server_synonym:
+            synonyms.append(
+                Synonym(definition.server_synonym, builtin.value_string(name), DEFAULT_CONFIG)
+            )
+        source = synonyms[0].source if synonyms else DEFAULT_CONFIG
+        entries.append(
+            ConfigEntry(
+                name=name,
+                value=effective.value_string(name),
+                source=source,
+                read_only=False,
+                config_type=_CONFIG_TYPES.get(definition.type, 0),
+                documentation=definition.doc,
+                synonyms=tuple(synonyms),
+            )
+        )
+    return entries
+
+
+def _broker_value(config: ServerConfig, name: str) -> str | None:
+    if config.is_set(name):
+        return config.props[name]
+    default = BROKER_DEFS[name].default
+    if default is None:
+        return None
+    if isinstance(default, tuple):
+        return ",".join(str(v) for v in default)
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    return str(default)
+
+
+def describe_broker_configs(config: ServerConfig) -> list[ConfigEntry]:
+    entries = []
+    for name, definition in sorted(BROKER_DEFS.items()):
+        source = STATIC_BROKER_CONFIG if config.is_set(name) else DEFAULT_CONFIG
+        value = _broker_value(config, name)
+        entries.append(
+            ConfigEntry(
+                name=name,
+                value=value,
+                source=source,
+                # Nothing can be changed on a running node yet (no dynamic broker configs).
+                read_only=True,
+                config_type=_CONFIG_TYPES.get(definition.kind, 0),
+                documentation=None,
+                synonyms=(Synonym(name, value, source),),
+            )
+        )
+    return entries

@@ -1,0 +1,44 @@
+"""What request handlers share: the node's identity, the current metadata image, the replica
+manager and the channel to the controller.
+
+Handlers read metadata only from the latest published image (never from controller state) and
+send every metadata change to the controller through :class:`ControllerChannel`, as a broker
+forwards admin requests to the active controller in KRaft.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparklog.broker.replica_manager import ReplicaManager
+from sparklog.config import ServerConfig
+from sparklog.metadata.image import MetadataImage
+
+# (operation name, decoded request body, version) -> response body
+ControllerChannel = Callable[[str, dict[str, Any], int], Awaitable[dict[str, Any]]]
+
+
+@dataclass
+class BrokerContext:
+    config: ServerConfig
+    cluster_id: str
+    replica_manager: ReplicaManager
+    controller: ControllerChannel
+    image_supplier: Callable[[], MetadataImage]
+    controller_id: int = -1
+    # the advertised (host, port) of the client listener, per listener name
+    endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    @property
+    def node_id(self) -> int:
+        return self.config.node_id
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.image_supplier()
+
+    def topic_name(self, topic_id: bytes) -> str | None:
+        topic = self.image.topics.by_id.get(bytes(topic_id))
+        return topic.name if topic is not None else None

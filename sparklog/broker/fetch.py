@@ -1,0 +1,207 @@
+"""Fetch (API key 1) for consumers: batches up to the high watermark (read_uncommitted) or the
+last stable offset (read_committed), long-polled until ``min_bytes`` or ``max_wait_ms``.
+
+Rules kept from Kafka:
+- Reads are batch aligned and may start before ``fetch_offset`` (the batch containing it);
+  clients skip the records below their position.
+- ``max_bytes`` bounds the response and ``partition_max_bytes`` each partition, but the first
+  non-empty partition always returns at least one whole batch so a large batch can make
+  progress (KIP-74).
+- Out-of-range offsets get OFFSET_OUT_OF_RANGE with the partition's log start offset and high
+  watermark so the client can reset; stale or future leader epochs get FENCED_LEADER_EPOCH /
+  UNKNOWN_LEADER_EPOCH (KIP-320).
+- Fetch sessions (KIP-227): we never create one (session id 0 in the response tells the client
+  to keep sending full fetch requests); a request naming a session id we did not issue gets
+  FETCH_SESSION_ID_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from sparklog.broker.context import BrokerContext
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.headers import Request
+
+_NO_ABORTED: None = None
+
+
+@dataclass(slots=True)
+class _Wanted:
+    topic: str
+    topic_id: bytes
+    partition: int
+    fetch_offset: int
+    current_leader_epoch: int
+    max_bytes: int
+
+
+def _partition_response(index: int, code: int, **values: Any) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "partition_index": index,
+        "error_code": int(code),
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "aborted_transactions": _NO_ABORTED,
+        "preferred_read_replica": -1,
+        "records": None,
+    }
+    response.update(values)
+    return response
+
+
+def _wanted_partitions(ctx: BrokerContext, body: dict[str, Any], version: int) -> list[_Wanted]:
+    wanted: list[_Wanted] = []
+    for topic in body["topics"]:
+        if version >= 13:
+            topic_id = bytes(topic["topic_id"])
+            name = ctx.topic_name(topic_id) or ""
+        else:
+            name = topic["topic"]
+            topic_id = b"\x00" * 16
+        for p in topic["partitions"]:
+            wanted.append(
+                _Wanted(
+                    topic=name,
+                    topic_id=topic_id,
+                    partition=p["partition"],
+                    fetch_offset=p["fetch_offset"],
+                    current_leader_epoch=p["current_leader_epoch"],
+                    max_bytes=p["partition_max_bytes"],
+                )
+            )
+    return wanted
+
+
+def _read_once(
+    ctx: BrokerContext, wanted: list[_Wanted], max_bytes: int, isolation_level: int, by_id: bool
+) -> tuple[list[tuple[_Wanted, dict[str, Any]]], int, bool]:
+    """One pass over the partitions; returns (responses, bytes read, any error)."""
+    rm = ctx.replica_manager
+    remaining = max_bytes
+    total = 0
+    errored = False
+    out: list[tuple[_Wanted, dict[str, Any]]] = []
+    for want in wanted:
+        if not want.topic:
+            code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            out.append((want, _partition_response(want.partition, code)))
+            errored = True
+            continue
+        try:
+            partition = rm.leader_partition(want.topic, want.partition, want.current_leader_epoch)
+        except KafkaApiError as exc:
+            out.append((want, _partition_response(want.partition, exc.code)))
+            errored = True
+            continue
+        hw = partition.high_watermark
+        lso = partition.last_stable_offset
+        start = partition.log_start_offset
+        marks = {"high_watermark": hw, "last_stable_offset": lso, "log_start_offset": start}
+        if want.fetch_offset < start or want.fetch_offset > partition.log_end_offset:
+            out.append(
+                (want, _partition_response(want.partition, ErrorCode.OFFSET_OUT_OF_RANGE, **marks))
+            )
+            errored = True
+            continue
+        budget = min(want.max_bytes, remaining)
+        records: bytes | None = None
+        if budget > 0 or total == 0:
+            try:
+                result = rm.read(
+                    partition,
+                    want.fetch_offset,
+                    max(budget, 0),
+                    isolation_level=isolation_level,
+                    min_one_batch=total == 0,
+                )
+            except KafkaApiError as exc:
+                out.append((want, _partition_response(want.partition, exc.code, **marks)))
+                errored = True
+                continue
+            data = result.read_bytes()
+            if data:
+                records = data
+                total += len(data)
+                remaining -= len(data)
+        extra: dict[str, Any] = {"records": records if records is not None else b""}
+        if isolation_level == 1:
+            extra["aborted_transactions"] = []
+        out.append((want, _partition_response(want.partition, ErrorCode.NONE, **marks, **extra)))
+    return out, total, errored
+
+
+def _group_by_topic(
+    results: list[tuple[_Wanted, dict[str, Any]]], by_id: bool
+) -> list[dict[str, Any]]:
+    topics: list[dict[str, Any]] = []
+    last_key: tuple[str, bytes] | None = None
+    for want, response in results:
+        key = (want.topic, want.topic_id)
+        if key != last_key:
+            topics.append(
+                {
+                    "topic": want.topic,
+                    "topic_id": want.topic_id if by_id else b"\x00" * 16,
+                    "partitions": [],
+                }
+            )
+            last_key = key
+        topics[-1]["partitions"].append(response)
+    return topics
+
+
+def _upper(ctx: BrokerContext, want: _Wanted, isolation_level: int) -> int:
+    """The readable end of a partition, or -1 when it is gone or not led here."""
+    partition = ctx.replica_manager.partitions.get((want.topic, want.partition))
+    if partition is None or not partition.is_leader:
+        return -1
+    return partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
+
+
+async def handle_fetch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+    body = request.body
+    version = request.header.api_version
+    by_id = version >= 13
+    if body.get("session_id", 0) != 0:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
+            "session_id": 0,
+            "responses": [],
+        }
+    wanted = _wanted_partitions(ctx, body, version)
+    isolation_level = body.get("isolation_level", 0)
+    max_bytes = body.get("max_bytes", 0x7FFFFFFF)
+    min_bytes = body["min_bytes"]
+    max_wait_s = max(body["max_wait_ms"], 0) / 1000.0
+    results, total, errored = _read_once(ctx, wanted, max_bytes, isolation_level, by_id)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max_wait_s
+    while total < max(min_bytes, 1) and not errored and wanted:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            break
+        keys = [(w.topic, w.partition) for w in wanted]
+        # Wake when any partition's readable end moves past what the last read saw.
+        seen = [_upper(ctx, w, isolation_level) for w in wanted]
+
+        def has_new_data(seen: list[int] = seen) -> bool:
+            return any(
+                _upper(ctx, w, isolation_level) != mark
+                for w, mark in zip(wanted, seen, strict=True)
+            )
+
+        woke = await ctx.replica_manager.fetch_waiters.wait_until(keys, has_new_data, remaining)
+        results, total, errored = _read_once(ctx, wanted, max_bytes, isolation_level, by_id)
+        if not woke:
+            break
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "session_id": 0,
+        "responses": _group_by_topic(results, by_id),
+    }

@@ -1,0 +1,121 @@
+"""ListOffsets (2), OffsetForLeaderEpoch (23) and DeleteRecords (21).
+
+ListOffsets special timestamps, as Kafka: -2 earliest (log start offset), -1 latest (high
+watermark, or the last stable offset under read_committed), -3 the offset of the record with the
+largest timestamp (KIP-734), -4 earliest local offset (KIP-1005; equal to the log start offset
+until tiered storage exists), -5 earliest pending upload (KIP-1023; nothing pending here, so -1).
+A real timestamp answers the first offset whose timestamp is at least that, or -1 if none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparklog.broker.context import BrokerContext
+from sparklog.broker.partition import Partition
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.headers import Request
+
+EARLIEST = -2
+LATEST = -1
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+EARLIEST_PENDING_UPLOAD = -5
+
+
+def _list_one(partition: Partition, timestamp: int, isolation_level: int) -> tuple[int, int, int]:
+    """(timestamp, offset, leader_epoch) for one ListOffsets query."""
+    log = partition.log
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        offset = partition.log_start_offset
+        return -1, offset, log.epoch_cache.epoch_for_offset(offset)
+    if timestamp == LATEST:
+        offset = partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
+        return -1, offset, log.epoch_cache.epoch_for_offset(offset)
+    if timestamp == EARLIEST_PENDING_UPLOAD:
+        return -1, -1, -1
+    if timestamp == MAX_TIMESTAMP:
+        found = log.max_timestamp_offset()
+    elif timestamp < 0:
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Invalid timestamp {timestamp}")
+    else:
+        found = log.offset_for_timestamp(timestamp)
+    if found is None:
+        return -1, -1, -1
+    upper = partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
+    if found.offset >= upper:
+        return -1, -1, -1
+    return found.timestamp, found.offset, found.leader_epoch
+
+
+async def handle_list_offsets(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+    body = request.body
+    version = request.header.api_version
+    isolation_level = body.get("isolation_level", 0)
+    topics = []
+    for topic in body["topics"]:
+        partitions = []
+        for p in topic["partitions"]:
+            index = p["partition_index"]
+            entry: dict[str, Any] = {
+                "partition_index": index,
+                "error_code": 0,
+                "old_style_offsets": [],
+                "timestamp": -1,
+                "offset": -1,
+                "leader_epoch": -1,
+            }
+            try:
+                partition = ctx.replica_manager.leader_partition(
+                    topic["name"], index, p.get("current_leader_epoch", -1)
+                )
+                ts, offset, epoch = _list_one(partition, p["timestamp"], isolation_level)
+                entry.update(timestamp=ts, offset=offset, leader_epoch=epoch)
+                if version == 0:
+                    entry["old_style_offsets"] = [offset] if offset >= 0 else []
+            except KafkaApiError as exc:
+                entry["error_code"] = int(exc.code)
+            partitions.append(entry)
+        topics.append({"name": topic["name"], "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+async def handle_offset_for_leader_epoch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+    topics = []
+    for topic in request.body["topics"]:
+        partitions = []
+        for p in topic["partitions"]:
+            entry = {
+                "error_code": 0,
+                "partition": p["partition"],
+                "leader_epoch": -1,
+                "end_offset": -1,
+            }
+            try:
+                partition = ctx.replica_manager.leader_partition(
+                    topic["topic"], p["partition"], p.get("current_leader_epoch", -1)
+                )
+                epoch, end_offset = partition.log.end_offset_for_epoch(p["leader_epoch"])
+                entry.update(leader_epoch=epoch, end_offset=end_offset)
+            except KafkaApiError as exc:
+                entry["error_code"] = int(exc.code)
+            partitions.append(entry)
+        topics.append({"topic": topic["topic"], "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+async def handle_delete_records(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+    topics = []
+    for topic in request.body["topics"]:
+        partitions = []
+        for p in topic["partitions"]:
+            entry = {"partition_index": p["partition_index"], "low_watermark": -1, "error_code": 0}
+            try:
+                entry["low_watermark"] = ctx.replica_manager.delete_records(
+                    topic["name"], p["partition_index"], p["offset"]
+                )
+            except KafkaApiError as exc:
+                entry["error_code"] = int(exc.code)
+            partitions.append(entry)
+        topics.append({"name": topic["name"], "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}

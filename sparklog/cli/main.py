@@ -1,0 +1,150 @@
+"""The ``sparklog`` command, shaped like Kafka's tools.
+
+    sparklog storage random-uuid
+    sparklog storage format --cluster-id ID --config server.properties --standalone
+    sparklog server start server.properties [--override key=value ...]
+    sparklog topics --bootstrap-server HOST:PORT --create|--list|--describe|--delete ...
+
+Every user error (a bad flag, a bad config, an unformatted directory) prints one message that
+says what to fix and exits with status 1; ``--help`` documents every flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from sparklog.cli.storage_tool import StorageToolError
+from sparklog.config import ConfigError, ServerConfig, read_properties_file
+
+
+def _storage(args: argparse.Namespace) -> int:
+    from sparklog.cli import storage_tool
+
+    if args.storage_command == "random-uuid":
+        print(storage_tool.random_uuid())
+        return 0
+    config = ServerConfig.from_file(args.config)
+    written = storage_tool.format_storage(
+        config,
+        cluster_id=args.cluster_id,
+        standalone=args.standalone,
+        initial_controllers=args.initial_controllers,
+        no_initial_controllers=args.no_initial_controllers,
+        release_version=args.release_version,
+        ignore_formatted=args.ignore_formatted,
+    )
+    for line in written:
+        print(line)
+    return 0
+
+
+def _server(args: argparse.Namespace) -> int:
+    from sparklog.node import run_node
+
+    overrides = {}
+    for item in args.override or []:
+        if "=" not in item:
+            raise ConfigError(f"--override expects key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        overrides[key.strip()] = value.strip()
+    props = read_properties_file(args.properties)
+    props.update(overrides)
+    config = ServerConfig.from_props(props)
+    return run_node(config, args.properties)
+
+
+def _topics(args: argparse.Namespace) -> int:
+    from sparklog.cli.topics_tool import run_topics
+
+    return run_topics(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sparklog", description="A Kafka-compatible log service built for Spark."
+    )
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    storage = sub.add_parser("storage", help="format and inspect node storage")
+    storage_sub = storage.add_subparsers(dest="storage_command", required=True)
+    storage_sub.add_parser("random-uuid", help="print a new cluster id")
+    fmt = storage_sub.add_parser("format", help="format the log directories of a node")
+    fmt.add_argument("--cluster-id", "-t", required=True, help="the cluster id (random-uuid)")
+    fmt.add_argument("--config", "-c", required=True, help="the node's server.properties")
+    fmt.add_argument("--release-version", "-r", help="metadata.version to bootstrap with")
+    fmt.add_argument(
+        "--ignore-formatted",
+        "-g",
+        action="store_true",
+        help="do not fail when a directory is already formatted",
+    )
+    voters = fmt.add_mutually_exclusive_group()
+    voters.add_argument(
+        "--standalone",
+        "-s",
+        action="store_true",
+        help="bootstrap a dynamic quorum with this controller as its only voter",
+    )
+    voters.add_argument(
+        "--initial-controllers",
+        "-I",
+        help="the initial voters: id@host:port:directory-id,...",
+    )
+    voters.add_argument(
+        "--no-initial-controllers",
+        "-N",
+        action="store_true",
+        help="format without a voter set (a controller that will join later)",
+    )
+    storage.set_defaults(run=_storage)
+
+    server = sub.add_parser("server", help="run a node")
+    server_sub = server.add_subparsers(dest="server_command", required=True)
+    start = server_sub.add_parser("start", help="start a node in the foreground")
+    start.add_argument("properties", help="path to server.properties")
+    start.add_argument(
+        "--override",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a property from the file (repeatable)",
+    )
+    server.set_defaults(run=_server)
+
+    topics = sub.add_parser("topics", help="create, list, describe and delete topics")
+    topics.add_argument("--bootstrap-server", required=True, help="HOST:PORT of a broker")
+    action = topics.add_mutually_exclusive_group(required=True)
+    action.add_argument("--create", action="store_true")
+    action.add_argument("--list", action="store_true")
+    action.add_argument("--describe", action="store_true")
+    action.add_argument("--delete", action="store_true")
+    topics.add_argument("--topic", help="the topic name")
+    topics.add_argument("--partitions", type=int, default=-1)
+    topics.add_argument("--replication-factor", type=int, default=-1)
+    topics.add_argument("--config", action="append", metavar="KEY=VALUE", default=[])
+    topics.set_defaults(run=_topics)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)",
+        stream=sys.stderr,
+    )
+    try:
+        return int(args.run(args))
+    except (ConfigError, StorageToolError, OSError) as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

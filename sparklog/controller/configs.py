@@ -1,0 +1,233 @@
+"""Config operations of the controller: topic config validation and IncrementalAlterConfigs.
+
+Follows Kafka's ``ConfigurationControlManager``: a TOPIC resource must name an existing topic
+and its resulting overrides must form a valid topic config (INVALID_CONFIG otherwise, with the
+validator's message); a BROKER resource is ``""`` (the cluster-wide default) or a broker id and
+accepts the broker keys of :mod:`sparklog.config`. Operations: SET (0), DELETE (1), APPEND (2)
+and SUBTRACT (3); the last two only for list-typed keys, starting from the current value (the
+override, else the default). A ConfigRecord is written only for keys whose value changes; a
+DELETE writes a null value. Each resource succeeds or fails as a whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparklog.config import DEFS as BROKER_DEFS
+from sparklog.config import ConfigError, parse_config_value
+from sparklog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage
+from sparklog.metadata.records import MetadataRecord, make_record
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.storage.config import CONFIG_BY_NAME, CONFIG_DEFS, LogConfig
+
+OP_SET = 0
+OP_DELETE = 1
+OP_APPEND = 2
+OP_SUBTRACT = 3
+
+# DescribeConfigsResponse.ConfigSource
+SOURCE_TOPIC_CONFIG = 1
+SOURCE_DYNAMIC_BROKER_CONFIG = 2
+SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+SOURCE_STATIC_BROKER_CONFIG = 4
+SOURCE_DEFAULT_CONFIG = 5
+
+_RESOURCE_NAMES = {
+    0: "UNKNOWN",
+    2: "TOPIC",
+    4: "BROKER",
+    8: "BROKER_LOGGER",
+    16: "CLIENT_METRICS",
+    32: "GROUP",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigPolicy:
+    """Validates topic overrides against the broker-wide defaults and describes the result."""
+
+    default_log_config: LogConfig = field(default_factory=LogConfig)
+    static_broker_keys: frozenset[str] = frozenset()
+
+    def validate_topic(self, overrides: Mapping[str, str]) -> LogConfig:
+        try:
+            return self.default_log_config.with_overrides(overrides)
+        except ValueError as exc:
+            raise KafkaApiError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+
+    def topic_config_record(self, topic: str, name: str, value: str | None) -> MetadataRecord:
+        return make_record(
+            "ConfigRecord",
+            {"resource_type": RESOURCE_TOPIC, "resource_name": topic, "name": name, "value": value},
+        )
+
+    def describe_topic(self, overrides: Mapping[str, str]) -> list[dict[str, Any]]:
+        """Every topic config with its value and source, as CreateTopics v5+ returns them."""
+        merged = self.validate_topic(overrides)
+        entries: list[dict[str, Any]] = []
+        for definition in CONFIG_DEFS:
+            if definition.name in overrides:
+                source = SOURCE_TOPIC_CONFIG
+            elif definition.name in self.static_broker_keys:
+                source = SOURCE_STATIC_BROKER_CONFIG
+            else:
+                source = SOURCE_DEFAULT_CONFIG
+            entries.append(
+                {
+                    "name": definition.name,
+                    "value": merged.value_string(definition.name),
+                    "read_only": False,
+                    "config_source": source,
+                    "is_sensitive": False,
+                }
+            )
+        return entries
+
+
+def _is_list_key(resource_type: int, name: str) -> bool:
+    if resource_type == RESOURCE_TOPIC:
+        definition = CONFIG_BY_NAME.get(name)
+        return definition is not None and definition.type == "list"
+    broker = BROKER_DEFS.get(name)
+    return broker is not None and broker.kind == "list"
+
+
+def _default_value(resource_type: int, name: str, policy: TopicConfigPolicy) -> str | None:
+    if resource_type == RESOURCE_TOPIC:
+        if name in CONFIG_BY_NAME:
+            return policy.default_log_config.value_string(name)
+        return None
+    broker = BROKER_DEFS.get(name)
+    if broker is None or broker.default is None:
+        return None
+    default = broker.default
+    if isinstance(default, tuple):
+        return ",".join(default)
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    return str(default)
+
+
+def incremental_alter_configs(
+    image: MetadataImage, request: Mapping[str, Any], policy: TopicConfigPolicy
+) -> tuple[list[MetadataRecord], dict[str, Any]]:
+    validate_only = bool(request.get("validate_only", False))
+    resources = list(request.get("resources") or [])
+    keys = [(r["resource_type"], r["resource_name"]) for r in resources]
+    records: list[MetadataRecord] = []
+    responses: list[dict[str, Any]] = []
+    for resource in resources:
+        resource_type = int(resource["resource_type"])
+        resource_name = resource["resource_name"]
+        response: dict[str, Any] = {
+            "error_code": 0,
+            "error_message": None,
+            "resource_type": resource_type,
+            "resource_name": resource_name,
+        }
+        try:
+            if keys.count((resource_type, resource_name)) > 1:
+                raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+            records.extend(_alter_one(image, resource, policy))
+        except KafkaApiError as exc:
+            response.update(error_code=int(exc.code), error_message=exc.message)
+        responses.append(response)
+    return ([] if validate_only else records), {"throttle_time_ms": 0, "responses": responses}
+
+
+def _check_resource(image: MetadataImage, resource_type: int, name: str) -> None:
+    if resource_type == RESOURCE_TOPIC:
+        if image.topics.get_topic(name) is None:
+            raise KafkaApiError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+            )
+    elif resource_type == RESOURCE_BROKER:
+        if name:
+            try:
+                broker_id = int(name)
+            except ValueError:
+                broker_id = -1
+            if broker_id < 0:
+                raise KafkaApiError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"Illegal non-integral BROKER resource type name: {name}",
+                )
+    else:
+        kind = _RESOURCE_NAMES.get(resource_type, str(resource_type))
+        raise KafkaApiError(
+            ErrorCode.INVALID_REQUEST,
+            f"Unsupported resource type {kind} for IncrementalAlterConfigs",
+        )
+
+
+def _alter_one(
+    image: MetadataImage, resource: Mapping[str, Any], policy: TopicConfigPolicy
+) -> list[MetadataRecord]:
+    resource_type = int(resource["resource_type"])
+    name = resource["resource_name"]
+    _check_resource(image, resource_type, name)
+    current = dict(image.configs.get(resource_type, name))
+    updated = dict(current)
+    config_names = [c["name"] for c in resource.get("configs") or []]
+    if len(set(config_names)) != len(config_names):
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    for entry in resource.get("configs") or []:
+        key = entry["name"]
+        op = int(entry["config_operation"])
+        value = entry.get("value")
+        if op not in (OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT):
+            raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Unknown operation type {op}")
+        if op == OP_DELETE:
+            updated.pop(key, None)
+            continue
+        if value is None:
+            raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {key}")
+        if op == OP_SET:
+            updated[key] = value
+            continue
+        if not _is_list_key(resource_type, key):
+            verb = "append" if op == OP_APPEND else "subtract"
+            raise KafkaApiError(
+                ErrorCode.INVALID_CONFIG,
+                f"Config value {verb} is not allowed for config key: {key}",
+            )
+        base = updated.get(key, _default_value(resource_type, key, policy)) or ""
+        parts = [p.strip() for p in base.split(",") if p.strip()]
+        items = [p.strip() for p in value.split(",") if p.strip()]
+        if op == OP_APPEND:
+            parts += [item for item in items if item not in parts]
+        else:
+            parts = [part for part in parts if part not in items]
+        updated[key] = ",".join(parts)
+    if resource_type == RESOURCE_TOPIC:
+        policy.validate_topic(updated)
+    else:
+        _validate_broker(updated)
+    records = []
+    for key in sorted(set(current) | set(updated)):
+        if current.get(key) != updated.get(key):
+            records.append(
+                make_record(
+                    "ConfigRecord",
+                    {
+                        "resource_type": resource_type,
+                        "resource_name": name,
+                        "name": key,
+                        "value": updated.get(key),
+                    },
+                )
+            )
+    return records
+
+
+def _validate_broker(configs: Mapping[str, str]) -> None:
+    for key, value in configs.items():
+        definition = BROKER_DEFS.get(key)
+        if definition is None:
+            raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"Unknown broker config: {key}")
+        try:
+            parse_config_value(definition, value)
+        except ConfigError as exc:
+            raise KafkaApiError(ErrorCode.INVALID_CONFIG, str(exc)) from None

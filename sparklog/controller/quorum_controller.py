@@ -1,0 +1,292 @@
+"""QuorumController: the only writer of cluster metadata.
+
+Rules (Kafka's QuorumController, single-threaded):
+
+- Every operation (``create_topics``, ``register_broker``, ...) is a pure function of the
+  controller's current image and its arguments, returning a :class:`ControllerResult` (records
+  + response). Nothing changes until :meth:`QuorumController.run` appends the records through
+  the :class:`~sparklog.raft.client.RaftClient`; the controller's image advances only when the
+  records come back committed (``handle_commit``). So the in-memory state is, by construction,
+  a replay of the committed log: a restart, or a standby replaying the same log, ends with an
+  identical image.
+- Only the raft leader is active. ``run`` refuses with NOT_CONTROLLER otherwise, and refuses a
+  result computed on another image than the current one (operations must be computed and run
+  back to back, which the single driver thread guarantees).
+- On activation with an empty metadata log the controller appends the bootstrap records
+  (FeatureLevelRecord metadata.version from ``bootstrap.checkpoint``) first, before anything
+  else may be written.
+
+Usage (the node's driver)::
+
+    controller = QuorumController(raft, config=server_config, bootstrap=bootstrap)
+    raft.start(); controller.activate()
+    response = controller.run(controller.create_topics(request, version))
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from sparklog.config import ServerConfig
+from sparklog.controller.configs import TopicConfigPolicy, incremental_alter_configs
+from sparklog.controller.result import ControllerResult
+from sparklog.controller.topics import (
+    TopicDefaults,
+    create_partitions,
+    create_topics,
+    delete_topics,
+)
+from sparklog.metadata.bootstrap import BootstrapMetadata
+from sparklog.metadata.delta import MetadataDelta
+from sparklog.metadata.image import (
+    METADATA_VERSION_FEATURE,
+    BrokerRegistration,
+    Endpoint,
+    MetadataImage,
+    Provenance,
+)
+from sparklog.metadata.kafka_uuid import random_uuid_bytes
+from sparklog.metadata.records import MetadataRecord, make_record
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.raft.client import CommittedBatch, LeaderAndEpoch, RaftClient
+
+R = TypeVar("R")
+
+PRODUCER_ID_BLOCK_SIZE = 1000
+
+
+class QuorumController:
+    def __init__(
+        self,
+        raft: RaftClient[MetadataRecord],
+        *,
+        config: ServerConfig | None = None,
+        bootstrap: BootstrapMetadata | None = None,
+        defaults: TopicDefaults | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._raft = raft
+        self._node_id = raft.node_id
+        self._bootstrap = bootstrap or BootstrapMetadata.from_release_version(
+            None, "the default bootstrap"
+        )
+        if defaults is None:
+            defaults = TopicDefaults()
+            if config is not None:
+                defaults.num_partitions = int(config.get("num.partitions"))
+                defaults.replication_factor = int(config.get("default.replication.factor"))
+                defaults.delete_topic_enable = bool(config.get("delete.topic.enable"))
+                defaults.config_policy = TopicConfigPolicy(
+                    config.default_log_config(), config.explicit_topic_defaults()
+                )
+        defaults.new_topic_id = self._new_topic_id
+        if rng is not None:
+            defaults.rng = rng
+        self._defaults = defaults
+        self._image = MetadataImage()
+        self._leader = LeaderAndEpoch(-1, 0)
+        raft.register_listener(self)
+
+    # -- state -------------------------------------------------------------------------------
+
+    @property
+    def image(self) -> MetadataImage:
+        """The committed state this controller decides on."""
+        return self._image
+
+    @property
+    def is_active(self) -> bool:
+        return self._leader.leader_id == self._node_id
+
+    @property
+    def defaults(self) -> TopicDefaults:
+        return self._defaults
+
+    def handle_commit(self, batch: CommittedBatch[MetadataRecord]) -> None:
+        delta = MetadataDelta(self._image)
+        for record in batch.records:
+            delta.replay(record)
+        self._image = delta.apply(
+            Provenance(batch.last_offset, batch.epoch, batch.append_timestamp)
+        )
+
+    def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
+        self._leader = leader
+
+    # -- driving -----------------------------------------------------------------------------
+
+    def _result(self, records: Sequence[MetadataRecord], response: R) -> ControllerResult[R]:
+        return ControllerResult(tuple(records), response, self._image.provenance.last_offset)
+
+    def run(self, op: ControllerResult[R] | Callable[[], ControllerResult[R]]) -> R:
+        """Append the result's records (if any), wait for their commit, return the response."""
+        if not self.is_active:
+            raise KafkaApiError(
+                ErrorCode.NOT_CONTROLLER, f"Node {self._node_id} is not the active controller."
+            )
+        result = op() if callable(op) else op
+        if result.records:
+            if result.image_offset != self._image.provenance.last_offset:
+                raise RuntimeError(
+                    "ControllerResult computed on image at offset "
+                    f"{result.image_offset}, but the image is at "
+                    f"{self._image.provenance.last_offset}"
+                )
+            self._raft.schedule_append(
+                self._leader.epoch, [record.encode() for record in result.records]
+            )
+        return result.response
+
+    def activate(self) -> None:
+        """Called once this node leads: bootstrap an empty metadata log."""
+        if not self.is_active:
+            raise KafkaApiError(ErrorCode.NOT_CONTROLLER, "activate() on an inactive controller")
+        if METADATA_VERSION_FEATURE not in self._image.features.levels:
+            self.run(self._result(self._bootstrap.records, None))
+
+    def _new_topic_id(self) -> bytes:
+        while True:
+            topic_id = random_uuid_bytes()
+            if self._image.topics.get_topic_by_id(topic_id) is None:
+                return topic_id
+
+    # -- operations (pure: compute records + response) ----------------------------------------
+
+    def create_topics(
+        self, request: Mapping[str, Any], version: int
+    ) -> ControllerResult[dict[str, Any]]:
+        records, response = create_topics(self._image, request, self._defaults)
+        return self._result(records, response)
+
+    def auto_create_topic(
+        self, name: str, num_partitions: int = -1, replication_factor: int = -1
+    ) -> ControllerResult[dict[str, Any]]:
+        """Metadata-request auto-creation: one topic with broker defaults; the response is
+        that topic's CreateTopics result (``error_code``, ``topic_id``, ...)."""
+        request = {
+            "topics": [
+                {
+                    "name": name,
+                    "num_partitions": num_partitions,
+                    "replication_factor": replication_factor,
+                    "assignments": [],
+                    "configs": [],
+                }
+            ],
+            "validate_only": False,
+        }
+        records, response = create_topics(self._image, request, self._defaults)
+        topic_result: dict[str, Any] = response["topics"][0]
+        return self._result(records, topic_result)
+
+    def delete_topics(
+        self, request: Mapping[str, Any], version: int
+    ) -> ControllerResult[dict[str, Any]]:
+        records, response = delete_topics(self._image, request, version, self._defaults)
+        return self._result(records, response)
+
+    def create_partitions(
+        self, request: Mapping[str, Any], version: int
+    ) -> ControllerResult[dict[str, Any]]:
+        records, response = create_partitions(self._image, request, self._defaults)
+        return self._result(records, response)
+
+    def incremental_alter_configs(
+        self, request: Mapping[str, Any], version: int
+    ) -> ControllerResult[dict[str, Any]]:
+        records, response = incremental_alter_configs(
+            self._image, request, self._defaults.config_policy
+        )
+        return self._result(records, response)
+
+    def register_broker(
+        self,
+        broker_id: int,
+        incarnation_id: bytes,
+        listeners: Sequence[Endpoint],
+        rack: str | None = None,
+        features: Mapping[str, tuple[int, int]] | None = None,
+        *,
+        log_dirs: Sequence[bytes] = (),
+        unfence: bool = True,
+    ) -> ControllerResult[int]:
+        """Register (or re-register) a broker; the response is its new broker epoch.
+
+        The epoch is the offset of the RegisterBrokerRecord, so it grows with every
+        registration. ``unfence`` (a combined node registering its own broker) unfences it in
+        the same batch. A new incarnation bumps the leader epoch of the partitions it leads,
+        as Kafka's fence-then-unfence does, so followers and clients see a new leadership.
+        """
+        supported = dict(features or {})
+        level = self._image.features.metadata_version
+        if METADATA_VERSION_FEATURE in supported and level:
+            low, high = supported[METADATA_VERSION_FEATURE]
+            if not low <= level <= high:
+                raise KafkaApiError(
+                    ErrorCode.UNSUPPORTED_VERSION,
+                    f"Unable to register because the broker does not support finalized version "
+                    f"{level} of metadata.version. The broker wants a version between {low} and "
+                    f"{high}, inclusive.",
+                )
+        epoch = self._raft.log_end_offset
+        previous = self._image.cluster.broker(broker_id)
+        registration = BrokerRegistration(
+            broker_id=broker_id,
+            epoch=epoch,
+            incarnation_id=incarnation_id,
+            endpoints=tuple(listeners),
+            supported_features=supported,
+            rack=rack,
+            fenced=True,
+            log_dirs=tuple(log_dirs),
+        )
+        records = [registration.to_record()]
+        if unfence:
+            records.append(
+                make_record(
+                    "BrokerRegistrationChangeRecord",
+                    {"broker_id": broker_id, "broker_epoch": epoch, "fenced": -1},
+                )
+            )
+        if previous is not None and previous.incarnation_id != incarnation_id:
+            for topic in self._image.topics.by_id.values():
+                for partition_id, partition in sorted(topic.partitions.items()):
+                    if partition.leader == broker_id:
+                        records.append(
+                            make_record(
+                                "PartitionChangeRecord",
+                                {
+                                    "partition_id": partition_id,
+                                    "topic_id": topic.topic_id,
+                                    "leader": broker_id,
+                                },
+                            )
+                        )
+        return self._result(records, epoch)
+
+    def allocate_producer_ids(
+        self, broker_id: int, broker_epoch: int
+    ) -> ControllerResult[tuple[int, int]]:
+        """A block of producer ids for a broker: response ``(first id, block length)``."""
+        broker = self._image.cluster.broker(broker_id)
+        if broker is None:
+            raise KafkaApiError(
+                ErrorCode.BROKER_ID_NOT_REGISTERED, f"Broker {broker_id} is not registered."
+            )
+        if broker.epoch != broker_epoch:
+            raise KafkaApiError(
+                ErrorCode.STALE_BROKER_EPOCH,
+                f"Expected broker epoch {broker.epoch}, but got {broker_epoch}",
+            )
+        first = max(self._image.producer_ids.next_producer_id, 0)
+        record = make_record(
+            "ProducerIdsRecord",
+            {
+                "broker_id": broker_id,
+                "broker_epoch": broker_epoch,
+                "next_producer_id": first + PRODUCER_ID_BLOCK_SIZE,
+            },
+        )
+        return self._result([record], (first, PRODUCER_ID_BLOCK_SIZE))

@@ -1,0 +1,225 @@
+"""The asyncio Kafka listener: a thin driver of the sans-IO protocol code.
+
+Contract:
+- Each accepted connection gets a :class:`FrameDecoder`; bytes in, whole frames out. A frame
+  whose size is negative or above ``max_request_bytes`` closes that connection (Kafka's
+  ``InvalidReceiveException``), as does a request header or body that does not parse: the peer
+  can no longer be trusted, so we log why and close it. Nothing the peer sends can stop the
+  listener or affect other connections.
+- Requests on one connection are handled one at a time, in arrival order, so responses leave in
+  request order (Kafka mutes a channel while its request is in flight). Clients pipeline up to
+  their in-flight limit; frames wait in the connection's queue meanwhile.
+- Back-pressure: when ``max_queued_requests`` frames are waiting on a connection, or the
+  transport's write buffer is above its high-water mark, we stop reading from that socket; TCP
+  then pushes back on the client.
+- A handler returning ``None`` sends no response (Produce with acks=0).
+- ``close()`` stops accepting, lets in-flight requests finish (bounded) and closes connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from sparklog.protocol.errors import ProtocolError
+from sparklog.protocol.framing import FrameDecoder
+from sparklog.protocol.headers import (
+    Request,
+    UnsupportedVersion,
+    decode_request,
+    encode_response,
+    unsupported_api_versions_response,
+)
+from sparklog.protocol.schema import Api
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Request, "Connection"], Awaitable[dict[str, Any] | None]]
+
+
+class Connection(asyncio.Protocol):
+    """One client connection: framing, in-order dispatch, back-pressure."""
+
+    def __init__(self, server: KafkaServer) -> None:
+        self._server = server
+        self._decoder = FrameDecoder(server.max_request_bytes)
+        self._frames: deque[memoryview] = deque()
+        self._wakeup = asyncio.Event()
+        self._can_write = asyncio.Event()
+        self._can_write.set()
+        self._transport: asyncio.Transport | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._reading_paused = False
+        self._closed = False
+        self.peer = "?"
+
+    # -- asyncio.Protocol callbacks -------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self._server.connections.add(self)
+        self._task = asyncio.get_running_loop().create_task(self._process())
+
+    def data_received(self, data: bytes) -> None:
+        if self._closed:
+            return
+        try:
+            self._decoder.receive_data(data)
+            while (frame := self._decoder.next_frame()) is not None:
+                self._frames.append(frame)
+        except ProtocolError as exc:
+            self._abort(f"invalid frame: {exc}")
+            return
+        if self._frames:
+            self._wakeup.set()
+            if len(self._frames) >= self._server.max_queued_requests:
+                self._pause_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._server.connections.discard(self)
+        self._wakeup.set()
+        self._can_write.set()
+
+    def pause_writing(self) -> None:
+        self._can_write.clear()
+
+    def resume_writing(self) -> None:
+        self._can_write.set()
+
+    # -- request loop -----------------------------------------------------------------------
+    async def _process(self) -> None:
+        try:
+            while not self._closed:
+                if not self._frames:
+                    self._wakeup.clear()
+                    if self._reading_paused:
+                        self._resume_reading()
+                    await self._wakeup.wait()
+                    continue
+                frame = self._frames.popleft()
+                await self._handle_frame(frame)
+                if not self._can_write.is_set():
+                    await self._can_write.wait()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("connection %s: internal error; closing it", self.peer)
+            self._abort("internal error")
+
+    async def _handle_frame(self, frame: memoryview) -> None:
+        server = self._server
+        try:
+            request = decode_request(frame, server.apis)
+        except UnsupportedVersion as exc:
+            header = exc.header
+            if header is not None and header.api_key == 18:
+                # Kafka answers an ApiVersions it cannot parse as v0, so the client negotiates.
+                self._write(unsupported_api_versions_response(header.correlation_id, server.apis))
+                return
+            self._abort(str(exc))
+            return
+        except ProtocolError as exc:
+            self._abort(f"invalid request: {exc}")
+            return
+        body = await server.handler(request, self)
+        if body is None or self._closed:
+            return
+        header = request.header
+        self._write(encode_response(request.api, header.api_version, header.correlation_id, body))
+
+    def _write(self, chunks: list[bytes | memoryview]) -> None:
+        if self._transport is not None and not self._closed:
+            self._transport.writelines(chunks)
+
+    def _pause_reading(self) -> None:
+        if self._transport is not None and not self._reading_paused:
+            self._reading_paused = True
+            self._transport.pause_reading()
+
+    def _resume_reading(self) -> None:
+        if self._transport is not None and self._reading_paused and not self._closed:
+            self._reading_paused = False
+            self._transport.resume_reading()
+
+    def _abort(self, why: str) -> None:
+        if self._closed:
+            return
+        log.warning(
+            "Closing connection %s on %s because of error: %s", self.peer, self._server.name, why
+        )
+        self._closed = True
+        self._frames.clear()
+        self._wakeup.set()
+        if self._transport is not None:
+            self._transport.abort()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wakeup.set()
+        if self._transport is not None:
+            self._transport.close()
+
+    @property
+    def listener_name(self) -> str:
+        return self._server.name
+
+    @property
+    def idle(self) -> bool:
+        return not self._frames
+
+    async def drain(self, timeout_s: float) -> None:
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), timeout_s)
+            except (TimeoutError, asyncio.CancelledError):
+                self._task.cancel()
+
+
+class KafkaServer:
+    """A listener serving the Kafka protocol with one handler for every API in ``apis``."""
+
+    def __init__(
+        self,
+        name: str,
+        host: str,
+        port: int,
+        apis: Mapping[int, Api],
+        handler: Handler,
+        *,
+        max_request_bytes: int = 104857600,
+        max_queued_requests: int = 500,
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.apis = apis
+        self.handler = handler
+        self.max_request_bytes = max_request_bytes
+        self.max_queued_requests = max_queued_requests
+        self.connections: set[Connection] = set()
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: Connection(self), self.host or None, self.port, reuse_address=True, backlog=512
+        )
+        sock = self._server.sockets[0]
+        self.port = sock.getsockname()[1]
+        log.info("Listener %s serving on %s:%d", self.name, self.host or "0.0.0.0", self.port)
+
+    async def close(self, grace_s: float = 5.0) -> None:
+        if self._server is None:
+            return
+        self._server.close()
+        for conn in list(self.connections):
+            conn.close()
+        await asyncio.gather(*(c.drain(grace_s) for c in list(self.connections)))
+        await self._server.wait_closed()
+        self._server = None

@@ -1,0 +1,89 @@
+"""The consensus seam: what the metadata layer sees of KRaft (Kafka's ``RaftClient``).
+
+Everything above this seam (the controller, the metadata loader, the broker's publishers) talks
+to the metadata log only through :class:`RaftClient`; everything below it (today
+:class:`~sparklog.raft.single_voter.SingleVoterRaft`, later the full multi-voter KRaft state
+machine with Vote/BeginQuorumEpoch/Fetch) can be swapped without touching the layers above.
+
+Contract, as in Kafka:
+
+- ``schedule_append(epoch, records)`` appends one batch of already-encoded records as leader of
+  ``epoch``; it fails with :class:`NotLeaderError` if this node is not the leader of that epoch.
+  The records of one call are atomic: they commit together or not at all.
+- A listener sees committed batches exactly once each, in offset order, starting from the log
+  start when it registers (so a late listener still rebuilds the full state), via
+  ``handle_commit``. Control batches (leader changes) are delivered too, with their control
+  records in ``control_records`` and no ``records``, so listeners can track offsets and epochs.
+- ``handle_leader_change`` is called whenever the leader or epoch changes, after every batch
+  of the previous epoch has been delivered.
+- The client is sans-IO and single-threaded: callbacks run synchronously inside the caller's
+  call (``register_listener``, ``schedule_append``, ``start``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+T_co = TypeVar("T_co", covariant=True)
+T_contra = TypeVar("T_contra", contravariant=True)
+
+NO_LEADER = -1
+
+
+class NotLeaderError(Exception):
+    """An append for an epoch this node does not lead (Kafka's NotLeaderException)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndEpoch:
+    leader_id: int
+    epoch: int
+
+    @property
+    def has_leader(self) -> bool:
+        return self.leader_id != NO_LEADER
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedBatch(Generic[T_co]):
+    """One committed batch of the log: its offsets, leader epoch and decoded records."""
+
+    base_offset: int
+    last_offset: int
+    epoch: int
+    append_timestamp: int
+    records: Sequence[T_co] = ()
+    control_records: Sequence[object] = field(default=())
+    size_in_bytes: int = 0
+
+
+class RaftListener(Protocol[T_contra]):
+    def handle_commit(self, batch: CommittedBatch[T_contra]) -> None: ...
+
+    def handle_leader_change(self, leader: LeaderAndEpoch) -> None: ...
+
+
+class RaftClient(Protocol[T_co]):
+    def register_listener(self, listener: RaftListener[T_co]) -> None: ...
+
+    def unregister_listener(self, listener: RaftListener[T_co]) -> None: ...
+
+    def schedule_append(self, epoch: int, records: Sequence[bytes]) -> int:
+        """Append one atomic batch as leader of ``epoch``; returns its last offset."""
+        ...
+
+    @property
+    def leader_and_epoch(self) -> LeaderAndEpoch: ...
+
+    @property
+    def high_watermark(self) -> int:
+        """The offset after the last committed record."""
+        ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    @property
+    def node_id(self) -> int: ...

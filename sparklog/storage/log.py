@@ -1,0 +1,615 @@
+"""One partition's log: an ordered list of segments with offsets, epochs, retention and recovery.
+
+Contract and invariants:
+- Offsets: ``log_start_offset <= high_watermark <= log_end_offset`` and
+  ``recovery_point <= log_end_offset`` at all times. The log end offset (LEO) is the next
+  offset of the last batch (or the active segment's base offset when it is empty).
+- Segments are sorted by base offset, never overlap, and only the last (active) one is written.
+- The log never holds a corrupt batch: appends CRC-check every batch once (``validate_batch``)
+  before writing, and recovery truncates at the first batch that fails the check.
+- Appends write the request bytes as received after patching, in place and O(1) per batch,
+  the base offset, the partition leader epoch and (LogAppendTime topics) the max timestamp.
+- Reads return batch-aligned :class:`FileSlice` objects from a single segment, never copies.
+- Everything below ``recovery_point`` has been fsynced; it only advances in :meth:`flush`.
+  Recovery (``had_clean_shutdown=False``) re-checks every segment from the one holding the
+  recovery point, truncates a torn or corrupt tail and deletes the segments after it, so the
+  recovered log is a prefix of what was appended.
+- Deleted segments are renamed ``*.deleted`` and removed after ``file.delete.delay.ms`` by
+  :meth:`delete_expired_files`, so slices handed out earlier stay readable meanwhile.
+- Retention (Kafka 4.x): only whole segments entirely below the high watermark are deleted,
+  oldest first; the active segment qualifies too, in which case a new empty segment is rolled
+  first. Deletion never creates a gap below the log end offset.
+- Truncation removes whole batches: ``truncate_to(o)`` drops every batch whose last offset is
+  >= o, so if ``o`` falls inside a batch the new LEO is that batch's base offset (< o).
+- Not thread-safe: the caller serialises calls per log. Time comes from the injected clock.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import logging
+import os
+import random
+from collections.abc import Callable
+
+from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.records import (
+    TIMESTAMP_CREATE_TIME,
+    BatchHeader,
+    assign_offsets,
+    set_log_append_time,
+    validate_batch,
+)
+from sparklog.storage.checkpoint import fsync_dir, write_partition_metadata
+from sparklog.storage.config import LogConfig
+from sparklog.storage.epoch_cache import LeaderEpochCache
+from sparklog.storage.errors import (
+    InvalidTimestampError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+    RecordTooLargeError,
+    StorageError,
+    UnexpectedAppendOffsetError,
+)
+from sparklog.storage.loader import (
+    PARTITION_METADATA,
+    load_topic_id,
+    parse_log_dir_name,
+    recover_segments,
+    segment_bases,
+    sweep_temp_files,
+)
+from sparklog.storage.segment import (
+    LogSegment,
+)
+from sparklog.storage.slices import (
+    AppendResult,
+    FileSlice,
+    LogReadResult,
+    TimestampAndOffset,
+)
+
+Clock = Callable[[], int]
+Records = bytes | bytearray | memoryview
+
+
+_log = logging.getLogger(__name__)
+
+
+def _writable(records: Records) -> bytearray | memoryview:
+    if isinstance(records, bytearray):
+        return records
+    if isinstance(records, memoryview) and not records.readonly:
+        return records
+    # Offsets are patched in place, so immutable input is copied once.
+    return bytearray(records)
+
+
+class Log:
+    """A partition log in ``directory``; create with :meth:`open`."""
+
+    def __init__(
+        self,
+        directory: str,
+        config: LogConfig,
+        clock: Clock,
+        segments: list[LogSegment],
+        log_start_offset: int,
+        recovery_point: int,
+        high_watermark: int,
+        topic_id: bytes | None,
+    ) -> None:
+        self.directory = directory
+        name = parse_log_dir_name(os.path.basename(directory.rstrip(os.sep)))
+        self.topic, self.partition = name if name is not None else ("", -1)
+        self.config = config
+        self._clock = clock
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._log_start_offset = log_start_offset
+        self._recovery_point = recovery_point
+        self._high_watermark = high_watermark
+        self.topic_id = topic_id
+        self._last_flush_ms = clock()
+        self._pending_deletes: list[tuple[int, list[str]]] = []
+        self._roll_jitter_ms = self._new_jitter()
+        self.epoch_cache = LeaderEpochCache(directory, lambda: self.log_end_offset)
+
+    # --- opening and recovery ------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        directory: str,
+        config: LogConfig,
+        clock: Clock,
+        *,
+        topic_id: bytes | None = None,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        high_watermark: int = 0,
+        had_clean_shutdown: bool = False,
+    ) -> Log:
+        """Open (creating if needed) the log in ``directory``, recovering it after a crash."""
+        os.makedirs(directory, exist_ok=True)
+        now = clock()
+        sweep_temp_files(directory)
+        stored_id = load_topic_id(directory)
+        if topic_id is not None and stored_id is not None and stored_id != topic_id:
+            raise StorageError(
+                f"Topic id mismatch in {directory}: stored {stored_id.hex()}, "
+                f"expected {topic_id.hex()}",
+                ErrorCode.INCONSISTENT_TOPIC_ID,
+            )
+        if topic_id is not None and stored_id is None:
+            write_partition_metadata(os.path.join(directory, PARTITION_METADATA), topic_id)
+        segments = [
+            LogSegment.open(directory, base, config, now) for base in segment_bases(directory)
+        ]
+        epoch_starts = recover_segments(directory, segments, recovery_point, had_clean_shutdown)
+        if not segments:
+            segments.append(LogSegment.create(directory, log_start_offset, config, now))
+        log_end_offset = segments[-1].next_offset
+        start = min(max(log_start_offset, segments[0].base_offset), log_end_offset)
+        recovered_point = (
+            log_end_offset if had_clean_shutdown else min(recovery_point, log_end_offset)
+        )
+        log = cls(
+            directory,
+            config,
+            clock,
+            segments,
+            start,
+            max(recovered_point, 0),
+            min(max(high_watermark, start), log_end_offset),
+            topic_id or stored_id,
+        )
+        cache = log.epoch_cache
+        latest = cache.latest_epoch
+        new_epochs = []
+        for epoch, offset in epoch_starts:
+            # Kafka only assigns epochs above the cached latest while recovering.
+            if epoch >= 0 and epoch > latest:
+                new_epochs.append((epoch, offset))
+                latest = epoch
+        cache.assign_many(new_epochs)
+        cache.truncate_from_end(log_end_offset)
+        cache.truncate_from_start(start)
+        return log
+
+    def _new_jitter(self) -> int:
+        jitter = min(self.config.segment_jitter_ms, self.config.segment_ms)
+        return random.randrange(jitter) if jitter > 0 else 0
+
+    # --- properties ----------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return tuple(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def latest_epoch(self) -> int:
+        return self.epoch_cache.latest_epoch
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: ``(largest epoch <= epoch, its end offset)`` or (-1, -1)."""
+        return self.epoch_cache.end_offset_for_epoch(epoch)
+
+    # --- appending -----------------------------------------------------------------------
+
+    def _validate(self, buf: Records, now_ms: int, leader: bool) -> list[tuple[int, BatchHeader]]:
+        batches: list[tuple[int, BatchHeader]] = []
+        pos = 0
+        limit = self.config.max_message_bytes
+        while pos < len(buf):
+            header = validate_batch(buf, pos)
+            if header.size_in_bytes > limit:
+                raise RecordTooLargeError(
+                    f"The record batch size in the append to {self.topic}-{self.partition} is "
+                    f"{header.size_in_bytes} bytes which exceeds the maximum configured value "
+                    f"of {limit}."
+                )
+            if leader and not self.config.log_append_time:
+                self._check_timestamp(header, now_ms)
+            batches.append((pos, header))
+            pos += header.size_in_bytes
+        if pos > self.config.segment_size:
+            raise RecordBatchTooLargeError(
+                f"Message batch size is {pos} bytes in append to partition "
+                f"{self.topic}-{self.partition} which exceeds the maximum configured segment "
+                f"size of {self.config.segment_size}."
+            )
+        return batches
+
+    def _check_timestamp(self, header: BatchHeader, now_ms: int) -> None:
+        if header.timestamp_type != TIMESTAMP_CREATE_TIME:
+            return
+        # Only the header is read: the base timestamp stands in for the batch minimum.
+        lowest, highest = header.base_timestamp, header.max_timestamp
+        if highest >= 0 and highest - now_ms > self.config.message_timestamp_after_max_ms:
+            raise InvalidTimestampError(
+                f"Timestamp {highest} of message with offset {header.base_offset} is out of "
+                f"range. The timestamp should be within [{now_ms - self.config.message_timestamp_before_max_ms}, "  # noqa: E501
+                f"{now_ms + self.config.message_timestamp_after_max_ms}]"
+            )
+        if lowest >= 0 and now_ms - lowest > self.config.message_timestamp_before_max_ms:
+            raise InvalidTimestampError(
+                f"Timestamp {lowest} of message with offset {header.base_offset} is out of "
+                f"range. The timestamp should be within [{now_ms - self.config.message_timestamp_before_max_ms}, "  # noqa: E501
+                f"{now_ms + self.config.message_timestamp_after_max_ms}]"
+            )
+
+    def append_as_leader(
+        self, records: Records, leader_epoch: int, now_ms: int | None = None
+    ) -> AppendResult:
+        """Validate, assign offsets from the LEO and the leader epoch in place, and append.
+
+        Raises ``CorruptRecordError`` (CORRUPT_MESSAGE / INVALID_RECORD),
+        :class:`RecordTooLargeError` (MESSAGE_TOO_LARGE), :class:`RecordBatchTooLargeError`
+        or :class:`InvalidTimestampError`; nothing is written when it raises.
+        """
+        now = self._clock() if now_ms is None else now_ms
+        buf = _writable(records)
+        batches = self._validate(buf, now, leader=True)
+        next_offset = self.log_end_offset
+        headers: list[BatchHeader] = []
+        append_time = now if self.config.log_append_time else -1
+        for pos, _ in batches:
+            header = assign_offsets(buf, pos, next_offset, leader_epoch)
+            if append_time >= 0:
+                header = set_log_append_time(buf, pos, append_time)
+            headers.append(header)
+            next_offset = header.next_offset
+        return self._append(buf, headers, now, append_time)
+
+    def append_as_follower(self, records: Records, now_ms: int | None = None) -> AppendResult:
+        """Append batches whose offsets the leader assigned; they must start at the LEO."""
+        now = self._clock() if now_ms is None else now_ms
+        batches = self._validate(records, now, leader=False)
+        headers = [h for _, h in batches]
+        expected = self.log_end_offset
+        for header in headers:
+            if header.base_offset != expected:
+                raise UnexpectedAppendOffsetError(
+                    f"Unexpected offset in append to {self.topic}-{self.partition}. First "
+                    f"offset {header.base_offset} is not the expected {expected}; the append "
+                    f"must be contiguous with the log end offset"
+                )
+            expected = header.next_offset
+        return self._append(records, headers, now, -1)
+
+    def _append(
+        self, buf: Records, headers: list[BatchHeader], now_ms: int, append_time: int
+    ) -> AppendResult:
+        if not headers:
+            return AppendResult(-1, -1, append_time, self._log_start_offset, -1, -1, 0, 0)
+        size = sum(h.size_in_bytes for h in headers)
+        self._maybe_roll(size, headers, now_ms)
+        self.active_segment.append(buf, headers)
+        self._bases[-1] = self.active_segment.base_offset
+        max_ts, offset_of_max = -1, -1
+        cache = self.epoch_cache
+        for header in headers:
+            if header.max_timestamp > max_ts:
+                max_ts, offset_of_max = header.max_timestamp, header.last_offset
+            epoch = header.partition_leader_epoch
+            if epoch >= 0 and epoch > cache.latest_epoch:
+                cache.assign(epoch, header.base_offset)
+        if self.log_end_offset - self._recovery_point >= self.config.flush_messages:
+            self.flush()
+        return AppendResult(
+            first_offset=headers[0].base_offset,
+            last_offset=headers[-1].last_offset,
+            log_append_time=append_time,
+            log_start_offset=self._log_start_offset,
+            max_timestamp=max_ts,
+            offset_of_max_timestamp=offset_of_max,
+            records_count=sum(h.records_count for h in headers),
+            valid_bytes=size,
+        )
+
+    def _maybe_roll(self, size: int, headers: list[BatchHeader], now_ms: int) -> None:
+        segment = self.active_segment
+        if segment.size == 0:
+            if segment.base_offset != headers[0].base_offset:
+                self.roll(headers[0].base_offset)
+            return
+        max_ts = max(h.max_timestamp for h in headers)
+        if segment.rolling_timestamp is not None and segment.rolling_timestamp >= 0:
+            waited = max_ts - segment.rolling_timestamp
+        else:
+            waited = now_ms - segment.created_ms
+        if (
+            segment.size > self.config.segment_size - size
+            or waited > self.config.segment_ms - self._roll_jitter_ms
+            or segment.indexes_full
+            or not segment.can_hold(headers[-1].last_offset)
+        ):
+            self.roll(headers[0].base_offset)
+
+    def roll(self, new_base_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at ``new_base_offset`` (default: the LEO)."""
+        base = self.log_end_offset if new_base_offset is None else new_base_offset
+        active = self.active_segment
+        if active.size == 0 and active.base_offset == base:
+            return active
+        if base < self.log_end_offset:
+            raise ValueError(f"cannot roll at {base} below the log end offset")
+        if active.size == 0:
+            # An empty segment at a lower base would overlap nothing but confuse lookups.
+            active.delete_now()
+            self._segments.pop()
+            self._bases.pop()
+        segment = LogSegment.create(self.directory, base, self.config, self._clock())
+        self._segments.append(segment)
+        self._bases.append(base)
+        self._roll_jitter_ms = self._new_jitter()
+        return segment
+
+    # --- reading -------------------------------------------------------------------------
+
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> LogReadResult:
+        """Batch-aligned slices from the batch holding ``start_offset`` (which may begin
+        before it), stopping before any batch reaching ``max_offset`` and within
+        ``max_bytes`` (but at least one batch if ``min_one_batch``)."""
+        leo = self.log_end_offset
+        if start_offset < self._log_start_offset or start_offset > leo:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {start_offset} for partition "
+                f"{self.topic}-{self.partition}, but we only have log segments from offset "
+                f"{self._log_start_offset} up to {leo}."
+            )
+
+        def result(slices: tuple[FileSlice, ...] = (), first: int = -1) -> LogReadResult:
+            return LogReadResult(slices, first, self._log_start_offset, leo, self._high_watermark)
+
+        if start_offset == leo or (max_offset is not None and start_offset >= max_offset):
+            return result()
+        index = max(bisect.bisect_right(self._bases, start_offset) - 1, 0)
+        for segment in self._segments[index:]:
+            found = segment.read(start_offset, max_bytes, max_offset, min_one_batch)
+            if found is None:
+                continue
+            file_slice, first = found
+            if file_slice.length == 0:
+                return result()
+            return result((file_slice,), first)
+        return result()
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets by time: the first record at or above log start with a timestamp >=
+        ``timestamp``, or ``None`` if there is none. Special negative targets (-1 latest,
+        -2 earliest, -3 max timestamp) are the caller's; see :meth:`max_timestamp_offset`."""
+        if timestamp < 0:
+            raise ValueError(f"timestamp must be >= 0, got {timestamp}")
+        for segment in self._segments:
+            if segment.next_offset <= self._log_start_offset or segment.size == 0:
+                continue
+            if segment.max_timestamp < timestamp:
+                continue
+            found = segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
+            if found is not None:
+                return found
+        return None
+
+    def max_timestamp_offset(self) -> TimestampAndOffset | None:
+        """ListOffsets MAX_TIMESTAMP (-3): the first record with the largest timestamp."""
+        best: LogSegment | None = None
+        for segment in self._segments:
+            if segment.size and (best is None or segment.max_timestamp > best.max_timestamp):
+                best = segment
+        if best is None or best.max_timestamp < 0:
+            return None
+        return best.max_timestamp_record()
+
+    # --- truncation and deletion ---------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch with an offset >= ``offset``; True if anything was removed."""
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        if offset >= self.log_end_offset:
+            return False
+        if offset < self._log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        _log.info("Truncating %s to offset %d", self.directory, offset)
+        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+            self._schedule_delete(self._segments.pop())
+            self._bases.pop()
+        self.active_segment.truncate_to(offset)
+        leo = self.log_end_offset
+        self._recovery_point = min(self._recovery_point, leo)
+        self._high_watermark = min(self._high_watermark, leo)
+        self.epoch_cache.truncate_from_end(leo)
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete everything and restart the log, empty, at ``offset``."""
+        _log.info("Truncating %s fully and starting at offset %d", self.directory, offset)
+        for segment in self._segments:
+            self._schedule_delete(segment)
+        self._segments = [LogSegment.create(self.directory, offset, self.config, self._clock())]
+        self._bases = [offset]
+        self._log_start_offset = self._recovery_point = self._high_watermark = offset
+        self.epoch_cache.clear()
+
+    def increment_log_start_offset(self, offset: int) -> bool:
+        """Move the log start offset up to ``offset`` and delete segments wholly below it."""
+        if offset <= self._log_start_offset:
+            return False
+        if offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {offset} of partition "
+                f"{self.topic}-{self.partition} since it is larger than the log end offset "
+                f"{self.log_end_offset}"
+            )
+        self._log_start_offset = offset
+        self._high_watermark = max(self._high_watermark, offset)
+        self._recovery_point = max(self._recovery_point, min(offset, self.log_end_offset))
+        self.epoch_cache.truncate_from_start(offset)
+        self._delete_old_segments(lambda seg, nxt: nxt is not None and nxt.base_offset <= offset)
+        return True
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: raise the low watermark to ``offset`` (-1 = the high watermark).
+
+        Offsets above the high watermark raise :class:`OffsetOutOfRangeError`. Returns the
+        new low watermark (the log start offset).
+        """
+        target = self._high_watermark if offset == -1 else offset
+        if target < 0 or target > self._high_watermark:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {offset} of partition "
+                f"{self.topic}-{self.partition} since it is larger than the high watermark "
+                f"{self._high_watermark}"
+            )
+        self.increment_log_start_offset(target)
+        return self._log_start_offset
+
+    def delete_retention_breached(self, now_ms: int) -> int:
+        """Delete whole segments past retention.ms / retention.bytes or below the log start
+        offset; returns how many were deleted."""
+        deleted = self._delete_old_segments(
+            lambda seg, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset
+        )
+        if not self.config.delete_enabled:
+            return deleted
+        retention_ms = self.config.retention_ms
+        if retention_ms >= 0:
+            deleted += self._delete_old_segments(
+                lambda seg, nxt: now_ms - seg.largest_timestamp > retention_ms
+            )
+        retention_bytes = self.config.retention_bytes
+        if retention_bytes >= 0:
+            excess = self.size_in_bytes - retention_bytes
+
+            def over_size(seg: LogSegment, nxt: LogSegment | None) -> bool:
+                nonlocal excess
+                if excess - seg.size >= 0:
+                    excess -= seg.size
+                    return True
+                return False
+
+            deleted += self._delete_old_segments(over_size)
+        return deleted
+
+    def _delete_old_segments(
+        self, predicate: Callable[[LogSegment, LogSegment | None], bool]
+    ) -> int:
+        doomed: list[LogSegment] = []
+        for i, segment in enumerate(self._segments):
+            following = self._segments[i + 1] if i + 1 < len(self._segments) else None
+            upper = following.base_offset if following is not None else self.log_end_offset
+            last_and_empty = following is None and segment.size == 0
+            if self._high_watermark < upper or last_and_empty or not predicate(segment, following):
+                break
+            doomed.append(segment)
+        if not doomed:
+            return 0
+        if len(doomed) == len(self._segments):
+            self.roll()
+        for segment in doomed:
+            self._schedule_delete(segment)
+        del self._segments[: len(doomed)]
+        del self._bases[: len(doomed)]
+        first_base = self._segments[0].base_offset
+        if first_base > self._log_start_offset:
+            self._log_start_offset = first_base
+            self._high_watermark = max(self._high_watermark, first_base)
+            self._recovery_point = max(self._recovery_point, first_base)
+            self.epoch_cache.truncate_from_start(first_base)
+        return len(doomed)
+
+    def _schedule_delete(self, segment: LogSegment) -> None:
+        _log.info("Scheduling deletion of segment %s", segment.path)
+        due = self._clock() + self.config.file_delete_delay_ms
+        self._pending_deletes.append((due, segment.mark_deleted()))
+
+    def delete_expired_files(self, now_ms: int) -> None:
+        """Remove ``*.deleted`` files whose ``file.delete.delay.ms`` has passed."""
+        keep = []
+        for due, paths in self._pending_deletes:
+            if due > now_ms:
+                keep.append((due, paths))
+                continue
+            for path in paths:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
+        self._pending_deletes = keep
+
+    # --- durability ----------------------------------------------------------------------
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync every segment holding offsets in [recovery_point, up_to_offset) (default:
+        the LEO), then advance the recovery point to ``up_to_offset``."""
+        target = (
+            self.log_end_offset if up_to_offset is None else min(up_to_offset, self.log_end_offset)
+        )
+        self._last_flush_ms = self._clock()
+        if target <= self._recovery_point:
+            return
+        first = max(bisect.bisect_right(self._bases, self._recovery_point) - 1, 0)
+        for segment in self._segments[first:]:
+            if segment.base_offset >= target and segment is not self.active_segment:
+                break
+            segment.flush()
+        fsync_dir(self.directory)
+        self._recovery_point = target
+
+    def flush_if_due(self, now_ms: int) -> bool:
+        """Honour flush.ms: flush if unflushed data is older than it. True if flushed."""
+        if self.log_end_offset <= self._recovery_point:
+            return False
+        if now_ms - self._last_flush_ms < self.config.flush_ms:
+            return False
+        self.flush()
+        return True
+
+    def close(self) -> None:
+        for segment in self._segments:
+            segment.close()
+
+    def remove_all_files(self) -> None:
+        """Close and delete every segment (used when the partition is deleted)."""
+        for segment in self._segments:
+            segment.delete_now()
+        self.delete_expired_files(1 << 62)

@@ -1,0 +1,1 @@
+"""Benchmarks (not collected by pytest): run ``python tests/bench/bench_<name>.py``."""

@@ -1,0 +1,1 @@
+"""Integration tests: real sparklog processes driven by real Kafka clients over sockets."""
