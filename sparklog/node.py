@@ -24,6 +24,7 @@ from typing import Any
 
 from sparklog.broker.apis import SERVED, BrokerApis
 from sparklog.broker.context import BrokerContext
+from sparklog.broker.producer_ids import ProducerIdManager
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.cli.storage_tool import StorageToolError, check_formatted
 from sparklog.config import ServerConfig
@@ -67,6 +68,15 @@ class Node:
         response: dict[str, Any] = controller.run(lambda: method(body, version))
         return response
 
+    async def _allocate_producer_ids(self) -> tuple[int, int]:
+        plane = self.plane
+        assert plane is not None
+        controller = plane.controller
+        block: tuple[int, int] = controller.run(
+            lambda: controller.allocate_producer_ids(self.config.node_id, plane.broker_epoch)
+        )
+        return block
+
     async def start(self) -> None:
         config = self.config
         default_log_config = config.default_log_config()
@@ -82,6 +92,7 @@ class Node:
             replica_manager=replica_manager,
             controller=self._controller_call,
             image_supplier=lambda: plane.loader.image,
+            producer_ids=ProducerIdManager(self._allocate_producer_ids),
             controller_id=config.node_id,
         )
         apis = BrokerApis(ctx)

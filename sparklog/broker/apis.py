@@ -22,6 +22,7 @@ from sparklog.broker.offsets import (
     handle_offset_for_leader_epoch,
 )
 from sparklog.broker.produce import handle_produce
+from sparklog.broker.producer_ids import handle_init_producer_id
 from sparklog.net.server import Connection
 from sparklog.protocol.headers import Request
 from sparklog.protocol.messages import API_BY_KEY
@@ -34,6 +35,12 @@ Handler = Callable[[BrokerContext, Request, str], Awaitable[dict[str, Any] | Non
 
 async def _api_versions(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
     return api_versions_body(SERVED)
+
+
+async def _init_producer_id(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    return await handle_init_producer_id(ctx.producer_ids, request)
 
 
 def _simple(
@@ -54,6 +61,7 @@ HANDLERS: dict[int, Handler] = {
     19: _simple(forward_to_controller),
     20: _simple(forward_to_controller),
     21: _simple(handle_delete_records),
+    22: _init_producer_id,
     23: _simple(handle_offset_for_leader_epoch),
     32: _simple(handle_describe_configs),
     37: _simple(forward_to_controller),

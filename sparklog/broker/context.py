@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparklog.broker.producer_ids import ProducerIdManager
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.config import ServerConfig
 from sparklog.metadata.image import MetadataImage
@@ -27,6 +28,7 @@ class BrokerContext:
     replica_manager: ReplicaManager
     controller: ControllerChannel
     image_supplier: Callable[[], MetadataImage]
+    producer_ids: ProducerIdManager
     controller_id: int = -1
     # the advertised (host, port) of the client listener, per listener name
     endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
