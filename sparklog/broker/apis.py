@@ -37,9 +37,7 @@ async def _api_versions(ctx: BrokerContext, request: Request, listener: str) -> 
     return api_versions_body(SERVED)
 
 
-async def _init_producer_id(
-    ctx: BrokerContext, request: Request, listener: str
-) -> dict[str, Any]:
+async def _init_producer_id(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
     return await handle_init_producer_id(ctx.producer_ids, request)
 
 

@@ -37,9 +37,7 @@ class ProducerIdManager:
             return producer_id
 
 
-async def handle_init_producer_id(
-    manager: ProducerIdManager, request: Request
-) -> dict[str, Any]:
+async def handle_init_producer_id(manager: ProducerIdManager, request: Request) -> dict[str, Any]:
     body = request.body
     response: dict[str, Any] = {
         "throttle_time_ms": 0,

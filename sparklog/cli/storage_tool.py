@@ -30,7 +30,7 @@ from sparklog.metadata.bootstrap import (
     metadata_version_name,
     write_bootstrap_checkpoint,
 )
-from sparklog.metadata.kafka_uuid import (
+from sparklog.protocol.kafka_uuid import (
     RESERVED_UUIDS,
     random_uuid,
     random_uuid_bytes,

@@ -23,9 +23,9 @@ from sparklog.config import ServerConfig
 from sparklog.controller.quorum_controller import QuorumController
 from sparklog.metadata.bootstrap import BootstrapMetadata, read_bootstrap_checkpoint
 from sparklog.metadata.image import METADATA_VERSION_FEATURE, Endpoint
-from sparklog.metadata.kafka_uuid import random_uuid_bytes, uuid_from_str
 from sparklog.metadata.loader import MetadataLoader
 from sparklog.metadata.records import MetadataRecord, decode_record
+from sparklog.protocol.kafka_uuid import random_uuid_bytes, uuid_from_str
 from sparklog.raft.metadata_log import open_metadata_log, quorum_state_store
 from sparklog.raft.single_voter import SingleVoterRaft
 from sparklog.storage.log import Log

@@ -47,9 +47,9 @@ from sparklog.metadata.image import (
     MetadataImage,
     Provenance,
 )
-from sparklog.metadata.kafka_uuid import random_uuid_bytes
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.kafka_uuid import random_uuid_bytes
 from sparklog.raft.client import CommittedBatch, LeaderAndEpoch, RaftClient
 
 R = TypeVar("R")

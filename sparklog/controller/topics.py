@@ -22,9 +22,9 @@ from typing import Any
 
 from sparklog.controller.configs import TopicConfigPolicy
 from sparklog.metadata.image import MetadataImage, PartitionRegistration
-from sparklog.metadata.kafka_uuid import ZERO_UUID
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.kafka_uuid import ZERO_UUID
 
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")

@@ -25,7 +25,8 @@ versions are a subset of the field's versions; defaults agree with the type.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any
 
 PRIMITIVE_TYPES = frozenset(
@@ -140,7 +141,7 @@ class Field:
 
 
 def _implicit_default(type_: str, has_fields: bool) -> Any:
-    if type_.startswith("[]") or has_fields and type_ != "struct":
+    if type_.startswith("[]") or (has_fields and type_ != "struct"):
         return list
     if type_ == "struct":
         return None
@@ -178,9 +179,9 @@ def field(
     is the value used when the field is absent in a version, omitted by the sender, or left out
     when a message is built; a tagged field equal to its default is not written.
     """
-    if type not in PRIMITIVE_TYPES and type not in ("struct", "[]"):
-        if not (type.startswith("[]") and type[2:] in PRIMITIVE_TYPES):
-            raise ValueError(f"field {name}: unknown type {type!r}")
+    known_array = type.startswith("[]") and type[2:] in PRIMITIVE_TYPES
+    if type not in PRIMITIVE_TYPES and type not in ("struct", "[]") and not known_array:
+        raise ValueError(f"field {name}: unknown type {type!r}")
     if fields and type not in ("struct", "[]"):
         raise ValueError(f"field {name}: nested fields need type 'struct' or '[]'")
     if type in ("struct", "[]") and not fields:
@@ -234,9 +235,7 @@ class MessageSpec:
         return version in self.flexible_versions
 
 
-def message(
-    name: str, valid_versions: str, flexible_versions: str, *fields: Field
-) -> MessageSpec:
+def message(name: str, valid_versions: str, flexible_versions: str, *fields: Field) -> MessageSpec:
     spec = MessageSpec(
         name=name,
         valid_versions=Versions.parse(valid_versions),

@@ -378,7 +378,7 @@ class LogSegment:
             pos += batch_size
         result.valid_bytes = pos
         result.truncated_bytes = file_size - pos
-        if False:
+        if result.truncated_bytes:
             os.ftruncate(self._read_fd(), pos)
         self.size = pos
         self.indexes_rebuilt = True

@@ -11,10 +11,10 @@ import pytest
 from sparklog.controller.quorum_controller import QuorumController
 from sparklog.controller.topics import TopicDefaults
 from sparklog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, Endpoint, MetadataImage
-from sparklog.metadata.kafka_uuid import ZERO_UUID
 from sparklog.metadata.loader import MetadataLoader
 from sparklog.metadata.records import MetadataRecord, decode_record
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.kafka_uuid import ZERO_UUID
 from sparklog.raft.quorum_state import QuorumStateStore
 from sparklog.raft.single_voter import SingleVoterRaft
 from sparklog.storage.config import LogConfig

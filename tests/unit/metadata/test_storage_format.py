@@ -23,7 +23,7 @@ from sparklog.metadata.bootstrap import (
     metadata_version_level,
     read_bootstrap_checkpoint,
 )
-from sparklog.metadata.kafka_uuid import uuid_from_str
+from sparklog.protocol.kafka_uuid import uuid_from_str
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 
