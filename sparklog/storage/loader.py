@@ -99,7 +99,7 @@ def recover_segments(
     only damaged ones after a clean shutdown). Deletes segments after a truncation. Returns
     the (epoch, start offset) pairs seen, for the epoch cache."""
     bases = [s.base_offset for s in segments]
-    first = 0 if clean else max(bisect.bisect_right(bases, recovery_point), 0)
+    first = 0 if clean else max(bisect.bisect_right(bases, recovery_point) - 1, 0)
     epoch_starts: list[tuple[int, int]] = []
     for i, segment in enumerate(segments):
         if (not clean and i >= first) or segment.needs_recovery:

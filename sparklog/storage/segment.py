@@ -46,6 +46,10 @@ _INT32_MAX: Final = (1 << 31) - 1
 _LOG_OVERHEAD: Final = 12
 
 
+class _StaleIndexError(Exception):
+    """An index that passed the shape checks but disagrees with the log: rebuild it."""
+
+
 def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
@@ -147,6 +151,9 @@ class LogSegment:
         self.offset_index, self.time_index = offset_index, time_index
         try:
             self._restore_tail_state()
+        except _StaleIndexError:
+            self.rebuild_indexes()
+            return
         except CorruptRecordError:
             self.needs_recovery = True
             return
@@ -184,7 +191,15 @@ class LogSegment:
             first = self.read_header_at(0)
             self.rolling_timestamp = first.max_timestamp
         scanned_to = start
+        since = 0
         for pos, header in self.iter_headers(start):
+            if pos == start and last_offset_entry is not None:
+                if header.last_offset != last_offset_entry[0]:
+                    raise _StaleIndexError(f"{self.offset_index.path}: last entry is not a batch")
+            elif since > self.index_interval_bytes:
+                # The rule would have indexed this batch: entries were lost (e.g. a torn index).
+                raise _StaleIndexError(f"{self.offset_index.path}: entries missing at {pos}")
+            since += header.size_in_bytes
             if header.max_timestamp > self.max_timestamp:
                 self.max_timestamp = header.max_timestamp
                 self.offset_of_max_timestamp = header.last_offset
@@ -291,8 +306,14 @@ class LogSegment:
         if found is None:
             return None
         start_pos, first = found
-        end = start_pos
         limit = self.size
+        if (max_offset is None or max_offset >= self.next_offset) and (
+            limit - start_pos <= max_bytes
+            or (min_one_batch and first.next_offset == self.next_offset)
+        ):
+            # A tailing reader: the rest of the segment fits, no header scan needed.
+            return FileSlice(self.path, start_pos, limit - start_pos), first.base_offset
+        end = start_pos
         header: BatchHeader | None = first
         pos = start_pos
         while pos < limit:
@@ -396,7 +417,10 @@ class LogSegment:
         self.offset_index.truncate_to(offset)
         # Entries are keyed by batch last offsets, so none of the survivors names a cut batch.
         self.time_index.truncate_to(offset)
-        self._restore_tail_state()
+        try:
+            self._restore_tail_state()
+        except _StaleIndexError:
+            self.rebuild_indexes()
         return removed
 
     # --- durability and lifecycle --------------------------------------------------------

@@ -27,7 +27,8 @@ def admin_for(node: Node) -> Any:
 def create_topic(
     node: Node, topic: str, partitions: int, config: dict[str, str] | None = None
 ) -> None:
-    futures = admin_for(node).create_topics(
+    admin = admin_for(node)  # must outlive its futures: a destroyed handle fails them
+    futures = admin.create_topics(
         [NewTopic(topic, num_partitions=partitions, replication_factor=1, config=config or {})],
         operation_timeout=CLIENT_TIMEOUT_S,
     )

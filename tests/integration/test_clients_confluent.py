@@ -141,7 +141,8 @@ def test_delete_records_moves_low_watermark(module_node: Node) -> None:
         producer.produce(topic, value=b"%d" % index, partition=0)
     assert producer.flush(30) == 0
 
-    futures = admin_for(module_node).delete_records(
+    admin = admin_for(module_node)  # must outlive its futures
+    futures = admin.delete_records(
         [TopicPartition(topic, 0, 40)], operation_timeout=CLIENT_TIMEOUT_S
     )
     (future,) = futures.values()
@@ -195,7 +196,8 @@ def test_offset_past_end_resets_per_policy(module_node: Node) -> None:
 
 
 def create_error(node: Node, topic: NewTopic) -> Any:
-    futures = admin_for(node).create_topics([topic], operation_timeout=CLIENT_TIMEOUT_S)
+    admin = admin_for(node)  # must outlive its futures
+    futures = admin.create_topics([topic], operation_timeout=CLIENT_TIMEOUT_S)
     with pytest.raises(KafkaException) as info:
         futures[topic.topic].result(timeout=CLIENT_TIMEOUT_S)
     return info.value.args[0]

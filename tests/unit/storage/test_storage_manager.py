@@ -182,3 +182,23 @@ def test_retention_pass_and_flush_due(tmp_path: Path, clock: FakeClock) -> None:
     clock.advance(20)
     m.retention_pass(clock.now_ms)
     assert not any(n.endswith(".deleted") for n in os.listdir(log.directory))
+
+
+def test_index_missing_its_tail_or_pointing_nowhere_is_rebuilt(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    m = manager(tmp_path, clock)
+    log = m.create_log("t", 0, None)
+    fill(log, 12)
+    seg0, seg1 = log.segments[0], log.segments[1]
+    assert len(seg0.offset_index) >= 2 and len(seg1.offset_index) >= 1
+    original = [s.offset_index.to_bytes() for s in (seg0, seg1)]
+    m.shutdown()
+    os.truncate(seg0.offset_index.path, 8)  # a valid shape, but entries lost
+    with open(seg1.offset_index.path, "r+b") as f:
+        f.seek(len(original[1]) - 4)
+        f.write((1).to_bytes(4, "big"))  # the last entry now points inside a batch
+    log2 = manager(tmp_path, clock).get_log("t", 0)
+    assert log2 is not None
+    assert [s.offset_index.to_bytes() for s in log2.segments[:2]] == original
+    assert all(s.indexes_rebuilt for s in log2.segments[:2])
