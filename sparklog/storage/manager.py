@@ -46,6 +46,9 @@ TopicPartition = tuple[str, int]
 _log = logging.getLogger(__name__)
 
 
+METADATA_TOPIC = "__cluster_metadata"
+
+
 def _read_checkpoint(path: str) -> dict[TopicPartition, int]:
     try:
         return read_offset_checkpoint(path)
@@ -93,7 +96,8 @@ class LogManager:
                     shutil.rmtree(path, ignore_errors=True)
                     continue
                 parsed = parse_log_dir_name(name)
-                if parsed is None:
+                if parsed is None or parsed[0] == METADATA_TOPIC:
+                    # The metadata log belongs to the raft layer, which opens it itself.
                     continue
                 if parsed in self._logs:
                     raise RuntimeError(f"Duplicate log directories for {parsed}: {path}")
