@@ -5,7 +5,8 @@ Contract:
 - :meth:`ServerConfig.from_file` reads a Java-properties file (``key=value`` or ``key: value``,
   ``#``/``!`` comments, ``\\`` line continuations); :meth:`ServerConfig.from_props` takes a dict of
   strings. Every key must be a Kafka broker/controller key this node knows (see ``DEFS`` and
-  ``ACCEPTED``) or one of our own ``sparklog.*`` keys. An unknown key is an error that names the
+  ``ACCEPTED`` in :mod:`sparklog.config_keys`, which also parses single values) or one of our
+  own ``sparklog.*`` keys. An unknown key is an error that names the
   key and suggests the closest known one; a bad value is an error that names the key, the value
   and the expected type. Errors are :class:`ConfigError` (a ``ValueError``).
 - Defaults are Kafka's, except ``log.dirs`` (``/tmp/kraft-combined-logs``, the value Kafka ships
@@ -32,247 +33,21 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from sparklog.config_keys import (
+    ACCEPTED,
+    DEFS,
+    MULTI_SYNONYMS,
+    SYNONYMS,
+    ConfigError,
+    parse_config_value,
+)
+
 if TYPE_CHECKING:
     from sparklog.storage.config import LogConfig
 
 __all__ = ["ConfigError", "Listener", "QuorumVoter", "ServerConfig"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_LONG_MAX = 2**63 - 1
-_INT_MAX = 2**31 - 1
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigDef:
-    """One key: its Kafka type (int, long, short, double, bool, string, list), default, checks."""
-
-    name: str
-    kind: str
-    default: Any = None
-    minimum: int | None = None
-    choices: tuple[str, ...] | None = None
-    nullable: bool = False
-
-    def describe_type(self) -> str:
-        described = {
-            "int": "a 32-bit integer",
-            "long": "a 64-bit integer",
-            "short": "a 16-bit integer",
-            "double": "a number",
-            "bool": "true or false",
-            "list": "a comma-separated list",
-            "string": "a string",
-        }[self.kind]
-        if self.choices is not None:
-            described += f" from {{{', '.join(self.choices)}}}"
-        if self.minimum is not None:
-            described += f" >= {self.minimum}"
-        return described
-
-
-def _d(
-    name: str,
-    kind: str,
-    default: Any = None,
-    *,
-    minimum: int | None = None,
-    choices: tuple[str, ...] | None = None,
-) -> ConfigDef:
-    return ConfigDef(name, kind, default, minimum, choices, nullable=default is None)
-
-
-_TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
-_CLEANUP_POLICIES = ("delete", "compact")
-_COMPRESSION = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
-
-# Keys this node reads, with Kafka 4.x defaults (None = unset; the property resolves it).
-DEFS: dict[str, ConfigDef] = {
-    d.name: d
-    for d in (
-        _d("process.roles", "list", (), choices=("broker", "controller")),
-        _d("node.id", "int", minimum=0),
-        _d("listeners", "list", ("PLAINTEXT://:9092", "CONTROLLER://:9093")),
-        _d("advertised.listeners", "list"),
-        _d(
-            "listener.security.protocol.map",
-            "list",
-            (
-                "PLAINTEXT:PLAINTEXT",
-                "CONTROLLER:PLAINTEXT",
-                "SSL:SSL",
-                "SASL_PLAINTEXT:SASL_PLAINTEXT",
-                "SASL_SSL:SASL_SSL",
-            ),
-        ),
-        _d("controller.listener.names", "list", ()),
-        _d("inter.broker.listener.name", "string"),
-        _d("controller.quorum.voters", "list", ()),
-        _d("controller.quorum.bootstrap.servers", "list", ()),
-        _d("controller.quorum.election.timeout.ms", "int", 1000, minimum=0),
-        _d("controller.quorum.fetch.timeout.ms", "int", 2000, minimum=0),
-        _d("controller.quorum.election.backoff.max.ms", "int", 1000, minimum=0),
-        _d("controller.quorum.append.linger.ms", "int", 25, minimum=0),
-        _d("controller.quorum.request.timeout.ms", "int", 2000, minimum=0),
-        _d("controller.quorum.retry.backoff.ms", "int", 20, minimum=0),
-        _d("controller.quorum.auto.join.enable", "bool", False),
-        _d("broker.rack", "string"),
-        _d("log.dirs", "list"),
-        _d("log.dir", "string", "/tmp/kraft-combined-logs"),
-        _d("metadata.log.dir", "string"),
-        _d("metadata.log.segment.bytes", "int", 1073741824, minimum=8 * 1024 * 1024),
-        _d("metadata.log.segment.ms", "long", 604800000, minimum=1),
-        _d("metadata.max.retention.bytes", "long", 104857600),
-        _d("metadata.max.retention.ms", "long", 604800000),
-        _d("metadata.log.max.record.bytes.between.snapshots", "long", 20971520, minimum=1),
-        _d("metadata.log.max.snapshot.interval.ms", "long", 3600000, minimum=0),
-        _d("metadata.max.idle.interval.ms", "int", 500, minimum=0),
-        _d("num.partitions", "int", 1, minimum=1),
-        _d("default.replication.factor", "int", 1, minimum=1),
-        _d("auto.create.topics.enable", "bool", True),
-        _d("delete.topic.enable", "bool", True),
-        _d("auto.leader.rebalance.enable", "bool", True),
-        _d("controlled.shutdown.enable", "bool", True),
-        _d("unclean.leader.election.enable", "bool", False),
-        _d("min.insync.replicas", "int", 1, minimum=1),
-        _d("message.max.bytes", "int", 1048588, minimum=0),
-        _d("compression.type", "string", "producer", choices=_COMPRESSION),
-        _d("compression.gzip.level", "int", -1),
-        _d("compression.lz4.level", "int", 9),
-        _d("compression.zstd.level", "int", 3),
-        _d("log.segment.bytes", "int", 1073741824, minimum=1024 * 1024),
-        _d("log.roll.ms", "long", minimum=1),
-        _d("log.roll.hours", "int", 168, minimum=1),
-        _d("log.roll.jitter.ms", "long", minimum=0),
-        _d("log.roll.jitter.hours", "int", 0, minimum=0),
-        _d("log.retention.ms", "long"),
-        _d("log.retention.minutes", "int"),
-        _d("log.retention.hours", "int", 168),
-        _d("log.retention.bytes", "long", -1),
-        _d("log.local.retention.ms", "long", -2),
-        _d("log.local.retention.bytes", "long", -2),
-        _d("log.index.interval.bytes", "int", 4096, minimum=0),
-        _d("log.index.size.max.bytes", "int", 10485760, minimum=4),
-        _d("log.flush.interval.messages", "long", _LONG_MAX, minimum=1),
-        _d("log.flush.interval.ms", "long"),
-        _d("log.flush.scheduler.interval.ms", "long", _LONG_MAX),
-        _d("log.flush.offset.checkpoint.interval.ms", "int", 60000, minimum=0),
-        _d("log.flush.start.offset.checkpoint.interval.ms", "int", 60000, minimum=0),
-        _d("log.retention.check.interval.ms", "long", 300000, minimum=1),
-        _d("log.segment.delete.delay.ms", "long", 60000, minimum=0),
-        _d("log.cleanup.policy", "list", ("delete",), choices=_CLEANUP_POLICIES),
-        _d("log.cleaner.enable", "bool", True),
-        _d("log.cleaner.threads", "int", 1, minimum=0),
-        _d("log.cleaner.delete.retention.ms", "long", 86400000, minimum=0),
-        _d("log.cleaner.min.compaction.lag.ms", "long", 0, minimum=0),
-        _d("log.cleaner.max.compaction.lag.ms", "long", _LONG_MAX, minimum=1),
-        _d("log.cleaner.min.cleanable.ratio", "double", 0.5),
-        _d("log.cleaner.backoff.ms", "long", 15000, minimum=0),
-        _d("log.preallocate", "bool", False),
-        _d("log.message.timestamp.type", "string", "CreateTime", choices=_TIMESTAMP_TYPES),
-        _d("log.message.timestamp.before.max.ms", "long", _LONG_MAX, minimum=0),
-        _d("log.message.timestamp.after.max.ms", "long", 3600000, minimum=0),
-        _d("num.recovery.threads.per.data.dir", "int", 2, minimum=1),
-        _d("socket.request.max.bytes", "int", 104857600, minimum=1),
-        _d("socket.send.buffer.bytes", "int", 102400),
-        _d("socket.receive.buffer.bytes", "int", 102400),
-        _d("connections.max.idle.ms", "long", 600000),
-        _d("queued.max.requests", "int", 500, minimum=1),
-        _d("num.network.threads", "int", 3, minimum=1),
-        _d("num.io.threads", "int", 8, minimum=1),
-        _d("num.replica.fetchers", "int", 1),
-        _d("replica.lag.time.max.ms", "long", 30000),
-        _d("replica.fetch.max.bytes", "int", 1048576, minimum=0),
-        _d("replica.fetch.wait.max.ms", "int", 500),
-        _d("fetch.max.bytes", "int", 57671680, minimum=1024),
-        _d("offsets.topic.replication.factor", "short", 3, minimum=1),
-        _d("offsets.topic.num.partitions", "int", 50, minimum=1),
-        _d("offsets.topic.segment.bytes", "int", 104857600, minimum=1),
-        _d("offsets.retention.minutes", "int", 10080, minimum=1),
-        _d("offsets.retention.check.interval.ms", "long", 600000, minimum=1),
-        _d("transaction.state.log.replication.factor", "short", 3, minimum=1),
-        _d("transaction.state.log.num.partitions", "int", 50, minimum=1),
-        _d("transaction.state.log.min.isr", "int", 2, minimum=1),
-        _d("transaction.state.log.segment.bytes", "int", 104857600, minimum=1),
-        _d("transactional.id.expiration.ms", "int", 604800000, minimum=1),
-        _d("transaction.max.timeout.ms", "int", 900000, minimum=1),
-        _d("producer.id.expiration.ms", "int", 86400000, minimum=1),
-        _d("group.initial.rebalance.delay.ms", "int", 3000),
-        _d("group.min.session.timeout.ms", "int", 6000),
-        _d("group.max.session.timeout.ms", "int", 1800000),
-        _d("group.max.size", "int", _INT_MAX, minimum=1),
-        _d("group.coordinator.rebalance.protocols", "list", ("classic", "consumer", "streams")),
-        _d("broker.heartbeat.interval.ms", "int", 2000),
-        _d("broker.session.timeout.ms", "int", 9000),
-        _d("initial.broker.registration.timeout.ms", "int", 60000),
-        _d("remote.log.storage.system.enable", "bool", False),
-        _d("sparklog.read.listener", "string"),
-    )
-}
-
-# Kafka keys accepted so a real Kafka server.properties loads, but not used by this node yet.
-_ACCEPTED_TEXT = """
-    broker.id delete.records.purgatory.purge.interval.requests
-    fetch.purgatory.purge.interval.requests producer.purgatory.purge.interval.requests
-    max.connections max.connections.per.ip max.connections.per.ip.overrides
-    max.incremental.fetch.session.cache.slots max.connection.creation.rate
-    leader.imbalance.check.interval.seconds leader.imbalance.per.broker.percentage
-    log.cleaner.dedupe.buffer.size log.cleaner.io.buffer.size log.cleaner.io.buffer.load.factor
-    log.cleaner.io.max.bytes.per.second num.replica.alter.log.dirs.threads
-    replica.socket.timeout.ms replica.socket.receive.buffer.bytes replica.fetch.min.bytes
-    replica.fetch.backoff.ms replica.fetch.response.max.bytes
-    replica.high.watermark.checkpoint.interval.ms request.timeout.ms reserved.broker.max.id
-    sasl.enabled.mechanisms sasl.mechanism.inter.broker.protocol
-    sasl.mechanism.controller.protocol security.inter.broker.protocol
-    share.coordinator.state.topic.replication.factor share.coordinator.state.topic.min.isr
-    share.coordinator.state.topic.num.partitions ssl.keystore.location ssl.keystore.password
-    ssl.key.password ssl.truststore.location ssl.truststore.password ssl.client.auth
-    ssl.endpoint.identification.algorithm authorizer.class.name super.users
-    allow.everyone.if.no.acl.found metric.reporters metrics.num.samples
-    metrics.sample.window.ms metrics.recording.level quota.window.num quota.window.size.seconds
-    num.quota.samples offsets.commit.timeout.ms offsets.load.buffer.size
-    offset.metadata.max.bytes transaction.abort.timed.out.transaction.cleanup.interval.ms
-    transaction.remove.expired.transaction.cleanup.interval.ms
-    transaction.partition.verification.enable unstable.api.versions.enable
-    unstable.feature.versions.enable early.start.listeners remote.log.manager.task.interval.ms
-    remote.log.metadata.manager.listener.name remote.log.storage.manager.class.name
-    remote.log.metadata.manager.class.name background.threads auto.include.jmx.reporter
-    socket.listen.backlog.size
-"""
-ACCEPTED = frozenset(_ACCEPTED_TEXT.split())
-
-_SYNONYMS: tuple[tuple[str, str], ...] = (
-    ("segment.bytes", "log.segment.bytes"),
-    ("segment.index.bytes", "log.index.size.max.bytes"),
-    ("index.interval.bytes", "log.index.interval.bytes"),
-    ("flush.messages", "log.flush.interval.messages"),
-    ("retention.bytes", "log.retention.bytes"),
-    ("local.retention.ms", "log.local.retention.ms"),
-    ("local.retention.bytes", "log.local.retention.bytes"),
-    ("max.message.bytes", "message.max.bytes"),
-    ("delete.retention.ms", "log.cleaner.delete.retention.ms"),
-    ("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms"),
-    ("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"),
-    ("file.delete.delay.ms", "log.segment.delete.delay.ms"),
-    ("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio"),
-    ("cleanup.policy", "log.cleanup.policy"),
-    ("unclean.leader.election.enable", "unclean.leader.election.enable"),
-    ("min.insync.replicas", "min.insync.replicas"),
-    ("compression.type", "compression.type"),
-    ("compression.gzip.level", "compression.gzip.level"),
-    ("compression.lz4.level", "compression.lz4.level"),
-    ("compression.zstd.level", "compression.zstd.level"),
-    ("preallocate", "log.preallocate"),
-    ("message.timestamp.type", "log.message.timestamp.type"),
-    ("message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms"),
-    ("message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms"),
-)
-"""Topic-level key <- broker-level key (Kafka's ServerTopicConfigSynonyms, direct ones)."""
-_MULTI_SYNONYMS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("segment.ms", ("log.roll.ms", "log.roll.hours")),
-    ("segment.jitter.ms", ("log.roll.jitter.ms", "log.roll.jitter.hours")),
-    ("retention.ms", ("log.retention.ms", "log.retention.minutes", "log.retention.hours")),
-    ("flush.ms", ("log.flush.interval.ms", "log.flush.scheduler.interval.ms")),
-)
 
 
 def _format_value(value: Any) -> str:
@@ -284,16 +59,12 @@ def _format_value(value: Any) -> str:
 
 
 def _log_config_props(config: ServerConfig) -> dict[str, str]:
-    props = {topic: _format_value(config.get(broker)) for topic, broker in _SYNONYMS}
+    props = {topic: _format_value(config.get(broker)) for topic, broker in SYNONYMS}
     props["segment.ms"] = str(config.log_roll_ms)
     props["segment.jitter.ms"] = str(config.log_roll_jitter_ms)
     props["retention.ms"] = str(config.log_retention_ms)
     props["flush.ms"] = str(config.log_flush_interval_ms)
     return props
-
-
-class ConfigError(ValueError):
-    """A server configuration that cannot be used; the message says which key and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,52 +84,6 @@ class QuorumVoter:
     node_id: int
     host: str
     port: int
-
-
-def parse_config_value(definition: ConfigDef, raw: str) -> Any:
-    text = raw.strip()
-    kind = definition.kind
-    expected = definition.describe_type()
-
-    def bad(detail: str = "") -> ConfigError:
-        suffix = f" ({detail})" if detail else ""
-        return ConfigError(
-            f"Invalid value {raw!r} for configuration {definition.name}: "
-            f"expected {expected}{suffix}"
-        )
-
-    if definition.nullable and text == "":
-        return None
-    value: Any
-    if kind in ("int", "long", "short"):
-        try:
-            value = int(text)
-        except ValueError:
-            raise bad() from None
-        bits = {"int": 31, "long": 63, "short": 15}[kind]
-        if not -(2**bits) <= value < 2**bits:
-            raise bad("out of range")
-    elif kind == "double":
-        try:
-            value = float(text)
-        except ValueError:
-            raise bad() from None
-    elif kind == "bool":
-        if text.lower() not in ("true", "false"):
-            raise bad()
-        value = text.lower() == "true"
-    elif kind == "list":
-        value = tuple(item.strip() for item in text.split(",") if item.strip())
-    else:
-        value = text
-    if definition.minimum is not None and value is not None and value < definition.minimum:
-        raise bad(f"must be at least {definition.minimum}")
-    if definition.choices is not None:
-        items = value if isinstance(value, tuple) else (value,)
-        for item in items:
-            if item not in definition.choices:
-                raise bad(f"must be one of {', '.join(definition.choices)}")
-    return value
 
 
 def _read_properties(text: str) -> dict[str, str]:
@@ -651,8 +376,8 @@ class ServerConfig:
     def explicit_topic_defaults(self) -> frozenset[str]:
         """Topic keys whose broker-level synonym is set in the file (DescribeConfigs reports
         their source as STATIC_BROKER_CONFIG rather than DEFAULT_CONFIG)."""
-        keys = {topic for topic, broker in _SYNONYMS if self.is_set(broker)}
-        for topic, brokers in _MULTI_SYNONYMS:
+        keys = {topic for topic, broker in SYNONYMS if self.is_set(broker)}
+        for topic, brokers in MULTI_SYNONYMS:
             if any(self.is_set(broker) for broker in brokers):
                 keys.add(topic)
         return frozenset(keys)

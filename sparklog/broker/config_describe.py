@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sparklog.config import DEFS as BROKER_DEFS
 from sparklog.config import ServerConfig
+from sparklog.config_keys import DEFS as BROKER_DEFS
 from sparklog.storage.config import CONFIG_DEFS, LogConfig
 
 TOPIC_CONFIG = 1

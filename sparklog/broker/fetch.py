@@ -24,6 +24,7 @@ from typing import Any
 from sparklog.broker.context import BrokerContext
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
+from sparklog.storage.slices import FileSlice
 
 _NO_ABORTED: None = None
 
@@ -108,7 +109,7 @@ def _read_once(
             errored = True
             continue
         budget = min(want.max_bytes, remaining)
-        records: bytes | None = None
+        records: list[FileSlice] | None = None
         if budget > 0 or total == 0:
             try:
                 result = rm.read(
@@ -122,11 +123,12 @@ def _read_once(
                 out.append((want, _partition_response(want.partition, exc.code, **marks)))
                 errored = True
                 continue
-            data = result.read_bytes()
-            if data:
-                records = data
-                total += len(data)
-                remaining -= len(data)
+            size = result.size
+            if size:
+                # File slices, not bytes: the listener sends them with sendfile.
+                records = list(result.slices)
+                total += size
+                remaining -= size
         extra: dict[str, Any] = {"records": records if records is not None else b""}
         if isolation_level == 1:
             extra["aborted_transactions"] = []

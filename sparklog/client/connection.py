@@ -72,7 +72,9 @@ class KafkaConnection:
             version = self.version_for(api)
         correlation_id = next(self._correlation)
         chunks = encode_request(api, version, correlation_id, self.client_id, body)
-        self._sock.sendall(b"".join(bytes(c) for c in chunks))
+        self._sock.sendall(
+            b"".join(c if isinstance(c, bytes | memoryview) else c.read_bytes() for c in chunks)
+        )
         frame = self._read_frame()
         got_id, response = decode_response(api, version, frame)
         if got_id != correlation_id:

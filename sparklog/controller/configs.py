@@ -3,10 +3,10 @@
 Follows Kafka's ``ConfigurationControlManager``: a TOPIC resource must name an existing topic
 and its resulting overrides must form a valid topic config (INVALID_CONFIG otherwise, with the
 validator's message); a BROKER resource is ``""`` (the cluster-wide default) or a broker id and
-accepts the broker keys of :mod:`sparklog.config`. Operations: SET (0), DELETE (1), APPEND (2)
-and SUBTRACT (3); the last two only for list-typed keys, starting from the current value (the
-override, else the default). A ConfigRecord is written only for keys whose value changes; a
-DELETE writes a null value. Each resource succeeds or fails as a whole.
+accepts the broker keys of :mod:`sparklog.config_keys`. Operations: SET (0), DELETE (1),
+APPEND (2) and SUBTRACT (3); the last two only for list-typed keys, starting from the current
+value (the override, else the default). A ConfigRecord is written only for keys whose value
+changes; a DELETE writes a null value. Each resource succeeds or fails as a whole.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparklog.config import DEFS as BROKER_DEFS
-from sparklog.config import ConfigError, parse_config_value
+from sparklog.config_keys import DEFS as BROKER_DEFS
+from sparklog.config_keys import ConfigError, parse_config_value
 from sparklog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.protocol.errors import ErrorCode, KafkaApiError

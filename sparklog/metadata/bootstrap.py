@@ -23,13 +23,8 @@ from typing import Final
 
 from sparklog.metadata.image import METADATA_VERSION_FEATURE
 from sparklog.metadata.records import MetadataRecord, RecordError, decode_record, make_record
-from sparklog.protocol.records import (
-    CorruptRecordError,
-    RecordInput,
-    build_batch,
-    decode_batch,
-    iter_batches,
-)
+from sparklog.protocol.record_codec import RecordInput, build_batch, decode_batch
+from sparklog.protocol.records import CorruptRecordError, iter_batches
 from sparklog.raft.control_records import encode_control_record
 
 BOOTSTRAP_FILENAME: Final = "bootstrap.checkpoint"

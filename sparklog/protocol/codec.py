@@ -32,11 +32,11 @@ from typing import Any
 
 from sparklog.protocol.errors import ProtocolError
 from sparklog.protocol.schema import Field, MessageSpec
-from sparklog.protocol.types import BytesLike, Reader, Writer, nbytes
+from sparklog.protocol.types import BytesLike, Chunk, FileRegion, Reader, Writer, nbytes
 
 Decoder = Callable[[Reader], Any]
 Encoder = Callable[[Writer, Any], None]
-Chunks = list[bytes | memoryview]
+Chunks = list[Chunk]
 
 
 class EncodeError(ValueError):
@@ -158,7 +158,9 @@ def _records_codec(flexible: bool) -> tuple[Decoder, Encoder]:
             else:
                 writer.int32(-1)
             return
-        parts: Sequence[BytesLike] = value if isinstance(value, list | tuple) else (value,)
+        parts: Sequence[BytesLike | FileRegion] = (
+            value if isinstance(value, list | tuple) else (value,)
+        )
         total = sum(nbytes(part) for part in parts)
         if flexible:
             writer.uvarint(total + 1)

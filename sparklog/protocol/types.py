@@ -22,11 +22,28 @@ Compact lengths (flexible versions) are unsigned varints holding ``length + 1``;
 from __future__ import annotations
 
 import struct
-from typing import Final
+from typing import Final, Protocol, runtime_checkable
 
 from sparklog.protocol.errors import ProtocolError
 
 BytesLike = bytes | bytearray | memoryview
+
+
+@runtime_checkable
+class FileRegion(Protocol):
+    """Bytes that stay in a file until the transport sends them (zero-copy responses).
+
+    A ``records`` value may hold regions; the writer keeps each as a chunk of its own, so the
+    I/O layer can hand it to ``sendfile`` instead of reading it into memory.
+    """
+
+    @property
+    def length(self) -> int: ...
+
+    def read_bytes(self) -> bytes: ...
+
+
+Chunk = bytes | memoryview | FileRegion
 
 INT8: Final = struct.Struct(">b")
 INT16: Final = struct.Struct(">h")
@@ -249,9 +266,13 @@ def varlong_bytes(value: int) -> bytes:
     return uvarint_bytes(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
-def nbytes(data: BytesLike) -> int:
+def nbytes(data: BytesLike | FileRegion) -> int:
     """The size in bytes of ``data`` (``len`` of a memoryview counts items, not bytes)."""
-    return data.nbytes if isinstance(data, memoryview) else len(data)
+    if isinstance(data, memoryview):
+        return data.nbytes
+    if isinstance(data, bytes | bytearray):
+        return len(data)
+    return data.length
 
 
 def uvarint_size(value: int) -> int:
@@ -269,7 +290,7 @@ class Writer:
 
     def __init__(self) -> None:
         self.buf = bytearray()
-        self._chunks: list[bytes | memoryview] = []
+        self._chunks: list[Chunk] = []
         self._size = 0  # bytes already moved into _chunks
 
     @property
@@ -319,10 +340,10 @@ class Writer:
     def varlong(self, value: int) -> None:
         self.buf += varlong_bytes(value)
 
-    def raw(self, data: BytesLike) -> None:
-        """Append ``data``; a large one becomes its own chunk, uncopied."""
+    def raw(self, data: BytesLike | FileRegion) -> None:
+        """Append ``data``; a large one (or a file region) becomes its own chunk, uncopied."""
         size = nbytes(data)
-        if size < PASSTHROUGH_BYTES:
+        if size < PASSTHROUGH_BYTES and isinstance(data, bytes | bytearray | memoryview):
             self.buf += data
             return
         if self.buf:
@@ -384,7 +405,7 @@ class Writer:
             raise ValueError("the first chunk is not a writer buffer")
         return self.buf
 
-    def chunks(self) -> list[bytes | memoryview]:
+    def chunks(self) -> list[Chunk]:
         """The output so far. The writer must not be used afterwards."""
         out = self._chunks
         if self.buf:
@@ -394,4 +415,6 @@ class Writer:
     def getvalue(self) -> bytes:
         if not self._chunks:
             return bytes(self.buf)
-        return b"".join(self.chunks())
+        return b"".join(
+            c if isinstance(c, bytes | memoryview) else c.read_bytes() for c in self.chunks()
+        )

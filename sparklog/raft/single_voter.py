@@ -28,7 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from sparklog.protocol.records import RecordInput, build_batch, decode_batch, iter_batches
+from sparklog.protocol.record_codec import RecordInput, build_batch, decode_batch
+from sparklog.protocol.records import iter_batches
 from sparklog.raft.client import (
     NO_LEADER,
     CommittedBatch,

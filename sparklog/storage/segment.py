@@ -27,11 +27,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
+from sparklog.protocol.record_codec import decode_batch
 from sparklog.protocol.records import (
     RECORD_BATCH_OVERHEAD,
     BatchHeader,
     CorruptRecordError,
-    decode_batch,
     parse_batch_header,
     validate_batch,
 )

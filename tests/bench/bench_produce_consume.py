@@ -183,7 +183,7 @@ def one_mib_batch() -> bytes:
     count = MIB // (RECORD_SIZE + 16)
     value = b"y" * RECORD_SIZE
     try:
-        from sparklog.protocol.records import build_batch
+        from sparklog.protocol.record_codec import build_batch
 
         return build_batch([(None, value)] * count)
     except ImportError:

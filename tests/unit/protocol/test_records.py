@@ -1,5 +1,6 @@
-"""Tests for sparklog.protocol.records: header, validation, in-place edits, codec, fuzz and
-golden interop with kafka-python's independent v2 encoder/decoder."""
+"""Tests for sparklog.protocol.records and sparklog.protocol.record_codec: header, validation,
+in-place edits, codec, fuzz and golden interop with kafka-python's independent v2 encoder and
+decoder."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from kafka.record import default_records as kafka_records
 
 from sparklog.protocol import compression as codecs
+from sparklog.protocol import record_codec as rc
 from sparklog.protocol import records as r
 
 CODECS = [codecs.NONE, codecs.GZIP, codecs.SNAPPY, codecs.LZ4, codecs.ZSTD]
@@ -27,7 +29,7 @@ def sample_batch(**kwargs: object) -> bytes:
         (None, b"v2", [], 1_007),
         (b"k3", None, [], 1_003),
     ]
-    return r.build_batch(rows, **kwargs)  # type: ignore[arg-type]
+    return rc.build_batch(rows, **kwargs)  # type: ignore[arg-type]
 
 
 # --- header ------------------------------------------------------------------------------------
@@ -210,13 +212,13 @@ def test_validate_batch_on_every_truncation() -> None:
             r.validate_batch(raw[:cut])
         assert info.value.error_code == r.CORRUPT_MESSAGE
         with pytest.raises(r.CorruptRecordError):
-            r.decode_batch(raw[:cut])
+            rc.decode_batch(raw[:cut])
 
 
 def test_trailing_data_is_ignored_by_batch_readers() -> None:
     raw = sample_batch()
     assert r.validate_batch(raw + b"\x00" * 7) == r.parse_batch_header(raw)
-    assert len(r.decode_batch(raw + b"junk")[1]) == 3
+    assert len(rc.decode_batch(raw + b"junk")[1]) == 3
 
 
 @settings(max_examples=100, deadline=None)
@@ -249,7 +251,7 @@ def test_readers_raise_only_corrupt_record_error_on_garbage(garbage: bytes) -> N
         r.validate_batch,
         r.scan_valid_prefix,
         r.validate_produce_records,
-        lambda b: r.decode_batch(b, verify_crc=False),
+        lambda b: rc.decode_batch(b, verify_crc=False),
     ):
         with contextlib.suppress(r.CorruptRecordError):
             reader(garbage)
@@ -265,7 +267,7 @@ def test_record_decoder_raises_only_corrupt_record_error(codec: int, data: st.Da
         index = data.draw(st.integers(r.RECORDS_COUNT_OFFSET, len(raw) - 1))
         raw[index] = data.draw(st.integers(0, 255))
     with contextlib.suppress(r.CorruptRecordError):
-        r.decode_batch(raw, verify_crc=False)
+        rc.decode_batch(raw, verify_crc=False)
 
 
 # --- produce validation ------------------------------------------------------------------------
@@ -305,7 +307,7 @@ def _produce_error(raw: bytes | bytearray, **kwargs: object) -> r.CorruptRecordE
             "Invalid sequence number -1 in record batch with producerId 9",
         ),
         (
-            r.build_batch([]),
+            rc.build_batch([]),
             r.INVALID_RECORD,
             "Invalid reported count for record batch: 0",
         ),
@@ -351,7 +353,7 @@ def test_assign_offsets_in_place_keeps_crc() -> None:
     )
     assert log[:10] == b"\xee" * 10
     assert r.validate_batch(log, 10) == header
-    assert [rec.offset for rec in r.decode_batch(log, 10)[1]] == [5000, 5001, 5002]
+    assert [rec.offset for rec in rc.decode_batch(log, 10)[1]] == [5000, 5001, 5002]
 
 
 def test_set_log_append_time_rewrites_crc() -> None:
@@ -361,7 +363,7 @@ def test_set_log_append_time_rewrites_crc() -> None:
     assert header.max_timestamp == 9_999 and header.base_timestamp == 1_000
     assert header.compression == codecs.GZIP
     assert r.validate_batch(raw) == header
-    assert {rec.timestamp for rec in r.decode_batch(raw)[1]} == {9_999}
+    assert {rec.timestamp for rec in rc.decode_batch(raw)[1]} == {9_999}
     kafka_batch = kafka_records.DefaultRecordBatch(bytearray(raw))
     assert kafka_batch.validate_crc()
     assert {m.timestamp for m in kafka_batch} == {9_999}
@@ -372,7 +374,7 @@ def test_set_log_append_time_rewrites_crc() -> None:
 
 header_values = st.one_of(st.none(), st.binary(max_size=20))
 record_inputs = st.builds(
-    r.RecordInput,
+    rc.RecordInput,
     key=st.one_of(st.none(), st.binary(max_size=40)),
     value=st.one_of(st.none(), st.binary(max_size=300)),
     headers=st.lists(st.tuples(st.text(max_size=10), header_values), max_size=3).map(tuple),
@@ -388,12 +390,12 @@ record_inputs = st.builds(
     leader_epoch=st.integers(-1, 2**31 - 1),
 )
 def test_build_decode_round_trip(
-    codec: int, inputs: list[r.RecordInput], base_offset: int, leader_epoch: int
+    codec: int, inputs: list[rc.RecordInput], base_offset: int, leader_epoch: int
 ) -> None:
-    raw = r.build_batch(
+    raw = rc.build_batch(
         inputs, base_offset=base_offset, compression=codec, partition_leader_epoch=leader_epoch
     )
-    header, decoded = r.decode_batch(raw)
+    header, decoded = rc.decode_batch(raw)
     assert header.size_in_bytes == len(raw)
     assert header.records_count == len(inputs)
     assert header.partition_leader_epoch == leader_epoch
@@ -407,7 +409,7 @@ def test_build_decode_round_trip(
         assert header.max_timestamp == max(timestamps)
     # Re-encoding decoded records reproduces the batch byte for byte.
     assert (
-        r.build_batch(
+        rc.build_batch(
             decoded, base_offset=base_offset, compression=codec, partition_leader_epoch=leader_epoch
         )
         == raw
@@ -416,38 +418,38 @@ def test_build_decode_round_trip(
 
 def test_offset_gaps_survive_reencoding() -> None:
     inputs = [
-        r.RecordInput(b"a", b"1", timestamp=5, offset_delta=0),
-        r.RecordInput(b"b", b"2", timestamp=6, offset_delta=4),
+        rc.RecordInput(b"a", b"1", timestamp=5, offset_delta=0),
+        rc.RecordInput(b"b", b"2", timestamp=6, offset_delta=4),
     ]
-    raw = r.build_batch(inputs, base_offset=10, last_offset_delta=6)
-    header, decoded = r.decode_batch(raw)
+    raw = rc.build_batch(inputs, base_offset=10, last_offset_delta=6)
+    header, decoded = rc.decode_batch(raw)
     assert [rec.offset for rec in decoded] == [10, 14]
     assert header.last_offset == 16
-    assert r.build_batch(decoded, base_offset=10, last_offset_delta=6) == raw
+    assert rc.build_batch(decoded, base_offset=10, last_offset_delta=6) == raw
 
 
 def test_default_timestamp_is_now() -> None:
     import time
 
     before = int(time.time() * 1000)
-    _, decoded = r.decode_batch(r.build_batch([(b"k", b"v")]))
+    _, decoded = rc.decode_batch(rc.build_batch([(b"k", b"v")]))
     assert before <= decoded[0].timestamp <= int(time.time() * 1000)
 
 
 def test_empty_batch_header() -> None:
-    header, decoded = r.decode_batch(r.build_batch([], compression=codecs.ZSTD))
+    header, decoded = rc.decode_batch(rc.build_batch([], compression=codecs.ZSTD))
     assert decoded == [] and header.records_count == 0
     assert header.base_timestamp == header.max_timestamp == r.NO_TIMESTAMP
 
 
 def test_control_batch_round_trip() -> None:
-    raw = r.build_control_batch(
-        r.CONTROL_COMMIT, producer_id=77, producer_epoch=2, coordinator_epoch=5, base_offset=40
+    raw = rc.build_control_batch(
+        rc.CONTROL_COMMIT, producer_id=77, producer_epoch=2, coordinator_epoch=5, base_offset=40
     )
-    header, decoded = r.decode_batch(raw)
+    header, decoded = rc.decode_batch(raw)
     assert header.is_control and header.is_transactional
     assert (header.producer_id, header.producer_epoch, header.base_sequence) == (77, 2, -1)
-    assert r.decode_control_record(decoded[0]) == r.ControlRecord(r.CONTROL_COMMIT, 0, 5)
+    assert rc.decode_control_record(decoded[0]) == rc.ControlRecord(rc.CONTROL_COMMIT, 0, 5)
     kafka_batch = kafka_records.DefaultRecordBatch(bytearray(raw))
     assert kafka_batch.is_control_batch
     (marker,) = list(kafka_batch)
@@ -456,24 +458,24 @@ def test_control_batch_round_trip() -> None:
 
 def test_decode_control_record_errors() -> None:
     with pytest.raises(r.CorruptRecordError):
-        r.decode_control_record(r.Record(0, 0, b"\x00", None))
+        rc.decode_control_record(rc.Record(0, 0, b"\x00", None))
     with pytest.raises(r.CorruptRecordError):
-        r.decode_control_record(r.Record(0, 0, b"\x00\x00\x00\x00", b"\x00"))
-    leader_change = r.Record(0, 0, b"\x00\x00\x00\x02", b"whatever")
-    assert r.decode_control_record(leader_change) == r.ControlRecord(r.CONTROL_LEADER_CHANGE)
+        rc.decode_control_record(rc.Record(0, 0, b"\x00\x00\x00\x00", b"\x00"))
+    leader_change = rc.Record(0, 0, b"\x00\x00\x00\x02", b"whatever")
+    assert rc.decode_control_record(leader_change) == rc.ControlRecord(rc.CONTROL_LEADER_CHANGE)
 
 
 def test_decode_respects_decompression_bound() -> None:
-    raw = r.build_batch([(b"k", bytes(100_000), [], 1)], compression=codecs.ZSTD)
+    raw = rc.build_batch([(b"k", bytes(100_000), [], 1)], compression=codecs.ZSTD)
     with pytest.raises(r.CorruptRecordError, match="exceeds the limit"):
-        r.decode_batch(raw, max_decompressed_size=50_000)
+        rc.decode_batch(raw, max_decompressed_size=50_000)
 
 
 def test_records_remaining_after_count() -> None:
-    raw = r.build_batch([(b"a", b"1", [], 1), (b"b", b"2", [], 2)])
+    raw = rc.build_batch([(b"a", b"1", [], 1), (b"b", b"2", [], 2)])
     patched = _patch(raw, ">i", r.RECORDS_COUNT_OFFSET, 1)
     with pytest.raises(r.CorruptRecordError, match="records still remaining"):
-        r.decode_batch(patched)
+        rc.decode_batch(patched)
 
 
 # --- golden interop with kafka-python ---------------------------------------------------------
@@ -519,7 +521,7 @@ def test_decode_batch_built_by_kafka_python(codec: int) -> None:
     assert header.compression == codec
     assert (header.producer_id, header.producer_epoch, header.base_sequence) == (1234, 1, 20)
     assert header.max_timestamp == 1_700_000_000_005
-    _, decoded = r.decode_batch(raw)
+    _, decoded = rc.decode_batch(raw)
     assert [(x.offset, x.timestamp, x.key, x.value, list(x.headers)) for x in decoded] == [
         (o, t, k, v, h) for o, t, k, v, h in GOLDEN_ROWS
     ]
@@ -528,7 +530,7 @@ def test_decode_batch_built_by_kafka_python(codec: int) -> None:
 @pytest.mark.usefixtures("kafka_python_snappy")
 @pytest.mark.parametrize("codec", CODECS)
 def test_kafka_python_reads_our_batch(codec: int) -> None:
-    raw = r.build_batch(
+    raw = rc.build_batch(
         [(k, v, h, t) for _, t, k, v, h in GOLDEN_ROWS],
         base_offset=300,
         compression=codec,

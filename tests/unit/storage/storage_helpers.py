@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparklog.protocol.records import build_batch
+from sparklog.protocol.record_codec import build_batch
 
 
 class FakeClock:

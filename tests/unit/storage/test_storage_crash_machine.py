@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from storage_helpers import FakeClock
 
-from sparklog.protocol.records import build_batch, iter_batches
+from sparklog.protocol.record_codec import build_batch
+from sparklog.protocol.records import iter_batches
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
 

@@ -10,13 +10,8 @@ import pytest
 from storage_helpers import FakeClock, batch
 
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.records import (
-    CorruptRecordError,
-    build_batch,
-    decode_batch,
-    iter_batches,
-    parse_batch_header,
-)
+from sparklog.protocol.record_codec import build_batch, decode_batch
+from sparklog.protocol.records import CorruptRecordError, iter_batches, parse_batch_header
 from sparklog.storage.config import LogConfig
 from sparklog.storage.errors import (
     InvalidTimestampError,
