@@ -4,6 +4,7 @@
     sparklog storage format --cluster-id ID --config server.properties --standalone
     sparklog server start server.properties [--override key=value ...]
     sparklog topics --bootstrap-server HOST:PORT --create|--list|--describe|--delete ...
+    sparklog log dump --files 00000000000000000000.log [--print-data-log]
 
 Every user error (a bad flag, a bad config, an unformatted directory) prints one message that
 says what to fix and exits with status 1; ``--help`` documents every flag.
@@ -60,6 +61,12 @@ def _topics(args: argparse.Namespace) -> int:
     from sparklog.cli.topics_tool import run_topics
 
     return run_topics(args)
+
+
+def _log(args: argparse.Namespace) -> int:
+    from sparklog.cli.dump_log_tool import run_dump
+
+    return run_dump(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -126,6 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
     topics.add_argument("--replication-factor", type=int, default=-1)
     topics.add_argument("--config", action="append", metavar="KEY=VALUE", default=[])
     topics.set_defaults(run=_topics)
+
+    log_cmd = sub.add_parser("log", help="inspect segment files")
+    log_sub = log_cmd.add_subparsers(dest="log_command", required=True)
+    dump = log_sub.add_parser("dump", help="print the batches (and records) of segment files")
+    dump.add_argument("--files", required=True, help="comma-separated .log segment files")
+    dump.add_argument("--print-data-log", action="store_true", help="print every record too")
+    log_cmd.set_defaults(run=_log)
     return parser
 
 

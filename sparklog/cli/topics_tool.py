@@ -116,6 +116,13 @@ def run_topics(args: argparse.Namespace) -> int:
             else:
                 _delete(conn, args)
         return 0
-    except (TopicCommandError, ConnectionError) as exc:
+    except TopicCommandError as exc:
         print(f"Error while executing topic command : {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(
+            f"Error while executing topic command : cannot reach {args.bootstrap_server} "
+            f"({exc.strerror or exc}); is a node listening there?",
+            file=sys.stderr,
+        )
         return 1

@@ -13,7 +13,8 @@ Contract:
   transport's write buffer is above its high-water mark, we stop reading from that socket; TCP
   then pushes back on the client.
 - A handler returning ``None`` sends no response (Produce with acks=0).
-- ``close()`` stops accepting, lets in-flight requests finish (bounded) and closes connections.
+- ``close()`` stops accepting and reading, answers the requests already received (bounded by a
+  grace period) and then closes every connection.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class Connection(asyncio.Protocol):
         self._task: asyncio.Task[None] | None = None
         self._reading_paused = False
         self._closed = False
+        self._shutting_down = False
         self.peer = "?"
 
     # -- asyncio.Protocol callbacks -------------------------------------------------------
@@ -104,6 +106,9 @@ class Connection(asyncio.Protocol):
     async def _process(self) -> None:
         try:
             while not self._closed:
+                if not self._frames and self._shutting_down:
+                    self.close()
+                    return
                 if not self._frames:
                     self._wakeup.clear()
                     if self._reading_paused:
@@ -194,6 +199,8 @@ class Connection(asyncio.Protocol):
             self._transport.pause_reading()
 
     def _resume_reading(self) -> None:
+        if self._shutting_down:
+            return
         if self._transport is not None and self._reading_paused and not self._closed:
             self._reading_paused = False
             self._transport.resume_reading()
@@ -216,13 +223,15 @@ class Connection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
 
+    def begin_shutdown(self) -> None:
+        """Read no more requests; answer the ones already received, then close."""
+        self._shutting_down = True
+        self._pause_reading()
+        self._wakeup.set()
+
     @property
     def listener_name(self) -> str:
         return self._server.name
-
-    @property
-    def idle(self) -> bool:
-        return not self._frames
 
     async def drain(self, timeout_s: float) -> None:
         if self._task is not None:
@@ -230,6 +239,8 @@ class Connection(asyncio.Protocol):
                 await asyncio.wait_for(asyncio.shield(self._task), timeout_s)
             except (TimeoutError, asyncio.CancelledError):
                 self._task.cancel()
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.close()
 
 
 class KafkaServer:
@@ -269,8 +280,9 @@ class KafkaServer:
         if self._server is None:
             return
         self._server.close()
-        for conn in list(self.connections):
-            conn.close()
-        await asyncio.gather(*(c.drain(grace_s) for c in list(self.connections)))
+        connections = list(self.connections)
+        for conn in connections:
+            conn.begin_shutdown()
+        await asyncio.gather(*(c.drain(grace_s) for c in connections))
         await self._server.wait_closed()
         self._server = None

@@ -16,6 +16,7 @@ Contract:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -462,9 +463,9 @@ class LogConfig:
                 continue
             definition = CONFIG_BY_NAME.get(key)
             if definition is None:
-                raise ValueError(
-                    f"Unknown topic config name: {key} (known: {', '.join(CONFIG_BY_NAME)})"
-                )
+                close = difflib.get_close_matches(key, list(CONFIG_BY_NAME), n=1, cutoff=0.6)
+                hint = f" Did you mean {close[0]}?" if close else ""
+                raise ValueError(f"Unknown topic config name: {key}.{hint}")
             changes[definition.field_name] = _parse(definition, raw)
         overridden = self.overridden_keys | frozenset(props)
         return dataclasses.replace(self, **changes, overridden_keys=overridden)
