@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 
 def _free_port() -> int:
@@ -128,7 +128,8 @@ def main() -> int:
             for msg in consumer.consume(num_messages=10_000, timeout=1.0):
                 if msg.error():
                     raise KafkaException(msg.error())
-                i = int(msg.value().decode().split("-")[1])
+                value = msg.value() or b""
+                i = int(value.decode().split("-")[1])
                 if msg.key() != f"key-{i}".encode() or msg.partition() != i % args.partitions:
                     raise SystemExit(f"record {i} came back wrong: {msg.key()!r}")
                 seen += 1

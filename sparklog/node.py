@@ -39,6 +39,9 @@ from sparklog.storage.manager import LogManager
 log = logging.getLogger(__name__)
 
 _CHECKPOINT_INTERVAL_S = 5.0
+# ApiVersions, CreateTopics, DeleteTopics, DescribeConfigs, CreatePartitions,
+# IncrementalAlterConfigs.
+CONTROLLER_LISTENER_APIS = frozenset({18, 19, 20, 32, 37, 44})
 
 
 def _now_ms() -> int:
@@ -110,8 +113,14 @@ class Node:
             )
             await server.start()
             self.servers.append(server)
+        # The controller listener answers what Kafka's controllers answer and we implement:
+        # version negotiation and the admin APIs. Raft Fetch arrives with the KRaft quorum.
         controller_apis = apis_for_listener("controller")
-        controller_served = {k: a for k, a in SERVED.items() if k in controller_apis}
+        controller_served = {
+            k: a
+            for k, a in SERVED.items()
+            if k in controller_apis and k in CONTROLLER_LISTENER_APIS
+        }
 
         async def controller_handler(request: Request, conn: Connection) -> dict[str, Any] | None:
             return await apis(request, conn)

@@ -48,7 +48,8 @@ def _partition_response(index: int, code: int, **values: Any) -> dict[str, Any]:
         "log_start_offset": -1,
         "aborted_transactions": _NO_ABORTED,
         "preferred_read_replica": -1,
-        "records": None,
+        # Kafka sends empty records, not null, with an error: librdkafka rejects a null set.
+        "records": b"",
     }
     response.update(values)
     return response

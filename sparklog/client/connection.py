@@ -17,6 +17,7 @@ from sparklog.protocol.errors import ProtocolError
 from sparklog.protocol.headers import decode_response, encode_request
 from sparklog.protocol.messages import API_BY_KEY, API_BY_NAME
 from sparklog.protocol.schema import Api
+from sparklog.protocol.types import join_chunks
 
 _SIZE = struct.Struct(">i")
 
@@ -72,9 +73,7 @@ class KafkaConnection:
             version = self.version_for(api)
         correlation_id = next(self._correlation)
         chunks = encode_request(api, version, correlation_id, self.client_id, body)
-        self._sock.sendall(
-            b"".join(c if isinstance(c, bytes | memoryview) else c.read_bytes() for c in chunks)
-        )
+        self._sock.sendall(join_chunks(chunks))
         frame = self._read_frame()
         got_id, response = decode_response(api, version, frame)
         if got_id != correlation_id:

@@ -266,6 +266,11 @@ def varlong_bytes(value: int) -> bytes:
     return uvarint_bytes(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
+def join_chunks(chunks: list[Chunk]) -> bytes:
+    """The bytes of an encoded message, reading any file regions into memory."""
+    return b"".join(c if isinstance(c, bytes | memoryview) else c.read_bytes() for c in chunks)
+
+
 def nbytes(data: BytesLike | FileRegion) -> int:
     """The size in bytes of ``data`` (``len`` of a memoryview counts items, not bytes)."""
     if isinstance(data, memoryview):
@@ -415,6 +420,4 @@ class Writer:
     def getvalue(self) -> bytes:
         if not self._chunks:
             return bytes(self.buf)
-        return b"".join(
-            c if isinstance(c, bytes | memoryview) else c.read_bytes() for c in self.chunks()
-        )
+        return join_chunks(self.chunks())

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import struct
 import sys
 import tempfile
 import threading
@@ -191,6 +192,59 @@ def one_mib_batch() -> bytes:
         return wire.record_batch(records, int(time.time() * 1000))
 
 
+class FrameReader:
+    """A light client's receive path: recv_into one reused buffer, views instead of copies."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = bytearray(1 << 20)
+
+    def _fill(self, view: memoryview) -> None:
+        done = 0
+        while done < len(view):
+            got = self.sock.recv_into(view[done:])
+            if got == 0:
+                raise ConnectionError("peer closed the connection")
+            done += got
+
+    def frame(self) -> memoryview:
+        header = memoryview(self.buf)[:4]
+        self._fill(header)
+        (size,) = struct.unpack_from(">i", self.buf)
+        if size > len(self.buf):
+            self.buf = bytearray(size)
+        view = memoryview(self.buf)[:size]
+        self._fill(view)
+        return view
+
+
+def _fetch_records(body: memoryview) -> tuple[int, memoryview]:
+    """(error code, records view) of a single-partition Fetch v4 response body."""
+    pos = 4 + 4 + 4  # correlation id, throttle, topic count
+    (name_len,) = struct.unpack_from(">h", body, pos)
+    pos += 2 + name_len + 4
+    _partition, error_code = struct.unpack_from(">ih", body, pos)
+    pos += 4 + 2 + 8 + 8
+    (aborted,) = struct.unpack_from(">i", body, pos)
+    pos += 4 + max(aborted, 0) * 16
+    (records_len,) = struct.unpack_from(">i", body, pos)
+    pos += 4
+    return int(error_code), body[pos : pos + max(records_len, 0)]
+
+
+def _last_batch_end(records: memoryview) -> int:
+    """The next offset after the last complete batch in ``records`` (-1 if none)."""
+    pos, next_offset = 0, -1
+    while pos + 61 <= len(records):
+        base_offset, batch_length = struct.unpack_from(">qi", records, pos)
+        if pos + 12 + batch_length > len(records):
+            break
+        (last_delta,) = struct.unpack_from(">i", records, pos + 23)
+        next_offset = base_offset + last_delta + 1
+        pos += 12 + batch_length
+    return next_offset
+
+
 def raw_produce_fetch(node: Node, topic: str, total_bytes: int) -> tuple[float, float]:
     batch = one_mib_batch()
     requests = total_bytes // len(batch)
@@ -215,18 +269,18 @@ def raw_produce_fetch(node: Node, topic: str, total_bytes: int) -> tuple[float, 
 
         offset = 0
         fetched = 0
+        reader = FrameReader(sock)
         started = time.perf_counter()
         while fetched < requests * len(batch):
             sock.sendall(wire.fetch_v4(topic, 0, offset, 64 * MIB))
-            _, body = wire.recv_response(sock)
-            response = wire.parse_fetch_v4(body)
-            if response.error_code:
-                raise RuntimeError(f"fetch error code {response.error_code}")
-            spans = wire.batch_spans(response.records)
-            if not spans:
+            error_code, records = _fetch_records(reader.frame())
+            if error_code:
+                raise RuntimeError(f"fetch error code {error_code}")
+            next_offset = _last_batch_end(records)
+            if next_offset < 0:
                 raise RuntimeError(f"fetch at {offset} returned no complete batch")
-            offset = spans[-1][0] + spans[-1][1]
-            fetched += len(response.records)
+            offset = next_offset
+            fetched += len(records)
         fetch_s = time.perf_counter() - started
     return requests * len(batch) / produce_s / 1e6, fetched / fetch_s / 1e6
 

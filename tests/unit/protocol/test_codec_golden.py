@@ -11,6 +11,7 @@ from sparklog.protocol.codec import EncodeError
 from sparklog.protocol.errors import ProtocolError
 from sparklog.protocol.messages.api_versions import RESPONSE as API_VERSIONS_RESPONSE
 from sparklog.protocol.schema import array, field, message, struct
+from sparklog.protocol.types import join_chunks
 
 # A declaration exercising every type, independent of the real API declarations.
 SPEC = message(
@@ -218,7 +219,7 @@ def test_large_records_pass_through_uncopied() -> None:
     assert any(chunk is big for chunk in chunks)
     parts = [b"a" * 10_000, memoryview(b"b" * 20_000), b"c"]
     chunks = codec.encode(SPEC, 2, {"records": parts})
-    joined = b"".join(chunks)
+    joined = join_chunks(chunks)
     decoded = codec.decode(SPEC, 2, joined)["records"]
     assert decoded == b"a" * 10_000 + b"b" * 20_000 + b"c"
     assert any(chunk is parts[1] for chunk in chunks)

@@ -16,6 +16,7 @@ from sparklog.protocol.headers import (
 )
 from sparklog.protocol.messages import API_BY_KEY, API_BY_NAME, supported_api_keys
 from sparklog.protocol.schema import api, field, message
+from sparklog.protocol.types import join_chunks
 
 API_VERSIONS = API_BY_KEY[18]
 
@@ -47,12 +48,12 @@ def test_decode_api_versions_v3_request_golden() -> None:
 def test_encode_api_versions_v3_request_golden() -> None:
     body = {"client_software_name": "sparklog", "client_software_version": "0.1"}
     chunks = encode_request(API_VERSIONS, 3, 7, "cli", body)
-    assert b"".join(chunks) == API_VERSIONS_V3_REQUEST
+    assert join_chunks(chunks) == API_VERSIONS_V3_REQUEST
 
 
 def test_api_versions_v0_response_frame_golden() -> None:
     body = {"error_code": 0, "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 4}]}
-    frame = b"".join(encode_response(API_VERSIONS, 0, 7, body))
+    frame = join_chunks(encode_response(API_VERSIONS, 0, 7, body))
     expected = bytes.fromhex("0000001000000007000000000001001200000004")
     assert frame == expected
     assert decode_response(API_VERSIONS, 0, frame[4:]) == (7, {**body, **_v0_defaults()})
@@ -69,7 +70,7 @@ def _v0_defaults() -> dict[str, object]:
 
 
 def test_api_versions_response_header_is_v0_even_when_flexible() -> None:
-    frame = b"".join(encode_response(API_VERSIONS, 3, 9, {"api_keys": []}))
+    frame = join_chunks(encode_response(API_VERSIONS, 3, 9, {"api_keys": []}))
     # size, correlation id, then straight into the body: no header tag section.
     assert frame[4:8] == b"\x00\x00\x00\x09"
     assert frame[8:] == bytes.fromhex("0000010000000000")
@@ -85,7 +86,7 @@ FLEX = api(
 
 
 def test_flexible_headers_have_tag_sections() -> None:
-    request = b"".join(encode_request(FLEX, 1, 5, None, {"x": 3}))
+    request = join_chunks(encode_request(FLEX, 1, 5, None, {"x": 3}))
     assert request == bytes.fromhex("0000001003e8000100000005ffff000000000300")
     parsed = decode_request(request[4:], {1000: FLEX})
     assert parsed.header.client_id is None
@@ -94,10 +95,10 @@ def test_flexible_headers_have_tag_sections() -> None:
     with_tag = request[4:14] + b"\x01\x07\x02zz" + request[15:]
     assert decode_request(with_tag, {1000: FLEX}).body == {"x": 3}
 
-    response = b"".join(encode_response(FLEX, 1, 5, {"y": "ok"}))
+    response = join_chunks(encode_response(FLEX, 1, 5, {"y": "ok"}))
     assert response == bytes.fromhex("000000090000000500036f6b00")
     assert decode_response(FLEX, 1, response[4:]) == (5, {"y": "ok"})
-    classic = b"".join(encode_response(FLEX, 0, 5, {"y": "ok"}))
+    classic = join_chunks(encode_response(FLEX, 0, 5, {"y": "ok"}))
     assert classic == bytes.fromhex("000000080000000500026f6b")
 
 
@@ -123,7 +124,7 @@ def test_too_new_api_versions_request_is_answered_as_v0() -> None:
         decode_request(frame, API_BY_KEY)
     assert info.value.answer_with_api_versions
     header = info.value.header
-    response = b"".join(unsupported_api_versions_response(header.correlation_id, API_BY_KEY))
+    response = join_chunks(unsupported_api_versions_response(header.correlation_id, API_BY_KEY))
     correlation_id, body = decode_response(API_VERSIONS, 0, response[4:])
     assert correlation_id == 11
     assert body["error_code"] == 35
@@ -134,13 +135,19 @@ def test_too_new_api_versions_request_is_answered_as_v0() -> None:
     assert int.from_bytes(response[10:14], "big") == len(API_BY_KEY)
 
 
-def test_truncated_and_trailing_request_frames_are_protocol_errors() -> None:
+def test_truncated_request_frames_are_protocol_errors() -> None:
     frame = API_VERSIONS_V3_REQUEST[4:]
     for cut in range(len(frame)):
         with pytest.raises(ProtocolError):
             decode_request(frame[:cut], API_BY_KEY)
-    with pytest.raises(ProtocolError):
-        decode_request(frame + b"\x00", API_BY_KEY)
+
+
+def test_trailing_bytes_after_a_request_body_are_ignored_as_kafka_does() -> None:
+    # librdkafka 2.x sends Metadata v13 with three bytes past the declared fields.
+    frame = API_VERSIONS_V3_REQUEST[4:]
+    assert decode_request(frame + b"\x01\x00\x00", API_BY_KEY).body == (
+        decode_request(frame, API_BY_KEY).body
+    )
 
 
 def test_registry() -> None:

@@ -11,6 +11,7 @@ from sparklog.protocol.types import (
     PASSTHROUGH_BYTES,
     Reader,
     Writer,
+    join_chunks,
     uvarint_bytes,
     uvarint_size,
     varint_bytes,
@@ -169,7 +170,7 @@ def test_writer_passes_large_data_through() -> None:
     writer.int8(1)
     chunks = writer.chunks()
     assert chunks[1] is big
-    assert b"".join(chunks) == b"\x00\x00\x00\x07" + bytes(big) + b"\x01"
+    assert join_chunks(chunks) == b"\x00\x00\x00\x07" + bytes(big) + b"\x01"
 
 
 def test_writer_rejects_bad_values() -> None:

@@ -21,11 +21,11 @@ import uuid
 from typing import Any
 
 import pytest
-from declaration_cases import BATCH, CASES, Message, fetch_response
 
 import sparklog.protocol.messages as messages_pkg
 from sparklog.protocol import codec
 from sparklog.protocol.schema import Api, Field, MessageSpec, Versions
+from tests.unit.protocol.declaration_cases import BATCH, CASES, Message, fetch_response
 
 
 def _declared_apis() -> dict[str, Api]:

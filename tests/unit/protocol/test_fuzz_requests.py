@@ -9,7 +9,6 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from message_strategies import message_strategy  # type: ignore[import-not-found]
 
 from sparklog.protocol.errors import ProtocolError
 from sparklog.protocol.framing import FrameDecoder, frame_size_prefix
@@ -21,6 +20,8 @@ from sparklog.protocol.headers import (
 )
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.protocol.schema import Api
+from sparklog.protocol.types import join_chunks
+from tests.unit.protocol.message_strategies import message_strategy
 
 VERSIONED = [(a, v) for a in API_BY_KEY.values() for v in range(a.min_version, a.max_version + 1)]
 
@@ -48,7 +49,9 @@ def valid_request_frames(draw: st.DrawFn) -> tuple[Api, int, bytes]:
     api, version = draw(st.sampled_from(VERSIONED))
     body = draw(message_strategy(api.request, version))
     client_id = draw(st.none() | st.text(max_size=8))
-    frame = b"".join(encode_request(api, version, draw(st.integers(0, 2**31 - 1)), client_id, body))
+    frame = join_chunks(
+        encode_request(api, version, draw(st.integers(0, 2**31 - 1)), client_id, body)
+    )
     return api, version, frame[4:]
 
 
@@ -107,7 +110,7 @@ def test_mutated_valid_frames(data: st.DataObject) -> None:
 def test_mutated_responses(data: st.DataObject) -> None:
     api, version = data.draw(st.sampled_from(VERSIONED))
     body: dict[str, Any] = data.draw(message_strategy(api.response, version))
-    frame = b"".join(encode_response(api, version, 3, body))[4:]
+    frame = join_chunks(encode_response(api, version, 3, body))[4:]
     assert decode_response(api, version, frame)[0] == 3
     bad = data.draw(mutated(frame))
     with contextlib.suppress(ProtocolError):

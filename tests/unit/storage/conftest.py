@@ -6,10 +6,10 @@ import os
 from collections.abc import Callable
 
 import pytest
-from storage_helpers import FakeClock
 
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
+from tests.unit.storage.storage_helpers import FakeClock
 
 
 @pytest.fixture

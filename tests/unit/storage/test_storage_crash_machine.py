@@ -16,12 +16,12 @@ import tempfile
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from storage_helpers import FakeClock
 
 from sparklog.protocol.record_codec import build_batch
 from sparklog.protocol.records import iter_batches
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
+from tests.unit.storage.storage_helpers import FakeClock
 
 CONFIG = LogConfig(internal_segment_bytes=900, index_interval_bytes=150, segment_index_bytes=48)
 CRASH_MODES = ["lose_unflushed", "torn_tail", "garbage_tail", "delete_indexes", "clean"]

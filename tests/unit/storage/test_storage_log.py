@@ -7,7 +7,6 @@ import os
 from collections.abc import Callable
 
 import pytest
-from storage_helpers import FakeClock, batch
 
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.record_codec import build_batch, decode_batch
@@ -20,6 +19,7 @@ from sparklog.storage.errors import (
     UnexpectedAppendOffsetError,
 )
 from sparklog.storage.log import Log
+from tests.unit.storage.storage_helpers import FakeClock, batch
 
 OpenLog = Callable[..., Log]
 
@@ -72,7 +72,8 @@ def test_too_large_batch(open_log: OpenLog) -> None:
     log = open_log(LogConfig(max_message_bytes=200))
     with pytest.raises(RecordTooLargeError) as info:
         log.append_as_leader(batch(1, value_size=300), 0)
-    assert info.value.code == ErrorCode.MESSAGE_TOO_LARGE == 10
+    assert info.value.code == ErrorCode.MESSAGE_TOO_LARGE
+    assert int(info.value.code) == 10
     assert "exceeds the maximum configured value of 200" in str(info.value)
 
 
@@ -176,7 +177,8 @@ def test_read_out_of_range(open_log: OpenLog) -> None:
     fill(log, 2)
     with pytest.raises(OffsetOutOfRangeError) as info:
         log.read(7, 100)
-    assert info.value.code == ErrorCode.OFFSET_OUT_OF_RANGE == 1
+    assert info.value.code == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert int(info.value.code) == 1
     log.high_watermark = 6
     log.delete_records(3)
     with pytest.raises(OffsetOutOfRangeError):

@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from storage_helpers import FakeClock, batch
-
 from sparklog.protocol.records import iter_batches
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
 from sparklog.storage.manager import CLEAN_SHUTDOWN_FILE, LogManager
+from tests.unit.storage.storage_helpers import FakeClock, batch
 
 CONFIG = LogConfig(internal_segment_bytes=600, index_interval_bytes=100)
 
