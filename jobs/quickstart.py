@@ -135,6 +135,8 @@ def main() -> int:
                 seen += 1
         consume_s = time.perf_counter() - started
         consumer.close()
+        # Drop the clients before the node stops, so they do not log the disconnect.
+        del producer, admin
         if seen != args.records:
             raise SystemExit(f"consumed {seen} of {args.records} records")
         print(

@@ -8,7 +8,7 @@ import struct
 import zlib
 
 import cramjam
-import lz4.frame  # type: ignore[import-untyped]
+import lz4.frame
 import pytest
 import zstandard
 from hypothesis import given, settings
