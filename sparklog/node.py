@@ -19,7 +19,7 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sparklog.broker.apis import SERVED, BrokerApis
@@ -58,6 +58,7 @@ class Node:
         self._tasks: list[asyncio.Task[None]] = []
         self.log_manager: LogManager | None = None
         self.plane: MetadataPlane | None = None
+        self.replica_manager: ReplicaManager | None = None
 
     async def _controller_call(
         self, operation: str, body: dict[str, Any], version: int
@@ -87,6 +88,7 @@ class Node:
         self.log_manager.load()
         self.plane = MetadataPlane.start(config, self.cluster_id, directory_ids=self.directory_ids)
         replica_manager = ReplicaManager(config.node_id, self.log_manager, default_log_config)
+        self.replica_manager = replica_manager
         self.plane.loader.install_publisher(replica_manager)
         plane = self.plane
         ctx = BrokerContext(
@@ -157,7 +159,7 @@ class Node:
             ", ".join(f"{s.name}://{s.host}:{s.port}" for s in self.servers),
         )
 
-    async def _every(self, interval_s: float, duty: Callable[[], None]) -> None:
+    async def _every(self, interval_s: float, duty: Callable[[], Awaitable[None] | None]) -> None:
         interval_s = max(interval_s, 0.05)
         while not self._stopping.is_set():
             with contextlib.suppress(TimeoutError):
@@ -165,13 +167,15 @@ class Node:
             if self._stopping.is_set():
                 return
             try:
-                duty()
+                outcome = duty()
+                if outcome is not None:
+                    await outcome
             except Exception:
                 log.exception("background duty %s failed", duty.__name__)
 
-    def _flush(self) -> None:
-        assert self.log_manager is not None
-        self.log_manager.flush_due(_now_ms())
+    async def _flush(self) -> None:
+        assert self.replica_manager is not None
+        await self.replica_manager.flush_due(_now_ms())
 
     def _retention(self) -> None:
         assert self.log_manager is not None
@@ -201,6 +205,8 @@ class Node:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.replica_manager is not None:
+            self.replica_manager.close()
         if self.log_manager is not None:
             self.log_manager.shutdown()
         if self.plane is not None:

@@ -75,7 +75,7 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> dict[str, Any]
                 continue
             try:
                 writable = records if not records.readonly else bytearray(records)
-                outcome = ctx.replica_manager.append(name, index, writable, acks)
+                outcome = await ctx.replica_manager.append(name, index, writable, acks)
             except KafkaApiError as exc:
                 partitions.append(_error_partition(index, exc.code, exc.message))
                 continue

@@ -4,12 +4,18 @@ It is a metadata publisher: each new metadata image creates the logs of partitio
 this broker, drops the logs of deleted topics and applies leader/ISR changes. Request handlers
 call :meth:`append` and :meth:`read`; both work on bytes and file slices only, never on
 individual records. Appends wake parked fetches through ``fetch_waiters``.
+
+fsyncs never run on the event loop: when ``flush.messages`` asks for one after an append, or
+``flush.ms`` at the scheduler's tick, the fsyncs run on a dedicated flusher thread while the
+loop keeps serving; a produce that needs its data flushed is answered after the fsync.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from sparklog.broker.partition import Partition, PartitionState
@@ -18,6 +24,7 @@ from sparklog.metadata.delta import MetadataDelta
 from sparklog.metadata.image import MetadataImage
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.storage.config import LogConfig
+from sparklog.storage.log import Log
 from sparklog.storage.manager import LogManager
 from sparklog.storage.slices import LogReadResult
 
@@ -41,6 +48,7 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.fetch_waiters = DelayedOperations()
         self.image: MetadataImage | None = None
+        self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-flusher")
 
     # -- metadata publisher -----------------------------------------------------------------
     def publish(self, delta: MetadataDelta, image: MetadataImage) -> None:
@@ -88,6 +96,7 @@ class ReplicaManager:
             self.log_manager.delete_log(topic, index)
             existing = None
         plog = existing or self.log_manager.create_log(topic, index, topic_id, config)
+        plog.auto_flush = False
         if existing is not None and existing.config != config:
             existing.update_config(config)
         partition = Partition(topic, index, topic_id, plog, self.broker_id)
@@ -120,7 +129,7 @@ class ReplicaManager:
         return iter(self.partitions.values())
 
     # -- data path --------------------------------------------------------------------------
-    def append(
+    async def append(
         self, topic: str, index: int, records: bytearray | memoryview, required_acks: int
     ) -> AppendOutcome:
         """Append a produce request's batches for one partition as the leader.
@@ -140,6 +149,8 @@ class ReplicaManager:
         result = partition.log.append_as_leader(records, partition.leader_epoch)
         partition.maybe_advance_hw()
         self.fetch_waiters.notify((topic, index))
+        if partition.log.needs_flush:
+            await self.flush(partition.log)
         return AppendOutcome(
             base_offset=result.first_offset,
             log_append_time_ms=result.log_append_time,
@@ -158,6 +169,25 @@ class ReplicaManager:
         """Read batches from ``fetch_offset`` up to the HW (or LSO for read_committed)."""
         upper = partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
         return partition.log.read(fetch_offset, max_bytes, upper, min_one_batch)
+
+    async def flush(self, log: Log, up_to_offset: int | None = None) -> None:
+        """fsync ``log`` up to ``up_to_offset`` (default: its end) on the flusher thread."""
+        plan = log.begin_flush(up_to_offset)
+        if plan is None:
+            return
+        await asyncio.get_running_loop().run_in_executor(self._flusher, plan.run)
+        log.complete_flush(plan)
+
+    async def flush_due(self, now_ms: int) -> None:
+        """flush.ms: flush every log whose oldest unflushed data has waited that long."""
+        for partition in list(self.partitions.values()):
+            log = partition.log
+            unflushed = log.log_end_offset > log.recovery_point
+            if unflushed and now_ms - log.last_flush_ms >= log.config.flush_ms:
+                await self.flush(log)
+
+    def close(self) -> None:
+        self._flusher.shutdown(wait=True)
 
     def delete_records(self, topic: str, index: int, offset: int) -> int:
         partition = self.leader_partition(topic, index)

@@ -32,6 +32,7 @@ import logging
 import os
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.records import (
@@ -86,6 +87,20 @@ def _writable(records: Records) -> bytearray | memoryview:
     return bytearray(records)
 
 
+@dataclass(frozen=True, slots=True)
+class FlushPlan:
+    """The fsyncs that make offsets below ``target`` durable; :meth:`run` blocks."""
+
+    directory: str
+    target: int
+    segments: tuple[LogSegment, ...]
+
+    def run(self) -> None:
+        for segment in self.segments:
+            segment.flush()
+        fsync_dir(self.directory)
+
+
 class Log:
     """A partition log in ``directory``; create with :meth:`open`."""
 
@@ -112,6 +127,8 @@ class Log:
         self._high_watermark = high_watermark
         self.topic_id = topic_id
         self._last_flush_ms = clock()
+        # The broker turns this off and runs flush.messages fsyncs off its event loop.
+        self.auto_flush = True
         self._pending_deletes: list[tuple[int, list[str]]] = []
         self._roll_jitter_ms = self._new_jitter()
         self.epoch_cache = LeaderEpochCache(directory, lambda: self.log_end_offset)
@@ -327,7 +344,7 @@ class Log:
             epoch = header.partition_leader_epoch
             if epoch >= 0 and epoch > cache.latest_epoch:
                 cache.assign(epoch, header.base_offset)
-        if self.log_end_offset - self._recovery_point >= self.config.flush_messages:
+        if self.auto_flush and self.needs_flush:
             self.flush()
         return AppendResult(
             first_offset=headers[0].base_offset,
@@ -578,22 +595,46 @@ class Log:
 
     # --- durability ----------------------------------------------------------------------
 
+    @property
+    def last_flush_ms(self) -> int:
+        return self._last_flush_ms
+
+    @property
+    def needs_flush(self) -> bool:
+        """flush.messages: at least that many messages are not yet fsynced."""
+        return self.log_end_offset - self._recovery_point >= self.config.flush_messages
+
     def flush(self, up_to_offset: int | None = None) -> None:
         """fsync every segment holding offsets in [recovery_point, up_to_offset) (default:
         the LEO), then advance the recovery point to ``up_to_offset``."""
+        plan = self.begin_flush(up_to_offset)
+        if plan is not None:
+            plan.run()
+            self.complete_flush(plan)
+
+    def begin_flush(self, up_to_offset: int | None = None) -> FlushPlan | None:
+        """The first half of :meth:`flush`, for callers that fsync on another thread.
+
+        Call this and :meth:`complete_flush` on the thread that owns the log; only
+        :meth:`FlushPlan.run` (the fsyncs) may run elsewhere, concurrently with appends.
+        """
         target = (
             self.log_end_offset if up_to_offset is None else min(up_to_offset, self.log_end_offset)
         )
         self._last_flush_ms = self._clock()
         if target <= self._recovery_point:
-            return
+            return None
         first = max(bisect.bisect_right(self._bases, self._recovery_point) - 1, 0)
+        segments = []
         for segment in self._segments[first:]:
             if segment.base_offset >= target and segment is not self.active_segment:
                 break
-            segment.flush()
-        fsync_dir(self.directory)
-        self._recovery_point = target
+            segments.append(segment)
+        return FlushPlan(self.directory, target, tuple(segments))
+
+    def complete_flush(self, plan: FlushPlan) -> None:
+        """Advance the recovery point once ``plan`` has run (plans may finish out of order)."""
+        self._recovery_point = max(self._recovery_point, min(plan.target, self.log_end_offset))
 
     def flush_if_due(self, now_ms: int) -> bool:
         """Honour flush.ms: flush if unflushed data is older than it. True if flushed."""
