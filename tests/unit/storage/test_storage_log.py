@@ -344,3 +344,22 @@ def test_reopen_after_clean_close(open_log: OpenLog) -> None:
             new.offset_of_max_timestamp,
         )
     assert again.append_as_leader(batch(1), 2).first_offset == 45
+
+
+def test_split_flush_advances_recovery_point_monotonically(open_log: OpenLog) -> None:
+    log = open_log(LogConfig(flush_messages=1))
+    log.auto_flush = False
+    fill(log, 2)
+    assert log.needs_flush and log.recovery_point == 0
+    first = log.begin_flush()
+    assert first is not None and first.target == 6
+    fill(log, 1)  # appends keep going while the first plan's fsyncs run elsewhere
+    second = log.begin_flush()
+    assert second is not None and second.target == 9
+    second.run()
+    log.complete_flush(second)
+    first.run()
+    log.complete_flush(first)  # finishing late must not move the recovery point back
+    assert log.recovery_point == 9
+    assert not log.needs_flush
+    assert log.begin_flush() is None
