@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparklog.broker.partition import Partition
 from sparklog.broker.producer_ids import ProducerIdManager
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.config import ServerConfig
@@ -19,6 +20,8 @@ from sparklog.metadata.image import MetadataImage
 
 # (operation name, decoded request body, version) -> response body
 ControllerChannel = Callable[[str, dict[str, Any], int], Awaitable[dict[str, Any]]]
+# (partition, fetch offset, max bytes) -> Kafka record batches read from remote storage
+RemoteFetch = Callable[["Partition", int, int], Awaitable[bytes]]
 
 
 @dataclass
@@ -30,6 +33,7 @@ class BrokerContext:
     image_supplier: Callable[[], MetadataImage]
     producer_ids: ProducerIdManager
     controller_id: int = -1
+    remote_fetch: RemoteFetch | None = None
     # the advertised (host, port) of the client listener, per listener name
     endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
 

@@ -24,6 +24,7 @@ from typing import Any
 from sparklog.broker.context import BrokerContext
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
+from sparklog.storage.errors import OffsetMovedToTieredStorageError
 from sparklog.storage.slices import FileSlice
 
 _NO_ABORTED: None = None
@@ -78,10 +79,14 @@ def _wanted_partitions(ctx: BrokerContext, body: dict[str, Any], version: int) -
     return wanted
 
 
-def _read_once(
+async def _read_once(
     ctx: BrokerContext, wanted: list[_Wanted], max_bytes: int, isolation_level: int, by_id: bool
 ) -> tuple[list[tuple[_Wanted, dict[str, Any]]], int, bool]:
-    """One pass over the partitions; returns (responses, bytes read, any error)."""
+    """One pass over the partitions; returns (responses, bytes read, any error).
+
+    Offsets below a tiered partition's local log start are read from remote storage on the
+    remote log manager's threads, so a remote fetch never blocks the event loop.
+    """
     rm = ctx.replica_manager
     remaining = max_bytes
     total = 0
@@ -110,7 +115,7 @@ def _read_once(
             errored = True
             continue
         budget = min(want.max_bytes, remaining)
-        records: list[FileSlice] | None = None
+        records: list[FileSlice] | bytes | None = None
         if budget > 0 or total == 0:
             try:
                 result = rm.read(
@@ -120,16 +125,24 @@ def _read_once(
                     isolation_level=isolation_level,
                     min_one_batch=total == 0,
                 )
+                size = result.size
+                if size:
+                    # File slices, not bytes: the listener sends them with sendfile.
+                    records = list(result.slices)
+            except OffsetMovedToTieredStorageError:
+                if ctx.remote_fetch is None:
+                    code = ErrorCode.OFFSET_OUT_OF_RANGE
+                    out.append((want, _partition_response(want.partition, code, **marks)))
+                    errored = True
+                    continue
+                records = await ctx.remote_fetch(partition, want.fetch_offset, max(budget, 1))
+                size = len(records)
             except KafkaApiError as exc:
                 out.append((want, _partition_response(want.partition, exc.code, **marks)))
                 errored = True
                 continue
-            size = result.size
-            if size:
-                # File slices, not bytes: the listener sends them with sendfile.
-                records = list(result.slices)
-                total += size
-                remaining -= size
+            total += size
+            remaining -= size
         extra: dict[str, Any] = {"records": records if records is not None else b""}
         if isolation_level == 1:
             extra["aborted_transactions"] = []
@@ -181,7 +194,7 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
     max_bytes = body.get("max_bytes", 0x7FFFFFFF)
     min_bytes = body["min_bytes"]
     max_wait_s = max(body["max_wait_ms"], 0) / 1000.0
-    results, total, errored = _read_once(ctx, wanted, max_bytes, isolation_level, by_id)
+    results, total, errored = await _read_once(ctx, wanted, max_bytes, isolation_level, by_id)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_s
     while total < max(min_bytes, 1) and not errored and wanted:
@@ -199,7 +212,7 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
             )
 
         woke = await ctx.replica_manager.fetch_waiters.wait_until(keys, has_new_data, remaining)
-        results, total, errored = _read_once(ctx, wanted, max_bytes, isolation_level, by_id)
+        results, total, errored = await _read_once(ctx, wanted, max_bytes, isolation_level, by_id)
         if not woke:
             break
     return {

@@ -1,9 +1,9 @@
 """ListOffsets (2), OffsetForLeaderEpoch (23) and DeleteRecords (21).
 
-ListOffsets special timestamps, as Kafka: -2 earliest (log start offset), -1 latest (high
-watermark, or the last stable offset under read_committed), -3 the offset of the record with the
-largest timestamp (KIP-734), -4 earliest local offset (KIP-1005; equal to the log start offset
-until tiered storage exists), -5 earliest pending upload (KIP-1023; nothing pending here, so -1).
+ListOffsets special timestamps, as Kafka 4.x: -2 earliest (the log start offset, which may lie
+in remote storage), -1 latest (high watermark, or the last stable offset under read_committed),
+-3 the offset of the record with the largest timestamp (KIP-734), -4 earliest local offset and
+-5 latest tiered offset (KIP-1005: the highest offset copied to remote storage, -1 if none).
 A real timestamp answers the first offset whose timestamp is at least that, or -1 if none.
 """
 
@@ -20,20 +20,24 @@ EARLIEST = -2
 LATEST = -1
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
-EARLIEST_PENDING_UPLOAD = -5
+LATEST_TIERED = -5
 
 
 def _list_one(partition: Partition, timestamp: int, isolation_level: int) -> tuple[int, int, int]:
     """(timestamp, offset, leader_epoch) for one ListOffsets query."""
     log = partition.log
-    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+    if timestamp == EARLIEST:
         offset = partition.log_start_offset
+        return -1, offset, log.epoch_cache.epoch_for_offset(offset)
+    if timestamp == EARLIEST_LOCAL:
+        offset = log.local_log_start_offset
         return -1, offset, log.epoch_cache.epoch_for_offset(offset)
     if timestamp == LATEST:
         offset = partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
         return -1, offset, log.epoch_cache.epoch_for_offset(offset)
-    if timestamp == EARLIEST_PENDING_UPLOAD:
-        return -1, -1, -1
+    if timestamp == LATEST_TIERED:
+        offset = log.highest_remote_offset
+        return -1, offset, log.epoch_cache.epoch_for_offset(offset) if offset >= 0 else -1
     if timestamp == MAX_TIMESTAMP:
         found = log.max_timestamp_offset()
     elif timestamp < 0:

@@ -31,6 +31,12 @@ class OffsetOutOfRangeError(StorageError):
     default_code = ErrorCode.OFFSET_OUT_OF_RANGE
 
 
+class OffsetMovedToTieredStorageError(OffsetOutOfRangeError):
+    """A read below the local log start offset of a tiered log: the data is in remote storage
+    (Kafka's ``OffsetMovedToTieredStorageException``); the broker serves it with a remote fetch.
+    """
+
+
 class RecordTooLargeError(StorageError):
     """A batch larger than ``max.message.bytes`` (Kafka's ``RecordTooLargeException``)."""
 

@@ -47,6 +47,7 @@ from sparklog.storage.config import LogConfig
 from sparklog.storage.epoch_cache import LeaderEpochCache
 from sparklog.storage.errors import (
     InvalidTimestampError,
+    OffsetMovedToTieredStorageError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
@@ -129,6 +130,11 @@ class Log:
         self._last_flush_ms = clock()
         # The broker turns this off and runs flush.messages fsyncs off its event loop.
         self.auto_flush = True
+        # Tiered storage (set by the broker's remote log manager): while remote storage holds
+        # part of this log, the log start offset may lie below the first local segment, and
+        # local segments are deleted only once copied (offset <= highest_remote_offset).
+        self.remote_storage = False
+        self.highest_remote_offset = -1
         self._pending_deletes: list[tuple[int, list[str]]] = []
         self._roll_jitter_ms = self._new_jitter()
         self.epoch_cache = LeaderEpochCache(directory, lambda: self.log_end_offset)
@@ -414,6 +420,11 @@ class Log:
                 f"{self.topic}-{self.partition}, but we only have log segments from offset "
                 f"{self._log_start_offset} up to {leo}."
             )
+        if start_offset < self.local_log_start_offset:
+            raise OffsetMovedToTieredStorageError(
+                f"Offset {start_offset} of {self.topic}-{self.partition} is in remote storage "
+                f"(local log starts at {self.local_log_start_offset})"
+            )
 
         def result(slices: tuple[FileSlice, ...] = (), first: int = -1) -> LogReadResult:
             return LogReadResult(slices, first, self._log_start_offset, leo, self._high_watermark)
@@ -524,12 +535,19 @@ class Log:
 
     def delete_retention_breached(self, now_ms: int) -> int:
         """Delete whole segments past retention.ms / retention.bytes or below the log start
-        offset; returns how many were deleted."""
+        offset; returns how many were deleted.
+
+        A tiered log applies local.retention.ms / local.retention.bytes instead (-2 means the
+        whole-log value, as in Kafka), and only to segments already copied to remote storage;
+        the whole-log limits are then the remote log manager's to apply.
+        """
         deleted = self._delete_old_segments(
             lambda seg, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset
         )
         if not self.config.delete_enabled:
             return deleted
+        if self.remote_storage:
+            return deleted + self._delete_copied_segments(now_ms)
         retention_ms = self.config.retention_ms
         if retention_ms >= 0:
             deleted += self._delete_old_segments(
@@ -548,6 +566,32 @@ class Log:
 
             deleted += self._delete_old_segments(over_size)
         return deleted
+
+    def _delete_copied_segments(self, now_ms: int) -> int:
+        config = self.config
+        local_ms = (
+            config.retention_ms if config.local_retention_ms == -2 else (config.local_retention_ms)
+        )
+        local_bytes = (
+            config.retention_bytes
+            if config.local_retention_bytes == -2
+            else config.local_retention_bytes
+        )
+        excess = self.size_in_bytes - local_bytes if local_bytes >= 0 else -1
+
+        def copied_and_expired(seg: LogSegment, nxt: LogSegment | None) -> bool:
+            nonlocal excess
+            if nxt is None or nxt.base_offset - 1 > self.highest_remote_offset:
+                return False
+            if local_ms >= 0 and now_ms - seg.largest_timestamp > local_ms:
+                excess -= seg.size
+                return True
+            if excess >= seg.size:
+                excess -= seg.size
+                return True
+            return False
+
+        return self._delete_old_segments(copied_and_expired)
 
     def _delete_old_segments(
         self, predicate: Callable[[LogSegment, LogSegment | None], bool]
@@ -569,7 +613,7 @@ class Log:
         del self._segments[: len(doomed)]
         del self._bases[: len(doomed)]
         first_base = self._segments[0].base_offset
-        if first_base > self._log_start_offset:
+        if first_base > self._log_start_offset and not self.remote_storage:
             self._log_start_offset = first_base
             self._high_watermark = max(self._high_watermark, first_base)
             self._recovery_point = max(self._recovery_point, first_base)
@@ -594,6 +638,23 @@ class Log:
         self._pending_deletes = keep
 
     # --- durability ----------------------------------------------------------------------
+
+    @property
+    def local_log_start_offset(self) -> int:
+        """The first offset held in local segments (the log start offset without tiering)."""
+        return max(self._log_start_offset, self._segments[0].base_offset)
+
+    def attach_remote(self, remote_log_start_offset: int, highest_remote_offset: int) -> None:
+        """Record what remote storage holds: ``[remote_log_start_offset, highest_remote_offset]``.
+
+        When the remote range reaches the local segments, the log start offset becomes the
+        remote one, so offsets below the local log start are served from remote storage.
+        """
+        self.remote_storage = True
+        self.highest_remote_offset = max(self.highest_remote_offset, highest_remote_offset)
+        reaches_local = self.highest_remote_offset + 1 >= self.local_log_start_offset
+        if remote_log_start_offset >= 0 and reaches_local:
+            self._log_start_offset = min(self._log_start_offset, remote_log_start_offset)
 
     @property
     def last_flush_ms(self) -> int:
