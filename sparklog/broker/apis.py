@@ -33,10 +33,6 @@ log = logging.getLogger(__name__)
 Handler = Callable[[BrokerContext, Request, str], Awaitable[dict[str, Any] | None]]
 
 
-async def _api_versions(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
-    return api_versions_body(SERVED)
-
-
 async def _init_producer_id(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
     return await handle_init_producer_id(ctx.producer_ids, request)
 
@@ -55,7 +51,6 @@ HANDLERS: dict[int, Handler] = {
     1: _simple(handle_fetch),
     2: _simple(handle_list_offsets),
     3: handle_metadata,
-    18: _api_versions,
     19: _simple(forward_to_controller),
     20: _simple(forward_to_controller),
     21: _simple(handle_delete_records),
@@ -67,7 +62,8 @@ HANDLERS: dict[int, Handler] = {
     60: handle_describe_cluster,
 }
 
-SERVED: dict[int, Api] = {key: API_BY_KEY[key] for key in HANDLERS if key in API_BY_KEY}
+# ApiVersions (18) is answered by BrokerApis itself, per listener.
+SERVED: dict[int, Api] = {key: API_BY_KEY[key] for key in sorted({18, *HANDLERS})}
 
 
 def _advertised_min_version(api: Api) -> int:
@@ -103,6 +99,9 @@ class BrokerApis:
         self.ctx = ctx
 
     async def __call__(self, request: Request, conn: Connection) -> dict[str, Any] | None:
+        if request.api.key == 18:
+            # Each listener advertises what it serves (the controller listener less).
+            return api_versions_body(conn.served_apis)
         handler = HANDLERS[request.api.key]
         try:
             return await handler(self.ctx, request, conn.listener_name)

@@ -233,6 +233,11 @@ class Connection(asyncio.Protocol):
     def listener_name(self) -> str:
         return self._server.name
 
+    @property
+    def served_apis(self) -> Mapping[int, Api]:
+        """The APIs (and versions) this connection's listener serves."""
+        return self._server.apis
+
     async def drain(self, timeout_s: float) -> None:
         if self._task is not None:
             try:
