@@ -22,17 +22,21 @@ Contract and invariants:
 - Truncation removes whole batches: ``truncate_to(o)`` drops every batch whose last offset is
   >= o, so if ``o`` falls inside a batch the new LEO is that batch's base offset (< o).
 - Not thread-safe: the caller serialises calls per log. Time comes from the injected clock.
+
+:class:`Log` keeps opening, recovery, appends, rolls, reads and truncation here and mixes in
+:class:`~sparklog.storage.log_durability.LogDurability` (flushes, :class:`FlushPlan`) and
+:class:`~sparklog.storage.log_retention.LogRetention` (log start offset, retention, deleting
+files), whose docstrings state their own invariants; all three share the state set up in
+:meth:`Log.__init__`.
 """
 
 from __future__ import annotations
 
 import bisect
-import contextlib
 import logging
 import os
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.records import (
@@ -42,7 +46,7 @@ from sparklog.protocol.records import (
     set_log_append_time,
     validate_batch,
 )
-from sparklog.storage.checkpoint import fsync_dir, write_partition_metadata
+from sparklog.storage.checkpoint import write_partition_metadata
 from sparklog.storage.config import LogConfig
 from sparklog.storage.epoch_cache import LeaderEpochCache
 from sparklog.storage.errors import (
@@ -62,15 +66,17 @@ from sparklog.storage.loader import (
     segment_bases,
     sweep_temp_files,
 )
-from sparklog.storage.segment import (
-    LogSegment,
-)
+from sparklog.storage.log_durability import FlushPlan, LogDurability
+from sparklog.storage.log_retention import LogRetention
+from sparklog.storage.segment import LogSegment
 from sparklog.storage.slices import (
     AppendResult,
     FileSlice,
     LogReadResult,
     TimestampAndOffset,
 )
+
+__all__ = ["Clock", "FlushPlan", "Log", "Records"]
 
 Clock = Callable[[], int]
 Records = bytes | bytearray | memoryview
@@ -88,21 +94,7 @@ def _writable(records: Records) -> bytearray | memoryview:
     return bytearray(records)
 
 
-@dataclass(frozen=True, slots=True)
-class FlushPlan:
-    """The fsyncs that make offsets below ``target`` durable; :meth:`run` blocks."""
-
-    directory: str
-    target: int
-    segments: tuple[LogSegment, ...]
-
-    def run(self) -> None:
-        for segment in self.segments:
-            segment.flush()
-        fsync_dir(self.directory)
-
-
-class Log:
+class Log(LogRetention, LogDurability):
     """A partition log in ``directory``; create with :meth:`open`."""
 
     def __init__(
@@ -468,7 +460,7 @@ class Log:
             return None
         return best.max_timestamp_record()
 
-    # --- truncation and deletion ---------------------------------------------------------
+    # --- truncation ----------------------------------------------------------------------
 
     def truncate_to(self, offset: int) -> bool:
         """Remove every batch with an offset >= ``offset``; True if anything was removed."""
@@ -500,144 +492,7 @@ class Log:
         self._log_start_offset = self._recovery_point = self._high_watermark = offset
         self.epoch_cache.clear()
 
-    def increment_log_start_offset(self, offset: int) -> bool:
-        """Move the log start offset up to ``offset`` and delete segments wholly below it."""
-        if offset <= self._log_start_offset:
-            return False
-        if offset > self.log_end_offset:
-            raise OffsetOutOfRangeError(
-                f"Cannot increment the log start offset to {offset} of partition "
-                f"{self.topic}-{self.partition} since it is larger than the log end offset "
-                f"{self.log_end_offset}"
-            )
-        self._log_start_offset = offset
-        self._high_watermark = max(self._high_watermark, offset)
-        self._recovery_point = max(self._recovery_point, min(offset, self.log_end_offset))
-        self.epoch_cache.truncate_from_start(offset)
-        self._delete_old_segments(lambda seg, nxt: nxt is not None and nxt.base_offset <= offset)
-        return True
-
-    def delete_records(self, offset: int) -> int:
-        """DeleteRecords: raise the low watermark to ``offset`` (-1 = the high watermark).
-
-        Offsets above the high watermark raise :class:`OffsetOutOfRangeError`. Returns the
-        new low watermark (the log start offset).
-        """
-        target = self._high_watermark if offset == -1 else offset
-        if target < 0 or target > self._high_watermark:
-            raise OffsetOutOfRangeError(
-                f"Cannot increment the log start offset to {offset} of partition "
-                f"{self.topic}-{self.partition} since it is larger than the high watermark "
-                f"{self._high_watermark}"
-            )
-        self.increment_log_start_offset(target)
-        return self._log_start_offset
-
-    def delete_retention_breached(self, now_ms: int) -> int:
-        """Delete whole segments past retention.ms / retention.bytes or below the log start
-        offset; returns how many were deleted.
-
-        A tiered log applies local.retention.ms / local.retention.bytes instead (-2 means the
-        whole-log value, as in Kafka), and only to segments already copied to remote storage;
-        the whole-log limits are then the remote log manager's to apply.
-        """
-        deleted = self._delete_old_segments(
-            lambda seg, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset
-        )
-        if not self.config.delete_enabled:
-            return deleted
-        if self.remote_storage:
-            return deleted + self._delete_copied_segments(now_ms)
-        retention_ms = self.config.retention_ms
-        if retention_ms >= 0:
-            deleted += self._delete_old_segments(
-                lambda seg, nxt: now_ms - seg.largest_timestamp > retention_ms
-            )
-        retention_bytes = self.config.retention_bytes
-        if retention_bytes >= 0:
-            excess = self.size_in_bytes - retention_bytes
-
-            def over_size(seg: LogSegment, nxt: LogSegment | None) -> bool:
-                nonlocal excess
-                if excess - seg.size >= 0:
-                    excess -= seg.size
-                    return True
-                return False
-
-            deleted += self._delete_old_segments(over_size)
-        return deleted
-
-    def _delete_copied_segments(self, now_ms: int) -> int:
-        config = self.config
-        local_ms = (
-            config.retention_ms if config.local_retention_ms == -2 else (config.local_retention_ms)
-        )
-        local_bytes = (
-            config.retention_bytes
-            if config.local_retention_bytes == -2
-            else config.local_retention_bytes
-        )
-        excess = self.size_in_bytes - local_bytes if local_bytes >= 0 else -1
-
-        def copied_and_expired(seg: LogSegment, nxt: LogSegment | None) -> bool:
-            nonlocal excess
-            if nxt is None or nxt.base_offset - 1 > self.highest_remote_offset:
-                return False
-            if local_ms >= 0 and now_ms - seg.largest_timestamp > local_ms:
-                excess -= seg.size
-                return True
-            if excess >= seg.size:
-                excess -= seg.size
-                return True
-            return False
-
-        return self._delete_old_segments(copied_and_expired)
-
-    def _delete_old_segments(
-        self, predicate: Callable[[LogSegment, LogSegment | None], bool]
-    ) -> int:
-        doomed: list[LogSegment] = []
-        for i, segment in enumerate(self._segments):
-            following = self._segments[i + 1] if i + 1 < len(self._segments) else None
-            upper = following.base_offset if following is not None else self.log_end_offset
-            last_and_empty = following is None and segment.size == 0
-            if self._high_watermark < upper or last_and_empty or not predicate(segment, following):
-                break
-            doomed.append(segment)
-        if not doomed:
-            return 0
-        if len(doomed) == len(self._segments):
-            self.roll()
-        for segment in doomed:
-            self._schedule_delete(segment)
-        del self._segments[: len(doomed)]
-        del self._bases[: len(doomed)]
-        first_base = self._segments[0].base_offset
-        if first_base > self._log_start_offset and not self.remote_storage:
-            self._log_start_offset = first_base
-            self._high_watermark = max(self._high_watermark, first_base)
-            self._recovery_point = max(self._recovery_point, first_base)
-            self.epoch_cache.truncate_from_start(first_base)
-        return len(doomed)
-
-    def _schedule_delete(self, segment: LogSegment) -> None:
-        _log.info("Scheduling deletion of segment %s", segment.path)
-        due = self._clock() + self.config.file_delete_delay_ms
-        self._pending_deletes.append((due, segment.mark_deleted()))
-
-    def delete_expired_files(self, now_ms: int) -> None:
-        """Remove ``*.deleted`` files whose ``file.delete.delay.ms`` has passed."""
-        keep = []
-        for due, paths in self._pending_deletes:
-            if due > now_ms:
-                keep.append((due, paths))
-                continue
-            for path in paths:
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(path)
-        self._pending_deletes = keep
-
-    # --- durability ----------------------------------------------------------------------
+    # --- tiered storage ------------------------------------------------------------------
 
     @property
     def local_log_start_offset(self) -> int:
@@ -655,56 +510,6 @@ class Log:
         reaches_local = self.highest_remote_offset + 1 >= self.local_log_start_offset
         if remote_log_start_offset >= 0 and reaches_local:
             self._log_start_offset = min(self._log_start_offset, remote_log_start_offset)
-
-    @property
-    def last_flush_ms(self) -> int:
-        return self._last_flush_ms
-
-    @property
-    def needs_flush(self) -> bool:
-        """flush.messages: at least that many messages are not yet fsynced."""
-        return self.log_end_offset - self._recovery_point >= self.config.flush_messages
-
-    def flush(self, up_to_offset: int | None = None) -> None:
-        """fsync every segment holding offsets in [recovery_point, up_to_offset) (default:
-        the LEO), then advance the recovery point to ``up_to_offset``."""
-        plan = self.begin_flush(up_to_offset)
-        if plan is not None:
-            plan.run()
-            self.complete_flush(plan)
-
-    def begin_flush(self, up_to_offset: int | None = None) -> FlushPlan | None:
-        """The first half of :meth:`flush`, for callers that fsync on another thread.
-
-        Call this and :meth:`complete_flush` on the thread that owns the log; only
-        :meth:`FlushPlan.run` (the fsyncs) may run elsewhere, concurrently with appends.
-        """
-        target = (
-            self.log_end_offset if up_to_offset is None else min(up_to_offset, self.log_end_offset)
-        )
-        self._last_flush_ms = self._clock()
-        if target <= self._recovery_point:
-            return None
-        first = max(bisect.bisect_right(self._bases, self._recovery_point) - 1, 0)
-        segments = []
-        for segment in self._segments[first:]:
-            if segment.base_offset >= target and segment is not self.active_segment:
-                break
-            segments.append(segment)
-        return FlushPlan(self.directory, target, tuple(segments))
-
-    def complete_flush(self, plan: FlushPlan) -> None:
-        """Advance the recovery point once ``plan`` has run (plans may finish out of order)."""
-        self._recovery_point = max(self._recovery_point, min(plan.target, self.log_end_offset))
-
-    def flush_if_due(self, now_ms: int) -> bool:
-        """Honour flush.ms: flush if unflushed data is older than it. True if flushed."""
-        if self.log_end_offset <= self._recovery_point:
-            return False
-        if now_ms - self._last_flush_ms < self.config.flush_ms:
-            return False
-        self.flush()
-        return True
 
     def close(self) -> None:
         for segment in self._segments:

@@ -1,0 +1,204 @@
+"""Retention and deletion for a partition log: which whole segments go, and when their files do.
+
+Contract and invariants (for :class:`~sparklog.storage.log.Log`, which mixes this in):
+- Only whole segments are deleted, oldest first, and only those entirely below the high
+  watermark; deletion never creates a gap below the log end offset. The active segment
+  qualifies too (unless empty), in which case a new empty segment is rolled first.
+- Retention (Kafka 4.x): segments wholly below the log start offset always go; with
+  ``cleanup.policy`` including delete, so do those past retention.ms (by largest timestamp)
+  and, oldest first, those whose removal keeps the log at or above retention.bytes.
+- Tiered logs (``remote_storage``): local.retention.ms / local.retention.bytes apply instead
+  (-2 means the whole-log value) and only to segments already copied to remote storage, i.e.
+  whose last offset is <= ``highest_remote_offset``; the whole-log limits are the remote log
+  manager's to apply. Deleting local segments then leaves the log start offset where it is,
+  since the offsets below the local log start are still served from remote storage.
+- Without tiering, deleting the first segments raises the log start offset (and with it the
+  high watermark, recovery point and leader-epoch cache start) to the new first base offset.
+- The log start offset only moves up: :meth:`LogRetention.increment_log_start_offset` (never
+  past the LEO) and :meth:`LogRetention.delete_records` (never past the high watermark).
+- Deleted segments are renamed ``*.deleted`` at once and their files removed only after
+  ``file.delete.delay.ms`` by :meth:`LogRetention.delete_expired_files`, so slices handed out
+  earlier stay readable meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sparklog.storage.config import LogConfig
+from sparklog.storage.epoch_cache import LeaderEpochCache
+from sparklog.storage.errors import OffsetOutOfRangeError
+from sparklog.storage.segment import LogSegment
+
+# The logger Log itself uses, so existing logging configuration still covers these messages.
+_log = logging.getLogger("sparklog.storage.log")
+
+SegmentPredicate = Callable[[LogSegment, LogSegment | None], bool]
+
+
+class LogRetention:
+    """Mixin for :class:`~sparklog.storage.log.Log`: log start offset, retention, deletion."""
+
+    # State owned and initialised by Log.__init__.
+    topic: str
+    partition: int
+    config: LogConfig
+    epoch_cache: LeaderEpochCache
+    remote_storage: bool
+    highest_remote_offset: int
+    _clock: Callable[[], int]
+    _segments: list[LogSegment]
+    _bases: list[int]
+    _log_start_offset: int
+    _recovery_point: int
+    _high_watermark: int
+    _pending_deletes: list[tuple[int, list[str]]]
+
+    if TYPE_CHECKING:
+        # Implemented by Log; declared so the mixin type-checks on its own.
+        @property
+        def log_end_offset(self) -> int: ...
+
+        @property
+        def size_in_bytes(self) -> int: ...
+
+        def roll(self, new_base_offset: int | None = None) -> LogSegment: ...
+
+    def increment_log_start_offset(self, offset: int) -> bool:
+        """Move the log start offset up to ``offset`` and delete segments wholly below it."""
+        if offset <= self._log_start_offset:
+            return False
+        if offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {offset} of partition "
+                f"{self.topic}-{self.partition} since it is larger than the log end offset "
+                f"{self.log_end_offset}"
+            )
+        self._log_start_offset = offset
+        self._high_watermark = max(self._high_watermark, offset)
+        self._recovery_point = max(self._recovery_point, min(offset, self.log_end_offset))
+        self.epoch_cache.truncate_from_start(offset)
+        self._delete_old_segments(lambda seg, nxt: nxt is not None and nxt.base_offset <= offset)
+        return True
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: raise the low watermark to ``offset`` (-1 = the high watermark).
+
+        Offsets above the high watermark raise :class:`OffsetOutOfRangeError`. Returns the
+        new low watermark (the log start offset).
+        """
+        target = self._high_watermark if offset == -1 else offset
+        if target < 0 or target > self._high_watermark:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {offset} of partition "
+                f"{self.topic}-{self.partition} since it is larger than the high watermark "
+                f"{self._high_watermark}"
+            )
+        self.increment_log_start_offset(target)
+        return self._log_start_offset
+
+    def delete_retention_breached(self, now_ms: int) -> int:
+        """Delete whole segments past retention.ms / retention.bytes or below the log start
+        offset; returns how many were deleted.
+
+        A tiered log applies local.retention.ms / local.retention.bytes instead (-2 means the
+        whole-log value, as in Kafka), and only to segments already copied to remote storage;
+        the whole-log limits are then the remote log manager's to apply.
+        """
+        deleted = self._delete_old_segments(
+            lambda seg, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset
+        )
+        if not self.config.delete_enabled:
+            return deleted
+        if self.remote_storage:
+            return deleted + self._delete_copied_segments(now_ms)
+        retention_ms = self.config.retention_ms
+        if retention_ms >= 0:
+            deleted += self._delete_old_segments(
+                lambda seg, nxt: now_ms - seg.largest_timestamp > retention_ms
+            )
+        retention_bytes = self.config.retention_bytes
+        if retention_bytes >= 0:
+            excess = self.size_in_bytes - retention_bytes
+
+            def over_size(seg: LogSegment, nxt: LogSegment | None) -> bool:
+                nonlocal excess
+                if excess - seg.size >= 0:
+                    excess -= seg.size
+                    return True
+                return False
+
+            deleted += self._delete_old_segments(over_size)
+        return deleted
+
+    def _delete_copied_segments(self, now_ms: int) -> int:
+        config = self.config
+        local_ms = (
+            config.retention_ms if config.local_retention_ms == -2 else (config.local_retention_ms)
+        )
+        local_bytes = (
+            config.retention_bytes
+            if config.local_retention_bytes == -2
+            else config.local_retention_bytes
+        )
+        excess = self.size_in_bytes - local_bytes if local_bytes >= 0 else -1
+
+        def copied_and_expired(seg: LogSegment, nxt: LogSegment | None) -> bool:
+            nonlocal excess
+            if nxt is None or nxt.base_offset - 1 > self.highest_remote_offset:
+                return False
+            if local_ms >= 0 and now_ms - seg.largest_timestamp > local_ms:
+                excess -= seg.size
+                return True
+            if excess >= seg.size:
+                excess -= seg.size
+                return True
+            return False
+
+        return self._delete_old_segments(copied_and_expired)
+
+    def _delete_old_segments(self, predicate: SegmentPredicate) -> int:
+        doomed: list[LogSegment] = []
+        for i, segment in enumerate(self._segments):
+            following = self._segments[i + 1] if i + 1 < len(self._segments) else None
+            upper = following.base_offset if following is not None else self.log_end_offset
+            last_and_empty = following is None and segment.size == 0
+            if self._high_watermark < upper or last_and_empty or not predicate(segment, following):
+                break
+            doomed.append(segment)
+        if not doomed:
+            return 0
+        if len(doomed) == len(self._segments):
+            self.roll()
+        for segment in doomed:
+            self._schedule_delete(segment)
+        del self._segments[: len(doomed)]
+        del self._bases[: len(doomed)]
+        first_base = self._segments[0].base_offset
+        if first_base > self._log_start_offset and not self.remote_storage:
+            self._log_start_offset = first_base
+            self._high_watermark = max(self._high_watermark, first_base)
+            self._recovery_point = max(self._recovery_point, first_base)
+            self.epoch_cache.truncate_from_start(first_base)
+        return len(doomed)
+
+    def _schedule_delete(self, segment: LogSegment) -> None:
+        _log.info("Scheduling deletion of segment %s", segment.path)
+        due = self._clock() + self.config.file_delete_delay_ms
+        self._pending_deletes.append((due, segment.mark_deleted()))
+
+    def delete_expired_files(self, now_ms: int) -> None:
+        """Remove ``*.deleted`` files whose ``file.delete.delay.ms`` has passed."""
+        keep = []
+        for due, paths in self._pending_deletes:
+            if due > now_ms:
+                keep.append((due, paths))
+                continue
+            for path in paths:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
+        self._pending_deletes = keep
