@@ -207,6 +207,15 @@ DEFS: dict[str, ConfigDef] = {
         _d("broker.session.timeout.ms", "int", 9000),
         _d("initial.broker.registration.timeout.ms", "int", 60000),
         _d("remote.log.storage.system.enable", "bool", False),
+        _d("remote.log.manager.task.interval.ms", "long", 30000, minimum=1),
+        # Tiered storage (sparklog.tiering.config documents them): the store URL (unset: file://
+        # next to the first log dir), S3 endpoint override and credentials, Parquet row groups.
+        _d("sparklog.remote.storage.url", "string"),
+        _d("sparklog.remote.storage.s3.endpoint.url", "string"),
+        _d("sparklog.remote.storage.s3.access.key.id", "string"),
+        _d("sparklog.remote.storage.s3.secret.access.key", "string"),
+        _d("sparklog.remote.storage.s3.region", "string"),
+        _d("sparklog.remote.storage.parquet.row.group.rows", "int", 131072, minimum=1),
         _d("sparklog.read.listener", "string"),
     )
 }
@@ -235,7 +244,7 @@ _ACCEPTED_TEXT = """
     offset.metadata.max.bytes transaction.abort.timed.out.transaction.cleanup.interval.ms
     transaction.remove.expired.transaction.cleanup.interval.ms
     transaction.partition.verification.enable unstable.api.versions.enable
-    unstable.feature.versions.enable early.start.listeners remote.log.manager.task.interval.ms
+    unstable.feature.versions.enable early.start.listeners
     remote.log.metadata.manager.listener.name remote.log.storage.manager.class.name
     remote.log.metadata.manager.class.name background.threads auto.include.jmx.reporter
     socket.listen.backlog.size

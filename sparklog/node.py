@@ -30,6 +30,7 @@ from sparklog.cli.storage_tool import StorageToolError, check_formatted
 from sparklog.config import ServerConfig
 from sparklog.controller.metadata_plane import MetadataPlane, MetadataPlaneError
 from sparklog.controller.result import ControllerResult
+from sparklog.coordinator.coordinator import GroupCoordinator
 from sparklog.net.server import Connection, KafkaServer
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.headers import Request
@@ -100,6 +101,7 @@ class Node:
             producer_ids=ProducerIdManager(self._allocate_producer_ids),
             controller_id=config.node_id,
         )
+        ctx.groups = GroupCoordinator.from_config(config, replica_manager)
         apis = BrokerApis(ctx)
         max_request = int(config.get("socket.request.max.bytes"))
         queued = int(config.get("queued.max.requests"))
@@ -151,6 +153,7 @@ class Node:
                 )
             ),
             asyncio.create_task(self._every(_CHECKPOINT_INTERVAL_S, self._checkpoint)),
+            asyncio.create_task(ctx.groups.run(self._stopping)),
         ]
         log.info(
             "sparklog node %d started (cluster %s), listeners: %s",

@@ -1,5 +1,9 @@
 """Tiered storage (imported as ``sparklog.tiering``): KIP-405 RemoteStorageManager and
 RemoteLogMetadataManager on fsspec, with closed segments transcoded to Parquet.
 
-Not built yet: see the tiered-storage issue.
+Modules: ``layout`` (THE store layout contract: paths, manifest, Parquet schema), ``store``
+(the object-store seam), ``transcode`` (segment <-> Parquet), ``metadata`` (KIP-405 value
+objects), ``rsm`` / ``rlmm`` (the two managers), ``reader`` (URL-only reads for Spark, the CLI
+and scripts), ``config`` (configuration keys). Everything here is blocking: brokers call it
+from worker threads. Importing this package does not import pyarrow; its modules do.
 """

@@ -23,6 +23,7 @@ from sparklog.broker.offsets import (
 )
 from sparklog.broker.produce import handle_produce
 from sparklog.broker.producer_ids import handle_init_producer_id
+from sparklog.coordinator.apis import GROUP_HANDLERS
 from sparklog.net.server import Connection
 from sparklog.protocol.headers import Request
 from sparklog.protocol.messages import API_BY_KEY
@@ -61,6 +62,7 @@ HANDLERS: dict[int, Handler] = {
     44: _simple(forward_to_controller),
     60: handle_describe_cluster,
 }
+HANDLERS.update(GROUP_HANDLERS)
 
 # ApiVersions (18) is answered by BrokerApis itself, per listener.
 SERVED: dict[int, Api] = {key: API_BY_KEY[key] for key in sorted({18, *HANDLERS})}

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparklog.broker.partition import Partition
 from sparklog.broker.producer_ids import ProducerIdManager
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.config import ServerConfig
 from sparklog.metadata.image import MetadataImage
+
+if TYPE_CHECKING:
+    from sparklog.coordinator.coordinator import GroupCoordinator
 
 # (operation name, decoded request body, version) -> response body
 ControllerChannel = Callable[[str, dict[str, Any], int], Awaitable[dict[str, Any]]]
@@ -34,6 +37,7 @@ class BrokerContext:
     producer_ids: ProducerIdManager
     controller_id: int = -1
     remote_fetch: RemoteFetch | None = None
+    groups: GroupCoordinator | None = None
     # the advertised (host, port) of the client listener, per listener name
     endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
 

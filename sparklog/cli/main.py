@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from sparklog.cli.storage_tool import StorageToolError
+from sparklog.cli.tiering_tool import add_tiering_parser
 from sparklog.config import ConfigError, ServerConfig, read_properties_file
 
 
@@ -140,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--files", required=True, help="comma-separated .log segment files")
     dump.add_argument("--print-data-log", action="store_true", help="print every record too")
     log_cmd.set_defaults(run=_log)
+
+    add_tiering_parser(sub)
     return parser
 
 

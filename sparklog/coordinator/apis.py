@@ -1,0 +1,520 @@
+"""Request handlers of the group coordinator APIs: FindCoordinator (10), JoinGroup (11),
+Heartbeat (12), LeaveGroup (13), SyncGroup (14), DescribeGroups (15), ListGroups (16),
+OffsetCommit (8), OffsetFetch (9), DeleteGroups (42) and OffsetDelete (47).
+
+Handlers translate between wire bodies and :class:`GroupCoordinator` calls, and shape errors
+per version as Kafka does. FindCoordinator creates ``__consumer_offsets`` on first use
+(``offsets.topic.num.partitions`` partitions, replication factor
+min(``offsets.topic.replication.factor``, live brokers), ``cleanup.policy=compact``,
+``segment.bytes=offsets.topic.segment.bytes``) and answers with the leader of the group's
+partition. Transaction coordinators (key type 1) are not served yet:
+COORDINATOR_NOT_AVAILABLE.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sparklog.broker.context import BrokerContext
+from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator, partition_for
+from sparklog.coordinator.group_metadata import GroupState
+from sparklog.coordinator.offsets import CommitPartition
+from sparklog.coordinator.rebalance import JoinRequest, SyncRequest, TopicPartition
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.headers import Request
+
+log = logging.getLogger(__name__)
+
+_AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
+def _coordinator(ctx: BrokerContext) -> GroupCoordinator:
+    groups = ctx.groups
+    if groups is None:
+        raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "No group coordinator")
+    assert isinstance(groups, GroupCoordinator)
+    return groups
+
+
+# -- FindCoordinator --------------------------------------------------------------------------
+async def _ensure_offsets_topic(ctx: BrokerContext) -> None:
+    if OFFSETS_TOPIC in ctx.image.topics.by_name:
+        return
+    live = sum(1 for b in ctx.image.cluster.brokers.values() if not b.fenced)
+    configured = int(ctx.config.get("offsets.topic.replication.factor"))
+    replication = max(1, min(configured, live))
+    if replication < configured:
+        log.warning(
+            "Creating %s with replication factor %d: offsets.topic.replication.factor is %d "
+            "but only %d broker(s) are alive",
+            OFFSETS_TOPIC,
+            replication,
+            configured,
+            live,
+        )
+    request = {
+        "topics": [
+            {
+                "name": OFFSETS_TOPIC,
+                "num_partitions": int(ctx.config.get("offsets.topic.num.partitions")),
+                "replication_factor": replication,
+                "assignments": [],
+                "configs": [
+                    {"name": "cleanup.policy", "value": "compact"},
+                    {
+                        "name": "segment.bytes",
+                        "value": str(ctx.config.get("offsets.topic.segment.bytes")),
+                    },
+                    {"name": "compression.type", "value": "producer"},
+                ],
+            }
+        ],
+        "timeout_ms": 30000,
+        "validate_only": False,
+    }
+    response = await ctx.controller("create_topics", request, 7)
+    for result in response["topics"]:
+        code = result["error_code"]
+        if code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+            log.warning("Could not create %s: %s", OFFSETS_TOPIC, result.get("error_message"))
+
+
+async def _find_one(
+    ctx: BrokerContext, key: str, key_type: int, listener: str
+) -> tuple[ErrorCode, str | None, int, str, int]:
+    if key_type == 1:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "Transactions are not served yet", -1, "", -1
+    if key_type != 0:
+        return ErrorCode.INVALID_REQUEST, f"Unsupported key type {key_type}", -1, "", -1
+    await _ensure_offsets_topic(ctx)
+    image = ctx.image
+    topic = image.topics.by_name.get(OFFSETS_TOPIC)
+    if topic is None or not topic.partitions:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1
+    registration = topic.partitions.get(partition_for(key, len(topic.partitions)))
+    broker = image.cluster.brokers.get(registration.leader) if registration else None
+    endpoint = broker.endpoint(listener) if broker is not None and not broker.fenced else None
+    if endpoint is None or broker is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1
+    return ErrorCode.NONE, None, broker.broker_id, endpoint.host, endpoint.port
+
+
+async def handle_find_coordinator(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    body = request.body
+    version = request.header.api_version
+    key_type = body.get("key_type", 0)
+    if version >= 4:
+        coordinators = []
+        for key in body["coordinator_keys"]:
+            code, message, node_id, host, port = await _find_one(ctx, key, key_type, listener)
+            coordinators.append(
+                {
+                    "key": key,
+                    "node_id": node_id,
+                    "host": host,
+                    "port": port,
+                    "error_code": int(code),
+                    "error_message": message,
+                }
+            )
+        return {"throttle_time_ms": 0, "coordinators": coordinators}
+    code, message, node_id, host, port = await _find_one(ctx, body["key"], key_type, listener)
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(code),
+        "error_message": message,
+        "node_id": node_id,
+        "host": host,
+        "port": port,
+        "coordinators": [],
+    }
+
+
+# -- membership -------------------------------------------------------------------------------
+async def handle_join_group(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+    body = request.body
+    version = request.header.api_version
+    req = JoinRequest(
+        group_id=body["group_id"],
+        member_id=body["member_id"],
+        group_instance_id=body.get("group_instance_id"),
+        protocol_type=body["protocol_type"],
+        protocols=tuple((p["name"], bytes(p["metadata"])) for p in body["protocols"]),
+        session_timeout_ms=body["session_timeout_ms"],
+        rebalance_timeout_ms=body["rebalance_timeout_ms"] if version >= 1 else -1,
+        client_id=request.header.client_id or "",
+        require_known_member=version >= 4,
+    )
+    try:
+        result = await _coordinator(ctx).join_group(req)
+    except KafkaApiError as exc:
+        return _join_error(exc.code, req.member_id)
+    if result.error != ErrorCode.NONE:
+        return _join_error(result.error, result.member_id)
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "generation_id": result.generation_id,
+        "protocol_type": result.protocol_type,
+        "protocol_name": result.protocol_name,
+        "leader": result.leader,
+        "skip_assignment": False,
+        "member_id": result.member_id,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "metadata": m.metadata,
+            }
+            for m in result.members
+        ],
+    }
+
+
+def _join_error(code: ErrorCode, member_id: str) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(code),
+        "generation_id": -1,
+        "protocol_type": None,
+        "protocol_name": "",
+        "leader": "",
+        "skip_assignment": False,
+        "member_id": member_id,
+        "members": [],
+    }
+
+
+async def handle_sync_group(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+    body = request.body
+    req = SyncRequest(
+        group_id=body["group_id"],
+        generation_id=body["generation_id"],
+        member_id=body["member_id"],
+        group_instance_id=body.get("group_instance_id"),
+        protocol_type=body.get("protocol_type"),
+        protocol_name=body.get("protocol_name"),
+        assignments={a["member_id"]: bytes(a["assignment"]) for a in body["assignments"]},
+    )
+    try:
+        result = await _coordinator(ctx).sync_group(req)
+    except KafkaApiError as exc:
+        return {"throttle_time_ms": 0, "error_code": int(exc.code), "assignment": b""}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(result.error),
+        "protocol_type": result.protocol_type,
+        "protocol_name": result.protocol_name,
+        "assignment": result.assignment,
+    }
+
+
+async def handle_heartbeat(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+    body = request.body
+    try:
+        code = await _coordinator(ctx).heartbeat(
+            body["group_id"],
+            body["member_id"],
+            body.get("group_instance_id"),
+            body["generation_id"],
+        )
+    except KafkaApiError as exc:
+        code = exc.code
+    return {"throttle_time_ms": 0, "error_code": int(code)}
+
+
+async def handle_leave_group(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+    body = request.body
+    version = request.header.api_version
+    if version >= 3:
+        leaving = [(m["member_id"], m.get("group_instance_id")) for m in body["members"]]
+    else:
+        leaving = [(body["member_id"], None)]
+    try:
+        outcome = await _coordinator(ctx).leave_group(body["group_id"], leaving)
+    except KafkaApiError as exc:
+        outcome = exc.code
+    if isinstance(outcome, ErrorCode):
+        return {"throttle_time_ms": 0, "error_code": int(outcome), "members": []}
+    if outcome is None:
+        if version < 3:
+            return {"throttle_time_ms": 0, "error_code": int(ErrorCode.UNKNOWN_MEMBER_ID)}
+        outcome = [ErrorCode.UNKNOWN_MEMBER_ID] * len(leaving)
+    if version < 3:
+        return {"throttle_time_ms": 0, "error_code": int(outcome[0])}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "members": [
+            {"member_id": member_id, "group_instance_id": instance_id, "error_code": int(code)}
+            for (member_id, instance_id), code in zip(leaving, outcome, strict=True)
+        ],
+    }
+
+
+# -- offsets ----------------------------------------------------------------------------------
+def _topic_names(ctx: BrokerContext, topics: list[dict[str, Any]], by_id: bool) -> list[str | None]:
+    if not by_id:
+        return [t["name"] for t in topics]
+    return [ctx.topic_name(t["topic_id"]) for t in topics]
+
+
+async def handle_offset_commit(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    body = request.body
+    version = request.header.api_version
+    by_id = version >= 10
+    topics = body["topics"]
+    names = _topic_names(ctx, topics, by_id)
+    partitions: list[CommitPartition] = []
+    for topic, name in zip(topics, names, strict=True):
+        if name is None:
+            continue
+        for p in topic["partitions"]:
+            partitions.append(
+                CommitPartition(
+                    name,
+                    p["partition_index"],
+                    p["committed_offset"],
+                    p.get("committed_leader_epoch", -1),
+                    p["committed_metadata"],
+                )
+            )
+    try:
+        outcome = await _coordinator(ctx).commit_offsets(
+            body["group_id"],
+            body["generation_id_or_member_epoch"],
+            body["member_id"],
+            body.get("group_instance_id"),
+            partitions,
+        )
+    except KafkaApiError as exc:
+        outcome = exc.code
+    if outcome == ErrorCode.GROUP_ID_NOT_FOUND and version < 9:
+        outcome = ErrorCode.ILLEGAL_GENERATION
+    errors = iter(outcome) if isinstance(outcome, list) else None
+    group_error = outcome if isinstance(outcome, ErrorCode) else ErrorCode.NONE
+    response_topics = []
+    for topic, name in zip(topics, names, strict=True):
+        results = []
+        for p in topic["partitions"]:
+            if name is None:
+                code = ErrorCode.UNKNOWN_TOPIC_ID
+            elif errors is not None:
+                code = next(errors)
+            else:
+                code = group_error
+            results.append({"partition_index": p["partition_index"], "error_code": int(code)})
+        response_topics.append(
+            {
+                "name": topic.get("name", ""),
+                "topic_id": topic.get("topic_id"),
+                "partitions": results,
+            }
+        )
+    return {"throttle_time_ms": 0, "topics": response_topics}
+
+
+async def _fetch_group(
+    ctx: BrokerContext, group_id: str, topics: list[dict[str, Any]] | None, by_id: bool
+) -> tuple[ErrorCode, list[dict[str, Any]]]:
+    wanted: list[TopicPartition] | None = None
+    if topics is not None:
+        names = _topic_names(ctx, topics, by_id)
+        wanted = [
+            (name, index)
+            for topic, name in zip(topics, names, strict=True)
+            if name is not None
+            for index in topic["partition_indexes"]
+        ]
+    try:
+        offsets = await _coordinator(ctx).fetch_offsets(group_id, wanted)
+    except KafkaApiError as exc:
+        return exc.code, []
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), committed in offsets.items():
+        by_topic.setdefault(topic, []).append(
+            {
+                "partition_index": partition,
+                "committed_offset": committed.offset,
+                "committed_leader_epoch": committed.leader_epoch,
+                "metadata": committed.metadata,
+                "error_code": 0,
+            }
+        )
+    ids = {t.name: t.topic_id for t in ctx.image.topics.by_name.values()} if by_id else {}
+    return ErrorCode.NONE, [
+        {"name": name, "topic_id": ids.get(name, b"\x00" * 16), "partitions": parts}
+        for name, parts in by_topic.items()
+    ]
+
+
+async def handle_offset_fetch(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    body = request.body
+    version = request.header.api_version
+    if version >= 8:
+        groups = []
+        for group in body["groups"]:
+            code, topics = await _fetch_group(
+                ctx, group["group_id"], group["topics"], version >= 10
+            )
+            groups.append(
+                {"group_id": group["group_id"], "topics": topics, "error_code": int(code)}
+            )
+        return {"throttle_time_ms": 0, "groups": groups}
+    code, topics = await _fetch_group(ctx, body["group_id"], body["topics"], False)
+    if code != ErrorCode.NONE and version < 2:
+        # v1 has no top-level error: report it on every requested partition.
+        topics = [
+            {
+                "name": t["name"],
+                "partitions": [
+                    {
+                        "partition_index": i,
+                        "committed_offset": -1,
+                        "metadata": "",
+                        "error_code": int(code),
+                    }
+                    for i in t["partition_indexes"]
+                ],
+            }
+            for t in body["topics"] or []
+        ]
+    return {"throttle_time_ms": 0, "topics": topics, "error_code": int(code)}
+
+
+async def handle_offset_delete(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    body = request.body
+    wanted = [(t["name"], p["partition_index"]) for t in body["topics"] for p in t["partitions"]]
+    try:
+        outcome = await _coordinator(ctx).delete_offsets(body["group_id"], wanted)
+    except KafkaApiError as exc:
+        outcome = exc.code
+    if isinstance(outcome, ErrorCode) or outcome[0] != ErrorCode.NONE:
+        code = outcome if isinstance(outcome, ErrorCode) else outcome[0]
+        return {"error_code": int(code), "throttle_time_ms": 0, "topics": []}
+    errors = iter(outcome[1])
+    return {
+        "error_code": 0,
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": t["name"],
+                "partitions": [
+                    {"partition_index": p["partition_index"], "error_code": int(next(errors))}
+                    for p in t["partitions"]
+                ],
+            }
+            for t in body["topics"]
+        ],
+    }
+
+
+# -- admin ------------------------------------------------------------------------------------
+async def handle_list_groups(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+    body = request.body
+    states = {s.lower() for s in body.get("states_filter") or []}
+    types = {t.lower() for t in body.get("types_filter") or []}
+    try:
+        groups = _coordinator(ctx).groups()
+    except KafkaApiError as exc:
+        return {"throttle_time_ms": 0, "error_code": int(exc.code), "groups": []}
+    listed = []
+    for group in groups:
+        if states and group.state.value.lower() not in states:
+            continue
+        if types and "classic" not in types:
+            continue
+        listed.append(
+            {
+                "group_id": group.group_id,
+                "protocol_type": group.protocol_type or "",
+                "group_state": group.state.value,
+                "group_type": "classic",
+            }
+        )
+    return {"throttle_time_ms": 0, "error_code": 0, "groups": listed}
+
+
+async def handle_describe_groups(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    body = request.body
+    version = request.header.api_version
+    described = []
+    for group_id in body["groups"]:
+        entry: dict[str, Any] = {
+            "error_code": 0,
+            "error_message": None,
+            "group_id": group_id,
+            "group_state": GroupState.DEAD.value,
+            "protocol_type": "",
+            "protocol_data": "",
+            "members": [],
+            "authorized_operations": _AUTHORIZED_OPERATIONS_OMITTED,
+        }
+        try:
+            group = _coordinator(ctx).group(group_id)
+        except KafkaApiError as exc:
+            entry["error_code"] = int(exc.code)
+            described.append(entry)
+            continue
+        if group is None:
+            if version >= 6:
+                entry["error_code"] = int(ErrorCode.GROUP_ID_NOT_FOUND)
+                entry["error_message"] = f"Group {group_id} not found."
+            described.append(entry)
+            continue
+        stable = group.state is GroupState.STABLE
+        entry["group_state"] = group.state.value
+        entry["protocol_type"] = group.protocol_type or ""
+        entry["protocol_data"] = (group.protocol_name or "") if stable else ""
+        entry["members"] = [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_metadata": m.metadata_for(group.protocol_name) if stable else b"",
+                "member_assignment": m.assignment if stable else b"",
+            }
+            for m in group.members.values()
+        ]
+        described.append(entry)
+    return {"throttle_time_ms": 0, "groups": described}
+
+
+async def handle_delete_groups(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    results = []
+    for group_id in request.body["groups_names"]:
+        try:
+            code = await _coordinator(ctx).delete_group(group_id)
+        except KafkaApiError as exc:
+            code = exc.code
+        results.append({"group_id": group_id, "error_code": int(code)})
+    return {"throttle_time_ms": 0, "results": results}
+
+
+GROUP_HANDLERS = {
+    8: handle_offset_commit,
+    9: handle_offset_fetch,
+    10: handle_find_coordinator,
+    11: handle_join_group,
+    12: handle_heartbeat,
+    13: handle_leave_group,
+    14: handle_sync_group,
+    15: handle_describe_groups,
+    16: handle_list_groups,
+    42: handle_delete_groups,
+    47: handle_offset_delete,
+}

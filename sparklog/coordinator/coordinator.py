@@ -1,0 +1,406 @@
+"""The group coordinator of one broker: a :class:`GroupShard` per ``__consumer_offsets``
+partition it leads, driven on the event loop.
+
+Contract:
+- The coordinator of a group is the leader of partition ``abs(java_hash(group_id)) % N`` of
+  ``__consumer_offsets`` (N = ``offsets.topic.num.partitions``; Java's ``String.hashCode``, so
+  Kafka clients and tools agree on the partition). A request for a group whose partition we
+  do not lead is NOT_COORDINATOR.
+- A shard is loaded by replaying its partition from the log start to the high watermark the
+  first time a request needs it after we became leader (or after the leader epoch changed);
+  its state is the log, so a restart or a failover is a replay.
+- Operations run one at a time per shard (an asyncio lock): the state change, then the append
+  of the records it produced (acks=all), then the answers. A client never hears of a change
+  that is not in the log; when the append fails, every answer of that operation becomes the
+  error Kafka gives (NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE).
+- :meth:`run` drives the timers (session expiry, rebalance deadlines, offsets retention) and,
+  when the node stops, answers every parked JoinGroup/SyncGroup with NOT_COORDINATOR so the
+  listeners can drain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparklog.broker.partition import Partition
+from sparklog.broker.replica_manager import ReplicaManager
+from sparklog.config import ServerConfig
+from sparklog.coordinator.group_metadata import (
+    ClassicGroup,
+    Effects,
+    GroupConfig,
+    JoinResult,
+    SyncResult,
+)
+from sparklog.coordinator.offsets import (
+    CommitPartition,
+    CommittedOffset,
+    commit_error,
+    commit_offsets,
+    delete_offsets,
+    expire_offsets,
+    fetch_offsets,
+)
+from sparklog.coordinator.rebalance import GroupShard, JoinRequest, SyncRequest, TopicPartition
+from sparklog.coordinator.records import CoordinatorRecordError, decode_record
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.record_codec import RecordInput, build_batch, decode_batch
+from sparklog.protocol.records import CorruptRecordError, iter_batches
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+_MAX_TIMER_WAIT_S = 1.0
+_REPLAY_READ_BYTES = 1 << 20
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode``: over UTF-16 code units, as a signed 32-bit int."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(group_id: str, num_partitions: int) -> int:
+    h = java_string_hash(group_id)
+    # Kafka's Utils.abs maps Integer.MIN_VALUE to 0 rather than overflowing.
+    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+
+
+def group_config_from(config: ServerConfig) -> GroupConfig:
+    return GroupConfig(
+        min_session_timeout_ms=int(config.get("group.min.session.timeout.ms")),
+        max_session_timeout_ms=int(config.get("group.max.session.timeout.ms")),
+        initial_rebalance_delay_ms=int(config.get("group.initial.rebalance.delay.ms")),
+        max_size=int(config.get("group.max.size")),
+        offsets_retention_ms=int(config.get("offsets.retention.minutes")) * 60_000,
+        offset_metadata_max_bytes=int(config.props.get("offset.metadata.max.bytes", "4096")),
+    )
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _append_error(code: ErrorCode) -> ErrorCode:
+    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+        return ErrorCode.NOT_COORDINATOR
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+@dataclass
+class _Loaded:
+    index: int
+    leader_epoch: int
+    shard: GroupShard
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class GroupCoordinator:
+    def __init__(
+        self,
+        config: GroupConfig,
+        num_partitions: int,
+        replica_manager: ReplicaManager,
+        *,
+        retention_check_interval_ms: int = 600_000,
+        clock: Callable[[], int] = _now_ms,
+    ) -> None:
+        self.config = config
+        self.num_partitions = num_partitions
+        self.replica_manager = replica_manager
+        self.retention_check_interval_ms = retention_check_interval_ms
+        self.clock = clock
+        self._loaded: dict[int, _Loaded] = {}
+        self._wake = asyncio.Event()
+        self._next_retention_ms = clock() + retention_check_interval_ms
+
+    @classmethod
+    def from_config(cls, config: ServerConfig, replica_manager: ReplicaManager) -> GroupCoordinator:
+        return cls(
+            group_config_from(config),
+            int(config.get("offsets.topic.num.partitions")),
+            replica_manager,
+            retention_check_interval_ms=int(config.get("offsets.retention.check.interval.ms")),
+        )
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    # -- shards ---------------------------------------------------------------------------
+    def _leader_partition(self, index: int) -> Partition | None:
+        partition = self.replica_manager.partitions.get((OFFSETS_TOPIC, index))
+        if partition is None or not partition.is_leader:
+            return None
+        return partition
+
+    def _shard(self, group_id: str) -> _Loaded:
+        index = self.partition_for(group_id)
+        partition = self._leader_partition(index)
+        if partition is None:
+            raise KafkaApiError(ErrorCode.NOT_COORDINATOR, "This is not the correct coordinator.")
+        loaded = self._loaded.get(index)
+        if loaded is None or loaded.leader_epoch != partition.leader_epoch:
+            loaded = self._load(partition)
+        return loaded
+
+    def _load(self, partition: Partition) -> _Loaded:
+        shard = GroupShard(self.config, self.clock)
+        offset = partition.log_start_offset
+        replayed = 0
+        while offset < partition.high_watermark:
+            result = self.replica_manager.read(
+                partition, offset, _REPLAY_READ_BYTES, isolation_level=0, min_one_batch=True
+            )
+            data = result.read_bytes()
+            advanced = offset
+            for pos, header in iter_batches(data):
+                if header.last_offset < offset:
+                    continue
+                advanced = header.last_offset + 1
+                if header.is_control:
+                    continue
+                try:
+                    _, records = decode_batch(data, pos)
+                except CorruptRecordError as exc:
+                    log.error(
+                        "Skipping corrupt batch of %s-%d: %s", OFFSETS_TOPIC, partition.index, exc
+                    )
+                    continue
+                for record in records:
+                    if record.offset < offset:
+                        continue
+                    try:
+                        decoded = decode_record(record.key, record.value)
+                    except CoordinatorRecordError as exc:
+                        log.warning(
+                            "Skipping record %d of %s-%d: %s",
+                            record.offset,
+                            OFFSETS_TOPIC,
+                            partition.index,
+                            exc,
+                        )
+                        continue
+                    if decoded is not None:
+                        shard.replay(decoded)
+                        replayed += 1
+            if advanced == offset:
+                break
+            offset = advanced
+        previous = self._loaded.get(partition.index)
+        if previous is not None:
+            self._abandon(previous)
+        loaded = _Loaded(partition.index, partition.leader_epoch, shard)
+        self._loaded[partition.index] = loaded
+        log.info(
+            "Loaded %d group(s) from %s-%d (%d records, epoch %d)",
+            len(shard.groups),
+            OFFSETS_TOPIC,
+            partition.index,
+            replayed,
+            partition.leader_epoch,
+        )
+        return loaded
+
+    def _abandon(self, loaded: _Loaded) -> None:
+        fx = Effects()
+        loaded.shard.fail_all_waiters(fx, ErrorCode.NOT_COORDINATOR)
+        for responder, result in fx.replies:
+            responder(result)
+
+    async def _apply(self, loaded: _Loaded, fx: Effects) -> ErrorCode | None:
+        """Append the operation's records, then deliver its answers (errors if the append
+        failed). Returns the append's error, if any."""
+        error: ErrorCode | None = None
+        if fx.records:
+            batch = build_batch([RecordInput(key, value) for key, value in fx.records])
+            try:
+                await self.replica_manager.append(OFFSETS_TOPIC, loaded.index, bytearray(batch), -1)
+            except KafkaApiError as exc:
+                error = _append_error(exc.code)
+                log.warning(
+                    "Could not write %d record(s) to %s-%d: %s",
+                    len(fx.records),
+                    OFFSETS_TOPIC,
+                    loaded.index,
+                    exc.message,
+                )
+        for responder, result in fx.replies:
+            responder(result if error is None else error)
+        if fx.replies:
+            self._wake.set()
+        return error
+
+    async def _run_op(self, group_id: str, op: Callable[[GroupShard, Effects], Any]) -> Any:
+        loaded = self._shard(group_id)
+        async with loaded.lock:
+            fx = Effects()
+            outcome = op(loaded.shard, fx)
+            error = await self._apply(loaded, fx)
+        self._wake.set()
+        return error if error is not None else outcome
+
+    async def _await_answer(
+        self, group_id: str, start: Callable[[GroupShard, Callable[[Any], None], Effects], None]
+    ) -> Any:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        def responder(result: Any) -> None:
+            if not future.done():
+                future.set_result(result)
+
+        await self._run_op(group_id, lambda shard, fx: start(shard, responder, fx))
+        return await future
+
+    # -- operations -----------------------------------------------------------------------
+    async def join_group(self, req: JoinRequest) -> JoinResult:
+        result = await self._await_answer(
+            req.group_id, lambda shard, respond, fx: shard.join_group(req, respond, fx)
+        )
+        return result if isinstance(result, JoinResult) else JoinResult(result)
+
+    async def sync_group(self, req: SyncRequest) -> SyncResult:
+        result = await self._await_answer(
+            req.group_id, lambda shard, respond, fx: shard.sync_group(req, respond, fx)
+        )
+        return result if isinstance(result, SyncResult) else SyncResult(result)
+
+    async def heartbeat(
+        self, group_id: str, member_id: str, instance_id: str | None, generation_id: int
+    ) -> ErrorCode:
+        loaded = self._shard(group_id)
+        error = loaded.shard.heartbeat(group_id, member_id, instance_id, generation_id)
+        self._wake.set()
+        return error
+
+    async def leave_group(
+        self, group_id: str, leaving: list[tuple[str, str | None]]
+    ) -> list[ErrorCode] | ErrorCode | None:
+        outcome: list[ErrorCode] | ErrorCode | None = await self._run_op(
+            group_id, lambda shard, fx: shard.leave_group(group_id, leaving, fx)
+        )
+        return outcome
+
+    async def commit_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        instance_id: str | None,
+        partitions: list[CommitPartition],
+    ) -> ErrorCode | list[ErrorCode]:
+        def op(shard: GroupShard, fx: Effects) -> ErrorCode | list[ErrorCode]:
+            error = commit_error(shard, group_id, generation_id, member_id, instance_id)
+            if error is not None:
+                return error
+            return commit_offsets(shard, group_id, member_id, partitions, fx)
+
+        outcome: ErrorCode | list[ErrorCode] = await self._run_op(group_id, op)
+        return outcome
+
+    async def fetch_offsets(
+        self, group_id: str, wanted: list[TopicPartition] | None
+    ) -> dict[TopicPartition, CommittedOffset]:
+        loaded = self._shard(group_id)
+        return fetch_offsets(loaded.shard, group_id, wanted)
+
+    async def delete_offsets(
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> tuple[ErrorCode, list[ErrorCode]] | ErrorCode:
+        outcome: tuple[ErrorCode, list[ErrorCode]] | ErrorCode = await self._run_op(
+            group_id, lambda shard, fx: delete_offsets(shard, group_id, partitions, fx)
+        )
+        return outcome
+
+    async def delete_group(self, group_id: str) -> ErrorCode:
+        def op(shard: GroupShard, fx: Effects) -> ErrorCode:
+            group = shard.groups.get(group_id)
+            if group is None:
+                return ErrorCode.GROUP_ID_NOT_FOUND
+            if group.members or group.state.value not in ("Empty", "Dead"):
+                return ErrorCode.NON_EMPTY_GROUP
+            shard.delete_group(group, fx)
+            return ErrorCode.NONE
+
+        outcome: ErrorCode = await self._run_op(group_id, op)
+        return outcome
+
+    def group(self, group_id: str) -> ClassicGroup | None:
+        """The group as this coordinator holds it (raises NOT_COORDINATOR if not ours)."""
+        return self._shard(group_id).shard.groups.get(group_id)
+
+    def groups(self) -> list[ClassicGroup]:
+        """Every group of every partition we lead (loading those not loaded yet)."""
+        out: list[ClassicGroup] = []
+        for index in range(self.num_partitions):
+            partition = self._leader_partition(index)
+            if partition is None:
+                continue
+            loaded = self._loaded.get(index)
+            if loaded is None or loaded.leader_epoch != partition.leader_epoch:
+                loaded = self._load(partition)
+            out.extend(loaded.shard.groups.values())
+        return out
+
+    # -- timers ---------------------------------------------------------------------------
+    def _next_wait_s(self) -> float:
+        now = self.clock()
+        deadlines = [self._next_retention_ms]
+        for loaded in self._loaded.values():
+            deadline = loaded.shard.next_deadline_ms()
+            if deadline is not None:
+                deadlines.append(deadline)
+        wait_ms = min(deadlines) - now
+        return min(max(wait_ms / 1000.0, 0.005), _MAX_TIMER_WAIT_S)
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        """Fire timers until ``stopping`` is set, then release every parked request."""
+        stop_waiter = asyncio.ensure_future(stopping.wait())
+        try:
+            while not stopping.is_set():
+                wake_waiter = asyncio.ensure_future(self._wake.wait())
+                await asyncio.wait(
+                    {stop_waiter, wake_waiter},
+                    timeout=self._next_wait_s(),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                wake_waiter.cancel()
+                self._wake.clear()
+                if stopping.is_set():
+                    break
+                try:
+                    await self._tick()
+                except Exception:
+                    log.exception("Group coordinator timers failed")
+        finally:
+            stop_waiter.cancel()
+            for loaded in list(self._loaded.values()):
+                self._abandon(loaded)
+            self._loaded.clear()
+
+    async def _tick(self) -> None:
+        now = self.clock()
+        retention_due = now >= self._next_retention_ms
+        if retention_due:
+            self._next_retention_ms = now + self.retention_check_interval_ms
+        for index, loaded in list(self._loaded.items()):
+            partition = self._leader_partition(index)
+            if partition is None or partition.leader_epoch != loaded.leader_epoch:
+                self._loaded.pop(index, None)
+                self._abandon(loaded)
+                continue
+            async with loaded.lock:
+                fx = Effects()
+                loaded.shard.tick(fx)
+                if retention_due:
+                    expired = expire_offsets(loaded.shard, fx)
+                    if expired:
+                        log.info("Expired %d offset(s) in %s-%d", expired, OFFSETS_TOPIC, index)
+                await self._apply(loaded, fx)

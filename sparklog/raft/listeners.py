@@ -1,0 +1,112 @@
+"""Delivering committed batches and leader changes to :class:`RaftListener`\\ s.
+
+Rules (Kafka's ``KafkaRaftClient`` listener contexts):
+
+- A listener sees every batch below the high watermark exactly once, in offset order, from the
+  log start when it registers; the batches are read back from the log (the single source of
+  truth), decoded with the injected ``decode`` (data batches) or as KRaft control records.
+- ``handle_leader_change`` follows the batches: when this replica leads, a listener hears of
+  it only once it has seen every batch before the epoch's first offset, so the state machine
+  above is complete before it starts writing; followers announce the leader at once.
+- Callbacks run synchronously inside the replica's calls; a listener must not call back into
+  the replica's append path (that would reorder deliveries) - checked by ``delivering``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from sparklog.protocol.record_codec import decode_batch
+from sparklog.protocol.records import iter_batches
+from sparklog.raft.client import CommittedBatch, LeaderAndEpoch, RaftListener
+from sparklog.raft.control_records import decode_control_record
+from sparklog.raft.log import ReplicatedLog
+
+T = TypeVar("T")
+
+_READ_CHUNK_BYTES = 1 << 20
+
+
+@dataclass(slots=True)
+class _Registration(Generic[T]):
+    listener: RaftListener[T]
+    next_offset: int
+    last_leader: LeaderAndEpoch | None = None
+
+
+class ListenerDispatcher(Generic[T]):
+    def __init__(self, log: ReplicatedLog, decode: Callable[[bytes], T]) -> None:
+        self._log = log
+        self._decode = decode
+        self._registrations: list[_Registration[T]] = []
+        self.delivering = False
+
+    def register(self, listener: RaftListener[T]) -> None:
+        self._registrations.append(_Registration(listener, self._log.log_start_offset))
+
+    def unregister(self, listener: RaftListener[T]) -> None:
+        self._registrations = [r for r in self._registrations if r.listener is not listener]
+
+    def deliver(
+        self, high_watermark: int, leader: LeaderAndEpoch, leader_epoch_start: int | None
+    ) -> None:
+        """Hand every listener its missing committed batches, then the leader if it changed.
+
+        ``leader_epoch_start`` is the first offset of this replica's epoch when it leads.
+        """
+        if self.delivering:
+            return
+        self.delivering = True
+        try:
+            for registration in list(self._registrations):
+                self._deliver(registration, high_watermark)
+                caught_up = (
+                    leader_epoch_start is None or registration.next_offset >= leader_epoch_start
+                )
+                if caught_up and registration.last_leader != leader:
+                    registration.last_leader = leader
+                    registration.listener.handle_leader_change(leader)
+        finally:
+            self.delivering = False
+
+    def _deliver(self, registration: _Registration[T], high_watermark: int) -> None:
+        while registration.next_offset < high_watermark:
+            data = self._log.read(registration.next_offset, _READ_CHUNK_BYTES)
+            progressed = False
+            for pos, header in iter_batches(data):
+                if header.last_offset < registration.next_offset:
+                    continue
+                if header.next_offset > high_watermark:
+                    break
+                _, records = decode_batch(data, pos)
+                if header.is_control:
+                    controls = [decode_control_record(r.key, r.value) for r in records]
+                    batch: CommittedBatch[T] = CommittedBatch(
+                        header.base_offset,
+                        header.last_offset,
+                        header.partition_leader_epoch,
+                        header.max_timestamp,
+                        (),
+                        tuple(c for c in controls if c is not None),
+                        header.size_in_bytes,
+                    )
+                else:
+                    batch = CommittedBatch(
+                        header.base_offset,
+                        header.last_offset,
+                        header.partition_leader_epoch,
+                        header.max_timestamp,
+                        tuple(self._decode(r.value or b"") for r in records),
+                        (),
+                        header.size_in_bytes,
+                    )
+                registration.next_offset = header.next_offset
+                progressed = True
+                registration.listener.handle_commit(batch)
+            if not progressed:
+                raise RuntimeError(
+                    f"metadata log read at offset {registration.next_offset} returned no "
+                    f"complete batch below the high watermark {high_watermark}"
+                )

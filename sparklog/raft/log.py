@@ -1,0 +1,239 @@
+"""The replicated log as KRaft sees it: whole v2 record batches, epochs, truncation, flushes.
+
+:class:`ReplicatedLog` is the seam between the consensus core and storage (Kafka's
+``ReplicatedLog``). Two implementations:
+
+- :class:`StorageReplicatedLog` adapts :class:`sparklog.storage.log.Log` (segments on disk).
+- :class:`MemoryLog` keeps batches in a list for the simulator; :meth:`MemoryLog.crash` drops
+  every batch that was never flushed, as a power cut drops the page cache (Kafka's MockLog).
+
+Invariants every implementation keeps:
+
+- Offsets are contiguous: batch ``n+1`` starts at batch ``n``'s next offset; the epochs of
+  successive batches never decrease.
+- ``flushed_offset <= log_end_offset``; everything below ``flushed_offset`` survives a crash.
+  Only :meth:`flush` raises it; :meth:`truncate_to` may lower it (the truncated tail is gone).
+- ``end_offset_for_epoch(e)`` answers OffsetForLeaderEpoch: ``(largest epoch <= e, the offset
+  where the next epoch starts, or the LEO for the last epoch)``; ``(0, log_start_offset)`` when
+  no batch has an epoch <= e.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Protocol
+
+from sparklog.protocol.records import BatchHeader, iter_batches
+from sparklog.storage.log import Log
+
+
+@dataclass(frozen=True, slots=True)
+class BatchInfo:
+    base_offset: int
+    last_offset: int
+    epoch: int
+
+
+class ReplicatedLog(Protocol):
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    @property
+    def flushed_offset(self) -> int:
+        """The offset below which every batch is durable."""
+        ...
+
+    @property
+    def last_epoch(self) -> int:
+        """The epoch of the last batch, 0 for an empty log."""
+        ...
+
+    def append_as_leader(self, batch: bytes, epoch: int) -> BatchInfo:
+        """Append one batch stamped with ``epoch`` at the log end offset."""
+        ...
+
+    def append_as_follower(self, data: bytes) -> list[BatchInfo]:
+        """Append batches whose offsets the leader assigned; they must start at the LEO."""
+        ...
+
+    def read(self, start_offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one holding ``start_offset``, at least one if any."""
+        ...
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]: ...
+
+    def truncate_to(self, offset: int) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+def batch_infos(data: bytes) -> list[BatchInfo]:
+    return [_info(h) for _, h in iter_batches(data)]
+
+
+def _info(header: BatchHeader) -> BatchInfo:
+    return BatchInfo(header.base_offset, header.last_offset, header.partition_leader_epoch)
+
+
+class MemoryLog:
+    """An in-memory :class:`ReplicatedLog` that can lose unflushed batches on a crash."""
+
+    def __init__(self) -> None:
+        self._bases: list[int] = []
+        self._infos: list[BatchInfo] = []
+        self._data: list[bytes] = []
+        self._flushed = 0
+
+    @property
+    def log_start_offset(self) -> int:
+        return 0
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._infos[-1].last_offset + 1 if self._infos else 0
+
+    @property
+    def flushed_offset(self) -> int:
+        return self._flushed
+
+    @property
+    def last_epoch(self) -> int:
+        return self._infos[-1].epoch if self._infos else 0
+
+    def _push(self, info: BatchInfo, data: bytes) -> None:
+        if info.base_offset != self.log_end_offset:
+            raise ValueError(f"append at {info.base_offset} but the LEO is {self.log_end_offset}")
+        if info.epoch < self.last_epoch:
+            raise ValueError(f"epoch {info.epoch} below the last epoch {self.last_epoch}")
+        self._bases.append(info.base_offset)
+        self._infos.append(info)
+        self._data.append(data)
+
+    def append_as_leader(self, batch: bytes, epoch: int) -> BatchInfo:
+        [(_, header)] = list(iter_batches(batch))
+        if header.base_offset != self.log_end_offset or header.partition_leader_epoch != epoch:
+            raise ValueError("a leader batch must be built at the LEO with the leader's epoch")
+        info = _info(header)
+        self._push(info, batch)
+        return info
+
+    def append_as_follower(self, data: bytes) -> list[BatchInfo]:
+        appended: list[BatchInfo] = []
+        for pos, header in iter_batches(data):
+            info = _info(header)
+            self._push(info, bytes(data[pos : pos + header.size_in_bytes]))
+            appended.append(info)
+        return appended
+
+    def read(self, start_offset: int, max_bytes: int) -> bytes:
+        index = bisect.bisect_right(self._bases, start_offset) - 1
+        if index < 0 or start_offset >= self.log_end_offset:
+            return b""
+        out: list[bytes] = []
+        size = 0
+        for data in self._data[index:]:
+            if out and size + len(data) > max_bytes:
+                break
+            out.append(data)
+            size += len(data)
+        return b"".join(out)
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        found = -1
+        for i, info in enumerate(self._infos):
+            if info.epoch > epoch:
+                break
+            found = i
+        if found < 0:
+            return 0, 0
+        if found == len(self._infos) - 1:
+            return self._infos[found].epoch, self.log_end_offset
+        # The epoch ends where the first batch of a later epoch begins.
+        epoch_found = self._infos[found].epoch
+        for info in self._infos[found + 1 :]:
+            if info.epoch != epoch_found:
+                return epoch_found, info.base_offset
+        return epoch_found, self.log_end_offset
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every batch holding an offset >= ``offset`` (a whole batch at a time)."""
+        keep = len(self._infos)
+        while keep > 0 and self._infos[keep - 1].last_offset >= offset:
+            keep -= 1
+        del self._bases[keep:], self._infos[keep:], self._data[keep:]
+        self._flushed = min(self._flushed, self.log_end_offset)
+
+    def flush(self) -> None:
+        self._flushed = self.log_end_offset
+
+    def crash(self) -> None:
+        """Lose every batch that was not flushed (the simulator's power cut)."""
+        self.truncate_to(self._flushed)
+
+    def batches(self) -> list[tuple[BatchInfo, bytes]]:
+        return list(zip(self._infos, self._data, strict=True))
+
+    @property
+    def batch_count(self) -> int:
+        return len(self._infos)
+
+    def batch(self, index: int) -> tuple[BatchInfo, bytes]:
+        return self._infos[index], self._data[index]
+
+
+class StorageReplicatedLog:
+    """:class:`ReplicatedLog` over a :class:`sparklog.storage.log.Log` on disk."""
+
+    def __init__(self, log: Log) -> None:
+        self._log = log
+
+    @property
+    def log(self) -> Log:
+        return self._log
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log.log_end_offset
+
+    @property
+    def flushed_offset(self) -> int:
+        return self._log.recovery_point
+
+    @property
+    def last_epoch(self) -> int:
+        return max(self._log.latest_epoch, 0)
+
+    def append_as_leader(self, batch: bytes, epoch: int) -> BatchInfo:
+        result = self._log.append_as_leader(batch, epoch)
+        return BatchInfo(result.first_offset, result.last_offset, epoch)
+
+    def append_as_follower(self, data: bytes) -> list[BatchInfo]:
+        infos = batch_infos(data)
+        if infos:
+            self._log.append_as_follower(data)
+        return infos
+
+    def read(self, start_offset: int, max_bytes: int) -> bytes:
+        if start_offset >= self._log.log_end_offset:
+            return b""
+        return self._log.read(start_offset, max_bytes, None, True).read_bytes()
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        found_epoch, end = self._log.end_offset_for_epoch(epoch)
+        if found_epoch < 0:
+            return 0, self._log.log_start_offset
+        return found_epoch, end
+
+    def truncate_to(self, offset: int) -> None:
+        self._log.truncate_to(offset)
+
+    def flush(self) -> None:
+        self._log.flush()

@@ -1,0 +1,342 @@
+"""The messages a :class:`~sparklog.raft.core.RaftReplica` exchanges, as decoded wire dicts.
+
+A replica consumes :class:`InboundRequest` and :class:`InboundResponse` and produces
+:class:`Outbound` messages. Their ``body`` is the dict tree the codec reads and writes for the
+declarations in ``sparklog.protocol.messages`` (snake_case Kafka field names), so the asyncio
+driver encodes an outbound request with ``codec`` at ``api_version`` and feeds the decoded
+response back with the same ``correlation_id``. A request that fails in transport (timeout,
+disconnect) may be reported as a response whose body is ``{"error_code": NETWORK_EXCEPTION}``;
+the replica also times requests out itself, so a driver may simply drop them.
+
+Builders below fill in every field of the versions we send (Vote v2, BeginQuorumEpoch v1,
+EndQuorumEpoch v1, Fetch v17, FetchSnapshot v1, DescribeQuorum v2, Add/Remove/UpdateRaftVoter
+v0/v1) and take what the core decides; parsers return the one partition KRaft uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.kafka_uuid import METADATA_TOPIC_ID, ZERO_UUID
+
+METADATA_TOPIC: Final = "__cluster_metadata"
+METADATA_PARTITION: Final = 0
+
+FETCH: Final = 1
+VOTE: Final = 52
+BEGIN_QUORUM_EPOCH: Final = 53
+END_QUORUM_EPOCH: Final = 54
+DESCRIBE_QUORUM: Final = 55
+FETCH_SNAPSHOT: Final = 59
+ADD_RAFT_VOTER: Final = 80
+REMOVE_RAFT_VOTER: Final = 81
+UPDATE_RAFT_VOTER: Final = 82
+
+# The version each request is sent at (the Kafka 4.x versions carrying KIP-853/KIP-996 fields).
+REQUEST_VERSIONS: Final[dict[int, int]] = {
+    FETCH: 17,
+    VOTE: 2,
+    BEGIN_QUORUM_EPOCH: 1,
+    END_QUORUM_EPOCH: 1,
+    DESCRIBE_QUORUM: 2,
+    FETCH_SNAPSHOT: 1,
+    ADD_RAFT_VOTER: 1,
+    REMOVE_RAFT_VOTER: 0,
+    UPDATE_RAFT_VOTER: 0,
+}
+
+Body = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class InboundRequest:
+    api_key: int
+    source_id: int
+    correlation_id: int
+    body: Body
+
+
+@dataclass(frozen=True, slots=True)
+class InboundResponse:
+    api_key: int
+    source_id: int
+    correlation_id: int
+    body: Body
+
+
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    """A request to send (``is_response`` False) or a response to an inbound request."""
+
+    destination_id: int
+    api_key: int
+    correlation_id: int
+    body: Body
+    is_response: bool
+
+    @property
+    def api_version(self) -> int:
+        return REQUEST_VERSIONS[self.api_key]
+
+
+def partition_of(body: Body, topics: str = "topics") -> Mapping[str, Any] | None:
+    """The single ``__cluster_metadata-0`` partition of a KRaft request or response."""
+    for topic in body.get(topics) or ():
+        for partition in topic.get("partitions") or ():
+            return dict(partition)
+    return None
+
+
+def _topic(partition: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"topic_name": METADATA_TOPIC, "partitions": [partition]}]
+
+
+def leader_fields(error: ErrorCode, leader_id: int, epoch: int) -> dict[str, Any]:
+    return {
+        "partition_index": METADATA_PARTITION,
+        "error_code": int(error),
+        "leader_id": leader_id,
+        "leader_epoch": epoch,
+    }
+
+
+# -- Vote ------------------------------------------------------------------------------------
+
+
+def vote_request(
+    cluster_id: str | None,
+    voter_id: int,
+    voter_directory_id: bytes,
+    epoch: int,
+    candidate_id: int,
+    candidate_directory_id: bytes,
+    last_epoch: int,
+    last_offset: int,
+    pre_vote: bool,
+) -> dict[str, Any]:
+    return {
+        "cluster_id": cluster_id,
+        "voter_id": voter_id,
+        "topics": _topic(
+            {
+                "partition_index": METADATA_PARTITION,
+                "replica_epoch": epoch,
+                "replica_id": candidate_id,
+                "replica_directory_id": candidate_directory_id,
+                "voter_directory_id": voter_directory_id,
+                "last_offset_epoch": last_epoch,
+                "last_offset": last_offset,
+                "pre_vote": pre_vote,
+            }
+        ),
+    }
+
+
+def vote_response(
+    error: ErrorCode, leader_id: int, epoch: int, granted: bool, partition_error: ErrorCode
+) -> dict[str, Any]:
+    partition = leader_fields(partition_error, leader_id, epoch)
+    partition["vote_granted"] = granted
+    return {"error_code": int(error), "topics": _topic(partition), "node_endpoints": []}
+
+
+# -- BeginQuorumEpoch / EndQuorumEpoch -------------------------------------------------------
+
+
+def begin_quorum_epoch_request(
+    cluster_id: str | None, voter_id: int, voter_directory_id: bytes, leader_id: int, epoch: int
+) -> dict[str, Any]:
+    return {
+        "cluster_id": cluster_id,
+        "voter_id": voter_id,
+        "topics": _topic(
+            {
+                "partition_index": METADATA_PARTITION,
+                "voter_directory_id": voter_directory_id,
+                "leader_id": leader_id,
+                "leader_epoch": epoch,
+            }
+        ),
+        "leader_endpoints": [],
+    }
+
+
+def end_quorum_epoch_request(
+    cluster_id: str | None, leader_id: int, epoch: int, preferred: list[tuple[int, bytes]]
+) -> dict[str, Any]:
+    return {
+        "cluster_id": cluster_id,
+        "topics": _topic(
+            {
+                "partition_index": METADATA_PARTITION,
+                "leader_id": leader_id,
+                "leader_epoch": epoch,
+                "preferred_successors": [node for node, _ in preferred],
+                "preferred_candidates": [
+                    {"candidate_id": node, "candidate_directory_id": directory}
+                    for node, directory in preferred
+                ],
+            }
+        ),
+        "leader_endpoints": [],
+    }
+
+
+def epoch_response(
+    error: ErrorCode, leader_id: int, epoch: int, partition_error: ErrorCode
+) -> Body:
+    """The BeginQuorumEpoch / EndQuorumEpoch response."""
+    return {
+        "error_code": int(error),
+        "topics": _topic(leader_fields(partition_error, leader_id, epoch)),
+        "node_endpoints": [],
+    }
+
+
+# -- Fetch -----------------------------------------------------------------------------------
+
+
+def fetch_request(
+    cluster_id: str | None,
+    replica_id: int,
+    replica_directory_id: bytes,
+    epoch: int,
+    fetch_offset: int,
+    last_fetched_epoch: int,
+    max_wait_ms: int,
+    max_bytes: int,
+) -> dict[str, Any]:
+    return {
+        "cluster_id": cluster_id,
+        "replica_state": {"replica_id": replica_id, "replica_epoch": -1},
+        "max_wait_ms": max_wait_ms,
+        "min_bytes": 0,
+        "max_bytes": max_bytes,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic_id": METADATA_TOPIC_ID,
+                "partitions": [
+                    {
+                        "partition": METADATA_PARTITION,
+                        "current_leader_epoch": epoch,
+                        "fetch_offset": fetch_offset,
+                        "last_fetched_epoch": last_fetched_epoch,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": max_bytes,
+                        "replica_directory_id": replica_directory_id,
+                    }
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+
+
+def fetch_replica_id(body: Body) -> int:
+    state = body.get("replica_state")
+    if state and state.get("replica_id", -1) >= 0:
+        return int(state["replica_id"])
+    return int(body.get("replica_id", -1))
+
+
+def fetch_response(
+    error: ErrorCode,
+    partition_error: ErrorCode,
+    leader_id: int,
+    epoch: int,
+    high_watermark: int,
+    log_start_offset: int,
+    records: bytes | None,
+    diverging: tuple[int, int] | None = None,
+) -> dict[str, Any]:
+    partition: dict[str, Any] = {
+        "partition_index": METADATA_PARTITION,
+        "error_code": int(partition_error),
+        "high_watermark": high_watermark,
+        "last_stable_offset": high_watermark,
+        "log_start_offset": log_start_offset,
+        "current_leader": {"leader_id": leader_id, "leader_epoch": epoch},
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": records,
+    }
+    if diverging is not None:
+        partition["diverging_epoch"] = {"epoch": diverging[0], "end_offset": diverging[1]}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(error),
+        "session_id": 0,
+        "responses": [{"topic_id": METADATA_TOPIC_ID, "partitions": [partition]}],
+        "node_endpoints": [],
+    }
+
+
+def fetch_partition(body: Body) -> Mapping[str, Any] | None:
+    return partition_of(body, "responses")
+
+
+# -- admin: DescribeQuorum, Add/Remove/UpdateRaftVoter ---------------------------------------
+
+
+def replica_state(
+    replica_id: int,
+    directory_id: bytes,
+    end_offset: int,
+    last_fetch_ms: int,
+    last_caught_up_ms: int,
+) -> dict[str, Any]:
+    return {
+        "replica_id": replica_id,
+        "replica_directory_id": directory_id,
+        "log_end_offset": end_offset,
+        "last_fetch_timestamp": last_fetch_ms,
+        "last_caught_up_timestamp": last_caught_up_ms,
+    }
+
+
+def describe_quorum_response(
+    error: ErrorCode,
+    leader_id: int,
+    epoch: int,
+    high_watermark: int,
+    voters: list[dict[str, Any]],
+    observers: list[dict[str, Any]],
+    message: str | None = None,
+) -> dict[str, Any]:
+    partition = leader_fields(error, leader_id, epoch)
+    partition.update(
+        error_message=message,
+        high_watermark=high_watermark,
+        current_voters=voters,
+        observers=observers,
+    )
+    return {
+        "error_code": 0,
+        "error_message": None,
+        "topics": _topic(partition),
+        "nodes": [],
+    }
+
+
+def voter_change_response(error: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    """AddRaftVoter / RemoveRaftVoter response."""
+    return {"throttle_time_ms": 0, "error_code": int(error), "error_message": message}
+
+
+def update_voter_response(error: ErrorCode, leader_id: int, epoch: int) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(error),
+        "current_leader": {"leader_id": leader_id, "leader_epoch": epoch, "host": "", "port": 0},
+    }
+
+
+def directory_id(value: object) -> bytes:
+    return bytes(value) if isinstance(value, bytes | bytearray | memoryview) else ZERO_UUID

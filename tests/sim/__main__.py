@@ -1,0 +1,70 @@
+"""Run simulator scenarios over many seeds.
+
+    .venv/bin/python -m tests.sim --scenario leader_crash --seeds 5000
+    .venv/bin/python -m tests.sim --scenario all --seeds 1000 --first-seed 20000
+    .venv/bin/python -m tests.sim --scenario partitions --seed 1234     # one seed (repro)
+
+A failing seed prints a one-line repro command and the error; the exit status is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+
+from tests.sim.scenarios import SCENARIOS, RunStats
+
+
+def repro(scenario: str, seed: int) -> str:
+    return f".venv/bin/python -m tests.sim --scenario {scenario} --seed {seed}"
+
+
+def run(scenario: str, seeds: range, verbose: bool) -> int:
+    failures = 0
+    stats: list[RunStats] = []
+    started = time.perf_counter()
+    for seed in seeds:
+        try:
+            stats.append(SCENARIOS[scenario](seed))
+        except Exception as exc:  # a failing seed is a report, not a crash of the runner
+            failures += 1
+            print(f"FAIL {scenario} seed={seed}: {exc!r}\n  repro: {repro(scenario, seed)}")
+            if verbose:
+                traceback.print_exc()
+    elapsed = time.perf_counter() - started
+    if stats:
+        elect = sorted(s.time_to_elect_ms for s in stats)
+        p99 = elect[max(0, int(len(elect) * 0.99) - 1)]
+        print(
+            f"{scenario}: {len(stats)} ok, {failures} failed in {elapsed:.1f}s; "
+            f"events={sum(s.events for s in stats)} delivered={sum(s.delivered for s in stats)} "
+            f"dropped={sum(s.dropped for s in stats)} "
+            f"simulated={sum(s.simulated_ms for s in stats) / 1000:.0f}s "
+            f"max_epoch={max(s.max_epoch for s in stats)} "
+            f"time_to_leader_after_heal p99={p99}ms "
+            f"max={elect[-1]}ms"
+        )
+    return failures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.sim", description=__doc__)
+    parser.add_argument("--scenario", default="all", choices=["all", *SCENARIOS])
+    parser.add_argument("--seeds", type=int, default=100, help="how many seeds to run")
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, help="run exactly this seed, with a traceback")
+    args = parser.parse_args(argv)
+    names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
+    seeds = (
+        range(args.seed, args.seed + 1)
+        if args.seed is not None
+        else range(args.first_seed, args.first_seed + args.seeds)
+    )
+    failures = sum(run(name, seeds, args.seed is not None) for name in names)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

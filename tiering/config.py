@@ -1,0 +1,144 @@
+"""Tiered-storage configuration: Kafka's keys where they exist, ``sparklog.remote.storage.*``
+for what Kafka leaves to the RemoteStorageManager plugin.
+
+Keys (all also in :data:`sparklog.config_keys.DEFS`, so ``server.properties`` accepts them):
+
+- ``remote.log.storage.system.enable`` (false): Kafka's switch for tiered storage.
+- ``remote.log.manager.task.interval.ms`` (30000): how often copy / expire tasks run.
+- ``sparklog.remote.storage.url``: the store root, any fsspec URL (``file:///path``,
+  ``s3://bucket/prefix``). Default: ``file://`` + the first of ``log.dirs`` (absolute, without
+  a trailing slash) + ``-remote``, e.g. ``/var/lib/sparklog`` -> ``file:///var/lib/sparklog-remote``:
+  next to the data, not inside a directory the log manager owns.
+- ``sparklog.remote.storage.s3.endpoint.url``: S3 endpoint override (MinIO, moto).
+- ``sparklog.remote.storage.s3.access.key.id`` / ``...s3.secret.access.key``: credentials;
+  unset means s3fs's usual chain (environment, ~/.aws, instance role).
+- ``sparklog.remote.storage.s3.region``: S3 region.
+- ``sparklog.remote.storage.parquet.row.group.rows`` (131072): rows per Parquet row group.
+
+Topic-level ``remote.storage.enable``, ``local.retention.*`` and ``retention.*`` are the
+broker's business (per-topic LogConfig), not read here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sparklog.config_keys import DEFS, parse_config_value
+
+if TYPE_CHECKING:
+    from sparklog.config import ServerConfig
+
+ENABLE = "remote.log.storage.system.enable"
+TASK_INTERVAL_MS = "remote.log.manager.task.interval.ms"
+STORAGE_URL = "sparklog.remote.storage.url"
+S3_ENDPOINT_URL = "sparklog.remote.storage.s3.endpoint.url"
+S3_ACCESS_KEY_ID = "sparklog.remote.storage.s3.access.key.id"
+S3_SECRET_ACCESS_KEY = "sparklog.remote.storage.s3.secret.access.key"
+S3_REGION = "sparklog.remote.storage.s3.region"
+ROW_GROUP_ROWS = "sparklog.remote.storage.parquet.row.group.rows"
+
+KEYS = (
+    ENABLE,
+    TASK_INTERVAL_MS,
+    STORAGE_URL,
+    S3_ENDPOINT_URL,
+    S3_ACCESS_KEY_ID,
+    S3_SECRET_ACCESS_KEY,
+    S3_REGION,
+    ROW_GROUP_ROWS,
+)
+
+
+def default_storage_url(log_dir: str) -> str:
+    path = os.path.normpath(os.path.abspath(log_dir))
+    return f"file://{path}-remote"
+
+
+def s3_storage_options(
+    endpoint_url: str | None = None,
+    access_key_id: str | None = None,
+    secret_access_key: str | None = None,
+    region: str | None = None,
+) -> dict[str, Any]:
+    """fsspec/s3fs storage options for the given S3 settings (unset ones are left out)."""
+    options: dict[str, Any] = {}
+    if endpoint_url:
+        options["endpoint_url"] = endpoint_url
+    if access_key_id:
+        options["key"] = access_key_id
+    if secret_access_key:
+        options["secret"] = secret_access_key
+    if region:
+        options["client_kwargs"] = {"region_name": region}
+    return options
+
+
+@dataclass(frozen=True, slots=True)
+class TieringConfig:
+    enabled: bool
+    task_interval_ms: int
+    storage_url: str
+    s3_endpoint_url: str | None = None
+    s3_access_key_id: str | None = None
+    s3_secret_access_key: str | None = None
+    s3_region: str | None = None
+    row_group_rows: int = 131072
+
+    @classmethod
+    def from_server_config(cls, config: ServerConfig) -> TieringConfig:
+        url = config.get(STORAGE_URL) or default_storage_url(config.log_dirs[0])
+        return cls(
+            enabled=bool(config.get(ENABLE)),
+            task_interval_ms=int(config.get(TASK_INTERVAL_MS)),
+            storage_url=str(url),
+            s3_endpoint_url=config.get(S3_ENDPOINT_URL),
+            s3_access_key_id=config.get(S3_ACCESS_KEY_ID),
+            s3_secret_access_key=config.get(S3_SECRET_ACCESS_KEY),
+            s3_region=config.get(S3_REGION),
+            row_group_rows=int(config.get(ROW_GROUP_ROWS)),
+        )
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, str], log_dir: str | None = None) -> TieringConfig:
+        """From raw properties (only the tiering keys are read; others are ignored).
+        ``log_dir`` gives the default store URL when ``sparklog.remote.storage.url`` is unset."""
+        values = {
+            key: parse_config_value(DEFS[key], props[key]) if key in props else DEFS[key].default
+            for key in KEYS
+        }
+        url = values[STORAGE_URL]
+        if not url:
+            if log_dir is None:
+                raise ValueError(f"{STORAGE_URL} is not set and no log directory was given")
+            url = default_storage_url(log_dir)
+        return cls(
+            enabled=bool(values[ENABLE]),
+            task_interval_ms=int(values[TASK_INTERVAL_MS]),
+            storage_url=str(url),
+            s3_endpoint_url=values[S3_ENDPOINT_URL],
+            s3_access_key_id=values[S3_ACCESS_KEY_ID],
+            s3_secret_access_key=values[S3_SECRET_ACCESS_KEY],
+            s3_region=values[S3_REGION],
+            row_group_rows=int(values[ROW_GROUP_ROWS]),
+        )
+
+    def storage_options(self) -> dict[str, Any]:
+        """fsspec storage options for ``storage_url`` (S3 settings apply to s3:// URLs)."""
+        if not self.storage_url.startswith(("s3://", "s3a://")):
+            return {}
+        return s3_storage_options(
+            self.s3_endpoint_url, self.s3_access_key_id, self.s3_secret_access_key, self.s3_region
+        )
+
+    def __repr__(self) -> str:
+        # Never print the secret key (configs end up in logs).
+        secret = "***" if self.s3_secret_access_key else None
+        return (
+            f"TieringConfig(enabled={self.enabled}, task_interval_ms={self.task_interval_ms},"
+            f" storage_url={self.storage_url!r}, s3_endpoint_url={self.s3_endpoint_url!r},"
+            f" s3_access_key_id={self.s3_access_key_id!r}, s3_secret_access_key={secret!r},"
+            f" s3_region={self.s3_region!r}, row_group_rows={self.row_group_rows})"
+        )

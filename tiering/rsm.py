@@ -1,0 +1,316 @@
+"""RemoteStorageManager (KIP-405): copies a closed segment to the store as Parquet plus its
+leader-epoch checkpoint and producer snapshot, serves Kafka batches back from it, deletes it.
+
+Contract:
+
+- Object names come from :mod:`sparklog.tiering.layout`; the manifest is not touched here (the
+  RemoteLogMetadataManager owns it), so an object written here is invisible to readers until
+  the RLMM records the copy as finished. A crash mid-copy leaves at worst orphan objects, which
+  the RLMM deletes when it loads the partition.
+- ``copy_log_segment_data`` is idempotent: copying the same segment id again overwrites the
+  same objects with the same content. It transcodes to a local temporary file, then uploads
+  (each object is replaced in one step). It checks that the batches lie inside the metadata's
+  offset range. The first copy to a store writes ``_sparklog.json``; a store written by another
+  cluster is refused.
+- ``fetch_log_segment`` returns whole Kafka batches re-encoded from the rows (see
+  :mod:`sparklog.tiering.transcode`) starting with the batch that holds ``start_offset``.
+- ``delete_log_segment_data`` removes every object of the segment; deleting twice is fine.
+- Every failure is a :class:`RemoteStorageError`; a missing object is
+  :class:`RemoteResourceNotFoundError`. Blocking: call from a worker thread, never an event loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .config import TieringConfig
+from .layout import (
+    EPOCH_SUFFIX,
+    PARQUET_SUFFIX,
+    SNAPSHOT_SUFFIX,
+    STORE_MARKER,
+    LayoutError,
+    format_epoch_checkpoint,
+    parse_epoch_checkpoint,
+    parse_store_marker,
+    partition_dir,
+    segment_stem,
+    store_marker_bytes,
+)
+from .metadata import CopiedSegment, LogSegmentData, RemoteLogSegmentMetadata
+from .store import ObjectNotFoundError, ObjectStore, StoreError, open_store
+from .transcode import (
+    DEFAULT_ROW_GROUP_ROWS,
+    TranscodeError,
+    parquet_to_batches,
+    segment_to_parquet,
+)
+
+__all__ = [
+    "RemoteResourceNotFoundError",
+    "RemoteStorageError",
+    "RemoteStorageManager",
+    "segment_object_paths",
+]
+
+
+class RemoteStorageError(Exception):
+    """A remote storage operation failed (Kafka's RemoteStorageException)."""
+
+
+class RemoteResourceNotFoundError(RemoteStorageError):
+    """The remote object does not exist (Kafka's RemoteResourceNotFoundException)."""
+
+
+def segment_object_paths(metadata: RemoteLogSegmentMetadata) -> dict[str, str]:
+    """Root-relative paths of the segment's objects, by suffix (``.parquet``...)."""
+    tp = metadata.topic_id_partition
+    base = partition_dir(tp.topic, tp.topic_id, tp.partition)
+    stem = segment_stem(metadata.start_offset, metadata.segment_id)
+    return {s: f"{base}/{stem}{s}" for s in (PARQUET_SUFFIX, EPOCH_SUFFIX, SNAPSHOT_SUFFIX)}
+
+
+def _wrap(what: str, exc: Exception) -> RemoteStorageError:
+    if isinstance(exc, ObjectNotFoundError):
+        return RemoteResourceNotFoundError(f"{what}: {exc}")
+    return RemoteStorageError(f"{what}: {exc}")
+
+
+class _RowGroupCache:
+    """Decoded row groups of recently fetched segments, least recently used evicted first.
+
+    A consumer catching up reads a segment sequentially in ~1 MiB fetches; without this every
+    fetch would decode its whole row group again. Holds at most ``max_bytes`` of Arrow data,
+    except that the row group just read is always kept (so a row group larger than the budget
+    is decoded once per sequential pass, not once per fetch)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[str, int, tuple[str, ...]], pa.Table] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._metadata: OrderedDict[str, pq.FileMetaData] = OrderedDict()
+
+    def reader(self, path: str) -> Callable[[pq.ParquetFile, int, list[str]], pa.Table]:
+        def read(parquet: pq.ParquetFile, index: int, columns: list[str]) -> pa.Table:
+            key = (path, index, tuple(columns))
+            with self._lock:
+                table = self._entries.get(key)
+                if table is not None:
+                    self._entries.move_to_end(key)
+                    return table
+            table = parquet.read_row_group(index, columns=columns)
+            with self._lock:
+                if key not in self._entries:
+                    self._entries[key] = table
+                    self._bytes += table.nbytes
+                while self._bytes > self._max_bytes and len(self._entries) > 1:
+                    _, evicted = self._entries.popitem(last=False)
+                    self._bytes -= evicted.nbytes
+            return table
+
+        return read
+
+    def metadata(self, path: str) -> pq.FileMetaData | None:
+        with self._lock:
+            return self._metadata.get(path)
+
+    def put_metadata(self, path: str, metadata: pq.FileMetaData) -> None:
+        with self._lock:
+            self._metadata[path] = metadata
+            while len(self._metadata) > 256:
+                self._metadata.popitem(last=False)
+
+    def forget(self, path: str) -> None:
+        with self._lock:
+            self._metadata.pop(path, None)
+            for key in [k for k in self._entries if k[0] == path]:
+                self._bytes -= self._entries.pop(key).nbytes
+
+
+class RemoteStorageManager:
+    """Copies, fetches and deletes segments in one store. Thread-safe.
+
+    ``fetch_cache_bytes`` bounds the decoded row groups kept for sequential remote fetches.
+    """
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        *,
+        cluster_id: str,
+        row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
+        tmp_dir: str | None = None,
+        fetch_cache_bytes: int = 64 << 20,
+    ) -> None:
+        self._cache = _RowGroupCache(fetch_cache_bytes)
+        self._store = store
+        self._cluster_id = cluster_id
+        self._row_group_rows = row_group_rows
+        self._tmp_dir = tmp_dir
+        self._marker_checked = False
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(
+        cls, config: TieringConfig, *, cluster_id: str, tmp_dir: str | None = None
+    ) -> RemoteStorageManager:
+        store = open_store(config.storage_url, config.storage_options())
+        return cls(
+            store, cluster_id=cluster_id, row_group_rows=config.row_group_rows, tmp_dir=tmp_dir
+        )
+
+    @property
+    def store(self) -> ObjectStore:
+        return self._store
+
+    def ensure_store_marker(self) -> None:
+        """Write ``_sparklog.json`` once; refuse a store that belongs to another cluster."""
+        with self._lock:
+            if self._marker_checked:
+                return
+            try:
+                try:
+                    owner = parse_store_marker(self._store.read_bytes(STORE_MARKER))
+                except ObjectNotFoundError:
+                    self._store.write_atomic(STORE_MARKER, store_marker_bytes(self._cluster_id))
+                    owner = self._cluster_id
+            except (StoreError, LayoutError) as exc:
+                raise _wrap(f"cannot check {self._store.url}/{STORE_MARKER}", exc) from exc
+            if owner != self._cluster_id:
+                raise RemoteStorageError(
+                    f"store {self._store.url} belongs to cluster {owner}, not {self._cluster_id}:"
+                    " give each cluster its own sparklog.remote.storage.url"
+                )
+            self._marker_checked = True
+
+    def copy_log_segment_data(
+        self, metadata: RemoteLogSegmentMetadata, segment_data: LogSegmentData
+    ) -> CopiedSegment:
+        """Transcode and upload one segment; the result feeds the RLMM's FINISHED update."""
+        self.ensure_store_marker()
+        paths = segment_object_paths(metadata)
+        self._cache.forget(paths[PARQUET_SUFFIX])
+        tp = metadata.topic_id_partition
+        fd, local = tempfile.mkstemp(suffix=".parquet", dir=self._tmp_dir)
+        os.close(fd)
+        try:
+            try:
+                _, stats = segment_to_parquet(
+                    segment_data.log_path,
+                    segment_data.aborted_txns,
+                    row_group_rows=self._row_group_rows,
+                    out=local,
+                    topic=tp.topic,
+                    partition=tp.partition,
+                )
+            except (OSError, TranscodeError) as exc:
+                raise RemoteStorageError(
+                    f"cannot transcode {segment_data.log_path} for"
+                    f" {metadata.remote_log_segment_id}: {exc}"
+                ) from exc
+            if stats.batch_count and (
+                stats.base_offset < metadata.start_offset or stats.end_offset > metadata.end_offset
+            ):
+                raise RemoteStorageError(
+                    f"{segment_data.log_path} holds offsets [{stats.base_offset},"
+                    f" {stats.end_offset}] outside the segment metadata's"
+                    f" [{metadata.start_offset}, {metadata.end_offset}]"
+                )
+            # Without a lineage from the caller, the batches' own epochs are the lineage.
+            epochs = (
+                metadata.segment_leader_epochs or segment_data.leader_epochs or stats.leader_epochs
+            )
+            snapshot = b""
+            if segment_data.producer_snapshot_path is not None:
+                with open(segment_data.producer_snapshot_path, "rb") as f:
+                    snapshot = f.read()
+            size = os.path.getsize(local)
+            try:
+                self._store.write_atomic(paths[EPOCH_SUFFIX], format_epoch_checkpoint(epochs))
+                self._store.write_atomic(paths[SNAPSHOT_SUFFIX], snapshot)
+                self._store.put_file(paths[PARQUET_SUFFIX], local)
+            except StoreError as exc:
+                raise _wrap(f"cannot upload {metadata.remote_log_segment_id}", exc) from exc
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(local)
+        return CopiedSegment(
+            path=segment_stem(metadata.start_offset, metadata.segment_id) + PARQUET_SUFFIX,
+            size_bytes=size,
+            record_count=stats.record_count,
+            first_offset=stats.base_offset,
+            last_offset=stats.end_offset,
+            first_timestamp=stats.first_timestamp,
+            max_timestamp=stats.max_timestamp,
+            leader_epochs=tuple(epochs),
+        )
+
+    def fetch_log_segment(
+        self,
+        metadata: RemoteLogSegmentMetadata,
+        start_offset: int,
+        max_bytes: int = 1 << 20,
+        *,
+        to_offset: int | None = None,
+        compression: int | None = None,
+    ) -> bytes:
+        """Kafka batches from the batch holding ``start_offset`` on, up to ``max_bytes`` (at
+        least one batch), stopping before batches at or after ``to_offset``."""
+        path = segment_object_paths(metadata)[PARQUET_SUFFIX]
+        try:
+            with self._store.open_input(path) as handle:
+                parquet = pq.ParquetFile(handle, metadata=self._cache.metadata(path))
+                self._cache.put_metadata(path, parquet.metadata)
+                return parquet_to_batches(
+                    parquet,
+                    start_offset,
+                    max_bytes,
+                    to_offset=to_offset,
+                    compression=compression,
+                    read_row_group=self._cache.reader(path),
+                )
+        except (StoreError, TranscodeError) as exc:
+            raise _wrap(f"cannot fetch {metadata.remote_log_segment_id}", exc) from exc
+        except Exception as exc:
+            # pyarrow raises its own errors for a damaged footer; keep them out of callers.
+            raise RemoteStorageError(
+                f"cannot read {self._store.url}/{path}: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def fetch_leader_epoch_checkpoint(
+        self, metadata: RemoteLogSegmentMetadata
+    ) -> list[tuple[int, int]]:
+        path = segment_object_paths(metadata)[EPOCH_SUFFIX]
+        try:
+            return parse_epoch_checkpoint(self._store.read_bytes(path))
+        except (StoreError, LayoutError) as exc:
+            raise _wrap(f"cannot read {path}", exc) from exc
+
+    def fetch_producer_snapshot(self, metadata: RemoteLogSegmentMetadata) -> bytes:
+        path = segment_object_paths(metadata)[SNAPSHOT_SUFFIX]
+        try:
+            return self._store.read_bytes(path)
+        except StoreError as exc:
+            raise _wrap(f"cannot read {path}", exc) from exc
+
+    def delete_log_segment_data(self, metadata: RemoteLogSegmentMetadata) -> None:
+        # Parquet first: once it is gone the segment cannot be served even if we stop here.
+        paths = segment_object_paths(metadata)
+        self._cache.forget(paths[PARQUET_SUFFIX])
+        try:
+            for path in paths.values():
+                self._store.delete(path)
+        except StoreError as exc:
+            raise _wrap(f"cannot delete {metadata.remote_log_segment_id}", exc) from exc
+
+    def __repr__(self) -> str:
+        return f"RemoteStorageManager({self._store.url!r})"
