@@ -25,6 +25,7 @@ from typing import Any
 from sparklog.broker.apis import SERVED, BrokerApis
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.producer_ids import ProducerIdManager
+from sparklog.broker.remote_log_manager import RemoteLogManager
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.cli.storage_tool import StorageToolError, check_formatted
 from sparklog.config import ServerConfig
@@ -36,6 +37,7 @@ from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.headers import Request
 from sparklog.protocol.messages import apis_for_listener
 from sparklog.storage.manager import LogManager
+from sparklog.tiering.config import TieringConfig
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,7 @@ class Node:
         self.log_manager: LogManager | None = None
         self.plane: MetadataPlane | None = None
         self.replica_manager: ReplicaManager | None = None
+        self.remote_log_manager: RemoteLogManager | None = None
 
     async def _controller_call(
         self, operation: str, body: dict[str, Any], version: int
@@ -155,6 +158,23 @@ class Node:
             asyncio.create_task(self._every(_CHECKPOINT_INTERVAL_S, self._checkpoint)),
             asyncio.create_task(ctx.groups.run(self._stopping)),
         ]
+        tiering = TieringConfig.from_server_config(config)
+        if tiering.enabled:
+            self.remote_log_manager = RemoteLogManager(
+                tiering, config.node_id, self.cluster_id, replica_manager, _now_ms
+            )
+            ctx.remote_fetch = self.remote_log_manager.fetch
+            ctx.remote_offset_for_timestamp = self.remote_log_manager.offset_for_timestamp
+            self._tasks.append(
+                asyncio.create_task(
+                    self._every(
+                        tiering.task_interval_ms / 1000.0,
+                        self.remote_log_manager.run_once,
+                        immediately=True,
+                    )
+                )
+            )
+            log.info("Tiered storage enabled: %s", tiering.storage_url)
         log.info(
             "sparklog node %d started (cluster %s), listeners: %s",
             config.node_id,
@@ -162,11 +182,19 @@ class Node:
             ", ".join(f"{s.name}://{s.host}:{s.port}" for s in self.servers),
         )
 
-    async def _every(self, interval_s: float, duty: Callable[[], Awaitable[None] | None]) -> None:
+    async def _every(
+        self,
+        interval_s: float,
+        duty: Callable[[], Awaitable[None] | None],
+        *,
+        immediately: bool = False,
+    ) -> None:
         interval_s = max(interval_s, 0.05)
+        wait_s = 0.0 if immediately else interval_s
         while not self._stopping.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), interval_s)
+                await asyncio.wait_for(self._stopping.wait(), wait_s)
+            wait_s = interval_s
             if self._stopping.is_set():
                 return
             try:
@@ -208,6 +236,8 @@ class Node:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.remote_log_manager is not None:
+            self.remote_log_manager.close()
         if self.replica_manager is not None:
             self.replica_manager.close()
         if self.log_manager is not None:

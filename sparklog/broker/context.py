@@ -37,6 +37,10 @@ class BrokerContext:
     producer_ids: ProducerIdManager
     controller_id: int = -1
     remote_fetch: RemoteFetch | None = None
+    # (partition, timestamp) -> (timestamp, offset, leader epoch) found in remote storage
+    remote_offset_for_timestamp: (
+        Callable[[Partition, int], Awaitable[tuple[int, int, int] | None]] | None
+    ) = None
     groups: GroupCoordinator | None = None
     # the advertised (host, port) of the client listener, per listener name
     endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)

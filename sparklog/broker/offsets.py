@@ -23,7 +23,9 @@ EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
 
 
-def _list_one(partition: Partition, timestamp: int, isolation_level: int) -> tuple[int, int, int]:
+async def _list_one(
+    ctx: BrokerContext, partition: Partition, timestamp: int, isolation_level: int
+) -> tuple[int, int, int]:
     """(timestamp, offset, leader_epoch) for one ListOffsets query."""
     log = partition.log
     if timestamp == EARLIEST:
@@ -43,6 +45,10 @@ def _list_one(partition: Partition, timestamp: int, isolation_level: int) -> tup
     elif timestamp < 0:
         raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Invalid timestamp {timestamp}")
     else:
+        if log.remote_storage and ctx.remote_offset_for_timestamp is not None:
+            remote = await ctx.remote_offset_for_timestamp(partition, timestamp)
+            if remote is not None and remote[1] < log.local_log_start_offset:
+                return remote
         found = log.offset_for_timestamp(timestamp)
     if found is None:
         return -1, -1, -1
@@ -73,7 +79,7 @@ async def handle_list_offsets(ctx: BrokerContext, request: Request) -> dict[str,
                 partition = ctx.replica_manager.leader_partition(
                     topic["name"], index, p.get("current_leader_epoch", -1)
                 )
-                ts, offset, epoch = _list_one(partition, p["timestamp"], isolation_level)
+                ts, offset, epoch = await _list_one(ctx, partition, p["timestamp"], isolation_level)
                 entry.update(timestamp=ts, offset=offset, leader_epoch=epoch)
                 if version == 0:
                     entry["old_style_offsets"] = [offset] if offset >= 0 else []

@@ -1,7 +1,13 @@
 """KRaft consensus, sans-IO.
 
 :mod:`sparklog.raft.client` is the seam the metadata layer codes against (Kafka's
-``RaftClient``); :mod:`sparklog.raft.single_voter` implements it for a quorum of one voter
-(commit on local fsync). The multi-voter protocol will be a second implementation of the same
-interface.
+``RaftClient``). Two implementations: :mod:`sparklog.raft.single_voter` (a quorum of one voter,
+commit on local fsync) and :class:`sparklog.raft.core.RaftReplica`, the multi-voter protocol
+(Vote with Pre-Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch replication, DescribeQuorum and
+KIP-853 voter changes), split into :mod:`~sparklog.raft.state` (roles, persisted election
+state), :mod:`~sparklog.raft.elections`, :mod:`~sparklog.raft.replication`,
+:mod:`~sparklog.raft.voter_changes`, :mod:`~sparklog.raft.leader_state` (HW, check-quorum),
+:mod:`~sparklog.raft.voters` (voter sets and their history), :mod:`~sparklog.raft.log` (the
+replicated log over storage, and an in-memory one for ``tests/sim``),
+:mod:`~sparklog.raft.listeners` (commit delivery) and :mod:`~sparklog.raft.rpc` (message bodies).
 """

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 pytest.importorskip("aiokafka")
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
-from aiokafka.structs import OffsetAndMetadata  # noqa: E402
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.structs import OffsetAndMetadata
 
-from tests.integration.ck_helpers import create_topic  # noqa: E402
-from tests.integration.conftest import NodeFactory, unique_topic  # noqa: E402
-from tests.integration.node_harness import Node  # noqa: E402
+from tests.integration.ck_helpers import create_topic
+from tests.integration.conftest import NodeFactory, unique_topic
+from tests.integration.node_harness import Node
 
 pytestmark = pytest.mark.integration
 

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 pytest.importorskip("confluent_kafka")
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 
-from tests.integration.ck_helpers import create_topic, make_producer  # noqa: E402
-from tests.integration.conftest import NodeFactory, unique_topic  # noqa: E402
-from tests.integration.node_harness import Node  # noqa: E402
+from tests.integration.ck_helpers import create_topic, make_producer
+from tests.integration.conftest import NodeFactory, unique_topic
+from tests.integration.node_harness import Node
 
 pytestmark = pytest.mark.integration
 

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 pytest.importorskip("kafka")
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
-from kafka import errors as Errors  # noqa: E402
-from kafka.admin import KafkaAdminClient  # noqa: E402
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import errors as Errors
+from kafka.admin import KafkaAdminClient
 
-from tests.integration.ck_helpers import create_topic  # noqa: E402
-from tests.integration.conftest import NodeFactory, unique_topic  # noqa: E402
-from tests.integration.node_harness import Node  # noqa: E402
+from tests.integration.ck_helpers import create_topic
+from tests.integration.conftest import NodeFactory, unique_topic
+from tests.integration.node_harness import Node
 
 pytestmark = pytest.mark.integration
 
@@ -113,9 +113,11 @@ def test_three_consumers_share_then_one_leaves_and_one_joins(node_factory: NodeF
             for p in a["partitions"]
         )
         assert owned == list(range(PARTITIONS))
-        assert {"group_id": group, "protocol_type": "consumer", "group_state": "Stable"}.items() <= (
-            next(g for g in admin.list_groups() if g["group_id"] == group).items()
-        )
+        assert {
+            "group_id": group,
+            "protocol_type": "consumer",
+            "group_state": "Stable",
+        }.items() <= (next(g for g in admin.list_groups() if g["group_id"] == group).items())
         # an active group keeps the offsets of topics it subscribes to, and cannot be deleted
         subscribed = admin.delete_group_offsets(group, [TopicPartition(topic, 0)])
         assert subscribed[TopicPartition(topic, 0)] is Errors.GroupSubscribedToTopicError

@@ -1,10 +1,10 @@
 """EndQuorumEpoch (key 54): a resigning KRaft leader asks the voters to elect a successor.
 
-Declared from Apache Kafka's EndQuorumEpochRequest/Response (validVersions 0-1, flexible 1+):
-v1 replaces ``preferred_successors`` with ``preferred_candidates`` carrying directory ids and
-adds the leader's endpoints (KIP-853). Kafka serves it on the controller listener only; it is declared for both because the declaration
-tests require every API on the broker listener (a broker advertises only APIs it has handlers
-for, so nothing changes on the wire).
+Declared from Apache Kafka's EndQuorumEpochRequest/Response (validVersions 0-1, flexible 1+): v1
+replaces ``preferred_successors`` with ``preferred_candidates`` carrying directory ids and adds
+the leader's endpoints (KIP-853). Kafka serves it on the controller listener only; it is
+declared for both because the declaration tests require every API on the broker listener (a
+broker advertises only APIs it has handlers for, so nothing changes on the wire).
 """
 
 from sparklog.protocol.schema import api, array, field, message

@@ -1,9 +1,10 @@
 """FetchSnapshot (key 59): a KRaft replica behind the log start downloads the leader's snapshot.
 
-Declared from Apache Kafka's FetchSnapshotRequest/Response (validVersions 0-1, flexible 0+):
-v1 adds the follower's directory id and the leaders' endpoints (KIP-853). Kafka serves it on the controller listener only; it is declared for both because
-the declaration tests require every API on the broker listener (a broker advertises only APIs
-it has handlers for, so nothing changes on the wire).
+Declared from Apache Kafka's FetchSnapshotRequest/Response (validVersions 0-1, flexible 0+): v1
+adds the follower's directory id and the leaders' endpoints (KIP-853). Kafka serves it on the
+controller listener only; it is declared for both because the declaration tests require every
+API on the broker listener (a broker advertises only APIs it has handlers for, so nothing
+changes on the wire).
 """
 
 from sparklog.protocol.schema import api, array, field, message, struct

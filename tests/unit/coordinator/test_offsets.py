@@ -53,7 +53,7 @@ def test_simple_commit_creates_empty_group_and_fetch_reads_it() -> None:
 
 def test_member_commit_checks_generation_and_membership() -> None:
     h = Harness()
-    leader, follower = stable_group(h, 2)
+    _leader, follower = stable_group(h, 2)
     assert commit(h, "g", 1, follower, ("t", 0, 3)) == [ErrorCode.NONE]
     assert commit(h, "g", 0, follower, ("t", 0, 3)) == ErrorCode.ILLEGAL_GENERATION
     assert commit(h, "g", 1, "ghost", ("t", 0, 3)) == ErrorCode.UNKNOWN_MEMBER_ID

@@ -69,7 +69,7 @@ def test_initial_delay_extends_while_members_arrive() -> None:
 
 def test_heartbeat_errors() -> None:
     h = Harness()
-    leader, follower = stable_group(h, 2)
+    _leader, follower = stable_group(h, 2)
     hb = h.shard.heartbeat
     assert hb("g", follower, None, 1) == ErrorCode.NONE
     assert hb("g", follower, None, 0) == ErrorCode.ILLEGAL_GENERATION
@@ -150,7 +150,7 @@ def test_leave_while_other_waits_in_join_completes_rebalance() -> None:
 
 def test_sync_errors() -> None:
     h = Harness()
-    leader, follower = stable_group(h, 2)
+    _leader, follower = stable_group(h, 2)
     assert h.sync(follower, 7).sync.error == ErrorCode.ILLEGAL_GENERATION
     assert h.sync("ghost", 1).sync.error == ErrorCode.UNKNOWN_MEMBER_ID
     assert h.sync(follower, 1).sync.assignment == follower.encode()

@@ -1,0 +1,290 @@
+"""The remote log manager (KIP-405): copies closed segments to the object store, applies
+whole-log retention across both tiers, and serves reads below the local log start offset.
+
+Per leader partition of a topic with ``remote.storage.enable=true``, every
+``remote.log.manager.task.interval.ms``:
+
+1. On first sight, the partition's remote state is loaded from the store (the manifest, with
+   orphan objects of interrupted copies removed) and attached to the log, so after a restart the
+   log start offset is the remote one again.
+2. Copy: each closed segment whose last offset is below both the high watermark and the last
+   stable offset, and above the highest offset already copied, is transcoded to Parquet and
+   uploaded (COPY_SEGMENT_STARTED), then recorded in the manifest (COPY_SEGMENT_FINISHED). Only
+   then does ``highest_remote_offset`` move, which is what allows local retention
+   (``local.retention.ms`` / ``local.retention.bytes``, in the log's own retention pass) to
+   delete the local copy. A crash between upload and manifest leaves an orphan object that the
+   next load deletes, and the segment is copied again.
+3. Expire: remote segments past ``retention.ms``, or beyond ``retention.bytes`` of the whole log,
+   or wholly below the log start offset (DeleteRecords) are deleted (DELETE_SEGMENT_STARTED,
+   objects removed, DELETE_SEGMENT_FINISHED) oldest first, and the log start offset moves past
+   them.
+
+All store I/O runs on threads: copies on one, fetches on another pool, so neither a slow bucket
+nor a long transcode ever stalls the event loop, and a remote fetch never waits behind a copy.
+Log state is only touched on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from sparklog.broker.partition import Partition
+from sparklog.broker.replica_manager import ReplicaManager
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.kafka_uuid import uuid_to_str
+from sparklog.storage.log import Log
+from sparklog.tiering.config import TieringConfig
+from sparklog.tiering.layout import PARQUET_SUFFIX
+from sparklog.tiering.metadata import (
+    LogSegmentData,
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentState,
+    TopicIdPartition,
+)
+from sparklog.tiering.rlmm import RemoteLogMetadataManager
+from sparklog.tiering.rsm import RemoteStorageManager, segment_object_paths
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+TopicPartition = tuple[str, int]
+
+
+def segment_epochs(log_: Log, base_offset: int, end_offset: int) -> tuple[tuple[int, int], ...]:
+    """The leader-epoch entries covering ``[base_offset, end_offset]``."""
+    cache = log_.epoch_cache
+    entries = [(e, s) for e, s in cache.entries if base_offset < s <= end_offset]
+    first = cache.epoch_for_offset(base_offset)
+    if first >= 0:
+        entries.insert(0, (first, base_offset))
+    return tuple(entries)
+
+
+class RemoteLogManager:
+    def __init__(
+        self,
+        config: TieringConfig,
+        broker_id: int,
+        cluster_id: str,
+        replica_manager: ReplicaManager,
+        clock_ms: Callable[[], int],
+    ) -> None:
+        self.config = config
+        self.broker_id = broker_id
+        self.replica_manager = replica_manager
+        self._clock_ms = clock_ms
+        self.rsm = RemoteStorageManager.from_config(config, cluster_id=cluster_id)
+        self.rlmm = RemoteLogMetadataManager(self.rsm.store, time_ms=clock_ms)
+        self._copier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="remote-copy")
+        self._fetchers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="remote-fetch")
+        self._loaded: dict[TopicPartition, TopicIdPartition] = {}
+        self._running = asyncio.Lock()
+
+    async def _on(self, pool: ThreadPoolExecutor, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(pool, fn)
+
+    def close(self) -> None:
+        self._copier.shutdown(wait=True, cancel_futures=True)
+        self._fetchers.shutdown(wait=True, cancel_futures=True)
+
+    # -- the periodic task ------------------------------------------------------------------
+    async def run_once(self) -> None:
+        async with self._running:
+            for partition in list(self.replica_manager.partitions.values()):
+                if not (partition.is_leader and partition.log.config.remote_storage_enable):
+                    continue
+                try:
+                    await self._tier(partition)
+                except Exception:
+                    log.exception(
+                        "Tiering %s-%d failed; retrying next run", partition.topic, partition.index
+                    )
+
+    async def _tier(self, partition: Partition) -> None:
+        tip = await self._load(partition)
+        await self._copy(partition, tip)
+        await self._expire(partition, tip)
+
+    async def _load(self, partition: Partition) -> TopicIdPartition:
+        key = (partition.topic, partition.index)
+        tip = self._loaded.get(key)
+        if tip is None:
+            tip = TopicIdPartition(
+                uuid_to_str(partition.topic_id), partition.topic, partition.index
+            )
+            await self._on(self._copier, lambda: self.rlmm.load(tip))
+            self._loaded[key] = tip
+            start = self.rlmm.remote_log_start_offset(tip)
+            highest = self.rlmm.highest_copied_offset(tip)
+            partition.log.attach_remote(-1 if start is None else start, highest)
+            log.info(
+                "Loaded remote state of %s-%d: remote offsets [%s, %d]",
+                partition.topic,
+                partition.index,
+                start,
+                highest,
+            )
+        else:
+            partition.log.attach_remote(-1, self.rlmm.highest_copied_offset(tip))
+        return tip
+
+    async def _copy(self, partition: Partition, tip: TopicIdPartition) -> None:
+        plog = partition.log
+        bound = min(partition.high_watermark, partition.last_stable_offset)
+        for segment in plog.segments[:-1]:
+            end = segment.next_offset - 1
+            if end <= plog.highest_remote_offset or segment.size == 0:
+                continue
+            if segment.next_offset > bound or not partition.is_leader:
+                return
+            now = self._clock_ms()
+            metadata = RemoteLogSegmentMetadata(
+                remote_log_segment_id=RemoteLogSegmentId.generate(tip),
+                start_offset=segment.base_offset,
+                end_offset=end,
+                max_timestamp_ms=segment.largest_timestamp,
+                broker_id=self.broker_id,
+                event_timestamp_ms=now,
+                segment_size_in_bytes=segment.size,
+                segment_leader_epochs=segment_epochs(plog, segment.base_offset, end),
+                leader_epoch=partition.leader_epoch,
+            )
+            data = LogSegmentData(segment.path, metadata.segment_leader_epochs)
+            self.rlmm.add_remote_log_segment_metadata(metadata)
+
+            def copy(m: RemoteLogSegmentMetadata = metadata, d: LogSegmentData = data) -> int:
+                copied = self.rsm.copy_log_segment_data(m, d)
+                self.rlmm.update_remote_log_segment_metadata(
+                    m.remote_log_segment_id,
+                    RemoteLogSegmentState.COPY_SEGMENT_FINISHED,
+                    copied=copied,
+                )
+                return copied.record_count
+
+            records = await self._on(self._copier, copy)
+            plog.attach_remote(-1, end)
+            log.info(
+                "Copied %s-%d [%d, %d] to remote storage (%d records)",
+                partition.topic,
+                partition.index,
+                segment.base_offset,
+                end,
+                records,
+            )
+
+    def _expired(
+        self, partition: Partition, tip: TopicIdPartition
+    ) -> list[RemoteLogSegmentMetadata]:
+        plog = partition.log
+        config = plog.config
+        segments = self.rlmm.list_remote_log_segments(tip)
+        now = self._clock_ms()
+        doomed: list[RemoteLogSegmentMetadata] = []
+        local_only = plog.size_in_bytes
+        remote_below_local = [s for s in segments if s.end_offset < plog.local_log_start_offset]
+        total = local_only + sum(s.segment_size_in_bytes for s in remote_below_local)
+        for segment in segments:
+            below_start = segment.end_offset < plog.log_start_offset
+            too_old = config.retention_ms >= 0 and now - segment.max_timestamp_ms > (
+                config.retention_ms
+            )
+            too_big = (
+                config.retention_bytes >= 0
+                and segment in remote_below_local
+                and total - segment.segment_size_in_bytes >= config.retention_bytes
+            )
+            if not (below_start or (config.delete_enabled and (too_old or too_big))):
+                break
+            if segment.end_offset >= plog.high_watermark:
+                break
+            total -= segment.segment_size_in_bytes if segment in remote_below_local else 0
+            doomed.append(segment)
+        return doomed
+
+    async def _expire(self, partition: Partition, tip: TopicIdPartition) -> None:
+        for segment in self._expired(partition, tip):
+            segment_id = segment.remote_log_segment_id
+
+            def delete(m: RemoteLogSegmentMetadata = segment) -> None:
+                self.rlmm.update_remote_log_segment_metadata(
+                    m.remote_log_segment_id, RemoteLogSegmentState.DELETE_SEGMENT_STARTED
+                )
+                self.rsm.delete_log_segment_data(m)
+                self.rlmm.update_remote_log_segment_metadata(
+                    m.remote_log_segment_id, RemoteLogSegmentState.DELETE_SEGMENT_FINISHED
+                )
+                self.rlmm.update_log_start_offset(tip, m.end_offset + 1)
+
+            await self._on(self._copier, delete)
+            new_start = segment.end_offset + 1
+            if new_start <= partition.log.log_end_offset:
+                partition.log.increment_log_start_offset(new_start)
+            self.replica_manager.fetch_waiters.notify((partition.topic, partition.index))
+            log.info(
+                "Deleted remote segment %s of %s-%d; log start offset %d",
+                segment_id.id,
+                partition.topic,
+                partition.index,
+                partition.log.log_start_offset,
+            )
+
+    # -- reads --------------------------------------------------------------------------------
+    def _tip(self, partition: Partition) -> TopicIdPartition:
+        tip = self._loaded.get((partition.topic, partition.index))
+        if tip is None:
+            raise KafkaApiError(ErrorCode.OFFSET_OUT_OF_RANGE, "remote state not loaded yet")
+        return tip
+
+    async def fetch(self, partition: Partition, offset: int, max_bytes: int) -> bytes:
+        """Kafka batches from remote storage, from the batch holding ``offset`` on."""
+        tip = self._tip(partition)
+        metadata = self.rlmm.remote_log_segment_metadata(tip, offset)
+        if metadata is None:
+            raise KafkaApiError(
+                ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {offset} is in no remote segment"
+            )
+        return await self._on(
+            self._fetchers, lambda: self.rsm.fetch_log_segment(metadata, offset, max_bytes)
+        )
+
+    async def offset_for_timestamp(
+        self, partition: Partition, timestamp: int
+    ) -> tuple[int, int, int] | None:
+        """(timestamp, offset, epoch) of the first remote record at or after ``timestamp``."""
+        tip = self._loaded.get((partition.topic, partition.index))
+        if tip is None:
+            return None
+        start = partition.log.log_start_offset
+        for metadata in self.rlmm.list_remote_log_segments(tip):
+            if metadata.max_timestamp_ms < timestamp or metadata.end_offset < start:
+                continue
+            path = segment_object_paths(metadata)[PARQUET_SUFFIX]
+
+            def find(path: str = path) -> tuple[int, int] | None:
+                with self.rsm.store.open_input(path) as source:
+                    table = pq.read_table(source, columns=["offset", "timestamp", "is_control"])
+                mask = pc.and_(
+                    pc.and_(
+                        pc.greater_equal(table["timestamp"], timestamp),
+                        pc.greater_equal(table["offset"], start),
+                    ),
+                    pc.invert(table["is_control"]),
+                )
+                hits = table.filter(mask)
+                if hits.num_rows == 0:
+                    return None
+                return int(hits["timestamp"][0].as_py()), int(hits["offset"][0].as_py())
+
+            found = await self._on(self._fetchers, find)
+            if found is not None:
+                ts, offset = found
+                return ts, offset, partition.log.epoch_cache.epoch_for_offset(offset)
+        return None
