@@ -50,12 +50,22 @@ class TopicConfigPolicy:
 
     default_log_config: LogConfig = field(default_factory=LogConfig)
     static_broker_keys: frozenset[str] = frozenset()
+    remote_storage_system_enabled: bool = False
 
     def validate_topic(self, overrides: Mapping[str, str]) -> LogConfig:
         try:
-            return self.default_log_config.with_overrides(overrides)
+            merged = self.default_log_config.with_overrides(overrides)
         except ValueError as exc:
             raise KafkaApiError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        if merged.remote_storage_enable and not self.remote_storage_system_enabled:
+            # Kafka's wording, so scripts that match on it keep working.
+            raise KafkaApiError(
+                ErrorCode.INVALID_CONFIG,
+                "Tiered Storage functionality is disabled in the broker. Topic cannot be "
+                "configured with remote log storage. Set remote.log.storage.system.enable=true "
+                "on the brokers to enable it.",
+            )
+        return merged
 
     def topic_config_record(self, topic: str, name: str, value: str | None) -> MetadataRecord:
         return make_record(

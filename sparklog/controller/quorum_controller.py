@@ -79,7 +79,9 @@ class QuorumController:
                 defaults.replication_factor = int(config.get("default.replication.factor"))
                 defaults.delete_topic_enable = bool(config.get("delete.topic.enable"))
                 defaults.config_policy = TopicConfigPolicy(
-                    config.default_log_config(), config.explicit_topic_defaults()
+                    config.default_log_config(),
+                    config.explicit_topic_defaults(),
+                    bool(config.get("remote.log.storage.system.enable")),
                 )
         defaults.new_topic_id = self._new_topic_id
         if rng is not None:

@@ -97,6 +97,7 @@ def test_bad_topic_configs_are_rejected_with_invalid_config(node_factory: NodeFa
         ({"retention.mss": "1"}, "Did you mean retention.ms"),
         ({"retention.ms": "soon"}, "retention.ms"),
         ({"cleanup.policy": "shred"}, "cleanup.policy"),
+        ({"remote.storage.enable": "true"}, "Tiered Storage functionality is disabled"),
     ):
         topic = unique_topic("badconfig")
         future = admin.create_topics([NewTopic(topic, 1, 1, config=config)])[topic]
