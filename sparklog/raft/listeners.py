@@ -19,12 +19,40 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from sparklog.protocol.record_codec import decode_batch
-from sparklog.protocol.records import iter_batches
+from sparklog.protocol.records import BatchHeader, iter_batches
 from sparklog.raft.client import CommittedBatch, LeaderAndEpoch, RaftListener
 from sparklog.raft.control_records import decode_control_record
 from sparklog.raft.log import ReplicatedLog
 
 T = TypeVar("T")
+
+
+def committed_batch(
+    data: bytes | memoryview, pos: int, header: BatchHeader, decode: Callable[[bytes], T]
+) -> CommittedBatch[T]:
+    """The committed batch at ``pos`` of ``data``, its records decoded for listeners."""
+    _, records = decode_batch(data, pos)
+    if header.is_control:
+        controls = [decode_control_record(r.key, r.value) for r in records]
+        return CommittedBatch(
+            header.base_offset,
+            header.last_offset,
+            header.partition_leader_epoch,
+            header.max_timestamp,
+            (),
+            tuple(c for c in controls if c is not None),
+            header.size_in_bytes,
+        )
+    return CommittedBatch(
+        header.base_offset,
+        header.last_offset,
+        header.partition_leader_epoch,
+        header.max_timestamp,
+        tuple(decode(r.value or b"") for r in records),
+        (),
+        header.size_in_bytes,
+    )
+
 
 _READ_CHUNK_BYTES = 1 << 20
 
@@ -80,28 +108,7 @@ class ListenerDispatcher(Generic[T]):
                     continue
                 if header.next_offset > high_watermark:
                     break
-                _, records = decode_batch(data, pos)
-                if header.is_control:
-                    controls = [decode_control_record(r.key, r.value) for r in records]
-                    batch: CommittedBatch[T] = CommittedBatch(
-                        header.base_offset,
-                        header.last_offset,
-                        header.partition_leader_epoch,
-                        header.max_timestamp,
-                        (),
-                        tuple(c for c in controls if c is not None),
-                        header.size_in_bytes,
-                    )
-                else:
-                    batch = CommittedBatch(
-                        header.base_offset,
-                        header.last_offset,
-                        header.partition_leader_epoch,
-                        header.max_timestamp,
-                        tuple(self._decode(r.value or b"") for r in records),
-                        (),
-                        header.size_in_bytes,
-                    )
+                batch: CommittedBatch[T] = committed_batch(data, pos, header, self._decode)
                 registration.next_offset = header.next_offset
                 progressed = True
                 registration.listener.handle_commit(batch)

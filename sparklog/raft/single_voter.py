@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from sparklog.protocol.record_codec import RecordInput, build_batch, decode_batch
+from sparklog.protocol.record_codec import RecordInput, build_batch
 from sparklog.protocol.records import iter_batches
 from sparklog.raft.client import (
     NO_LEADER,
@@ -37,7 +37,8 @@ from sparklog.raft.client import (
     NotLeaderError,
     RaftListener,
 )
-from sparklog.raft.control_records import decode_control_record, encode_control_record
+from sparklog.raft.control_records import encode_control_record
+from sparklog.raft.listeners import committed_batch
 from sparklog.raft.quorum_state import ElectionState, QuorumStateStore
 
 T = TypeVar("T")
@@ -242,28 +243,7 @@ class SingleVoterRaft(Generic[T]):
                     continue
                 if header.next_offset > self._high_watermark:
                     break
-                _, records = decode_batch(data, pos)
-                if header.is_control:
-                    controls = [decode_control_record(r.key, r.value) for r in records]
-                    batch: CommittedBatch[T] = CommittedBatch(
-                        header.base_offset,
-                        header.last_offset,
-                        header.partition_leader_epoch,
-                        header.max_timestamp,
-                        (),
-                        tuple(c for c in controls if c is not None),
-                        header.size_in_bytes,
-                    )
-                else:
-                    batch = CommittedBatch(
-                        header.base_offset,
-                        header.last_offset,
-                        header.partition_leader_epoch,
-                        header.max_timestamp,
-                        tuple(self._decode(r.value or b"") for r in records),
-                        (),
-                        header.size_in_bytes,
-                    )
+                batch: CommittedBatch[T] = committed_batch(data, pos, header, self._decode)
                 registration.next_offset = header.next_offset
                 progressed = True
                 registration.listener.handle_commit(batch)
