@@ -1,5 +1,11 @@
 """Shared pytest configuration for every test folder.
 
+Object store: ``moto_s3`` (session) is moto's ``ThreadedMotoServer`` on 127.0.0.1 and a free
+port, started once per session (bounded by ``MOTO_START_TIMEOUT_S``), shared by the tiering unit
+tests and the tiering integration tests (where a node process talks to it over loopback);
+``new_bucket()`` / ``s3_url`` give every test a fresh bucket, so tests never see each other's
+objects. Credentials are dummies; moto accepts any.
+
 Per-test time bounds: ``@pytest.mark.timeout(seconds)`` bounds a test's call phase, and every
 ``integration`` test gets ``DEFAULT_INTEGRATION_TIMEOUT_S`` unless it says otherwise. When the
 pytest-timeout plugin is installed it enforces the marker itself and this fallback stands down;
@@ -12,14 +18,20 @@ from __future__ import annotations
 
 import faulthandler
 import signal
+import socket
 import threading
-from collections.abc import Generator
+import time
+import uuid
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 from types import FrameType
+from typing import Any
 
 import pytest
 
 DEFAULT_INTEGRATION_TIMEOUT_S = 300.0
 WATCHDOG_GRACE_S = 60.0
+MOTO_START_TIMEOUT_S = 20.0
 
 
 class TestTimeoutError(Exception):
@@ -72,3 +84,63 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         faulthandler.cancel_dump_traceback_later()
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@dataclass(frozen=True, slots=True)
+class MotoS3:
+    endpoint_url: str
+
+    def options(self) -> dict[str, Any]:
+        """fsspec storage options for s3fs against this server."""
+        return {
+            "key": "testing",
+            "secret": "testing",
+            "endpoint_url": self.endpoint_url,
+            "client_kwargs": {"region_name": "us-east-1"},
+        }
+
+    def new_bucket(self) -> str:
+        import s3fs
+
+        name = f"sparklog-{uuid.uuid4().hex[:12]}"
+        options = self.options()
+        del options["client_kwargs"]  # us-east-1 must not be sent as a location constraint
+        s3fs.S3FileSystem(skip_instance_cache=True, **options).mkdir(name)
+        return name
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def moto_s3() -> Iterator[MotoS3]:
+    pytest.importorskip("moto.server")
+    pytest.importorskip("s3fs")
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + MOTO_START_TIMEOUT_S
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            if time.monotonic() > deadline:
+                server.stop()
+                pytest.fail(f"moto server did not start on {endpoint}")
+            time.sleep(0.05)
+    try:
+        yield MotoS3(endpoint)
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_url(moto_s3: MotoS3) -> str:
+    return f"s3://{moto_s3.new_bucket()}/store"

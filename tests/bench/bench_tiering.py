@@ -2,8 +2,10 @@
 Parquet -> Kafka batches re-encode behind a remote fetch, next to a local read of the same bytes.
 
 Run: ``.venv/bin/python tests/bench/bench_tiering.py [--records N] [--value-bytes B]
-[--codec 0-4] [--no-s3]``. Not collected by pytest (file name ``bench_*.py``); it asserts
-nothing and prints one line per scenario. All timings are single-threaded, so MB/s is per core.
+[--codec 0-4] [--no-s3] [--no-node] [--consumer-records N]``. Not collected by pytest (file
+name ``bench_*.py``); it asserts no timing (only that consumers got every record) and prints one
+line per scenario. The library timings are single-threaded, so their MB/s is per core; the
+consumer scenarios share the machine between the node and the consumer.
 
 Scenarios (segment of N records in batches of 500, ``--codec`` compression, 4-byte keys):
   transcode      segment_to_parquet of the local .log to a local Parquet file
@@ -13,6 +15,14 @@ Scenarios (segment of N records in batches of 500, ``--codec`` compression, 4-by
   re-encode none the same with compression none
   fetch file://  RemoteStorageManager.fetch_log_segment in 1 MiB fetches, from a file:// store
   local read     reading the .log bytes from disk in 1 MiB slices (what a local fetch sends)
+
+Then, end to end through a real node (unless --no-node): ``--consumer-records`` records of
+``--value-bytes`` random bytes go to two topics on one node, a plain one and one with
+``remote.storage.enable=true`` and ``local.retention.bytes=1`` (so all but the active segment
+is served by remote fetch); a confluent-kafka consumer then reads each from offset 0:
+  consume local          the plain topic, local fetch (sendfile of segment slices)
+  consume remote file:// the tiered topic, store on local disk
+  consume remote s3 moto the same with the store on a moto S3 server (unless --no-s3)
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import random
 import socket
 import sys
 import tempfile
@@ -40,6 +51,9 @@ from sparklog.tiering.metadata import (
 from sparklog.tiering.rsm import RemoteStorageManager
 from sparklog.tiering.store import open_store
 from sparklog.tiering.transcode import parquet_to_batches, segment_to_parquet
+from tests.conftest import MotoS3
+from tests.integration.node_harness import Node
+from tests.integration.tiering_support import StoreView
 
 MB = 1_000_000
 
@@ -83,6 +97,8 @@ def main() -> None:
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--codec", type=int, default=4, help="0 none 1 gzip 2 snappy 3 lz4 4 zstd")
     parser.add_argument("--no-s3", action="store_true")
+    parser.add_argument("--no-node", action="store_true", help="skip the consumer scenarios")
+    parser.add_argument("--consumer-records", type=int, default=200_000)
     args = parser.parse_args()
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's request log
     global _PAYLOAD_BYTES
@@ -135,6 +151,9 @@ def main() -> None:
 
         timed("local read", size, local_read, n)
 
+    if not args.no_node:
+        consumer_scenarios(args.consumer_records, args.value_bytes, args.no_s3)
+
 
 def _next_offset(chunk: bytes) -> int:
     from sparklog.protocol.records import iter_batches
@@ -166,6 +185,110 @@ def s3_copy(
         timed("copy s3 moto", size, lambda: rsm.copy_log_segment_data(metadata, data), n)
     finally:
         server.stop()
+
+
+def consumer_scenarios(records: int, value_bytes: int, no_s3: bool) -> None:
+    from tests.integration.tiering_support import file_store, s3_store
+
+    with tempfile.TemporaryDirectory() as tmp:
+        consume_through_node(
+            Path(tmp) / "node-file",
+            "file://",
+            file_store(f"file://{tmp}/remote"),
+            None,
+            records,
+            value_bytes,
+            with_local=True,
+        )
+        if no_s3:
+            return
+        try:
+            from moto.server import ThreadedMotoServer
+        except ImportError:
+            print("consume remote s3 moto skipped (moto missing)")
+            return
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        server.start()
+        try:
+            moto = MotoS3(f"http://127.0.0.1:{port}")
+            store = s3_store(moto, f"s3://{moto.new_bucket()}/tiered")
+            consume_through_node(
+                Path(tmp) / "node-s3", "s3 moto", store, moto, records, value_bytes, False
+            )
+        finally:
+            server.stop()
+
+
+def consume_through_node(
+    workdir: Path,
+    label: str,
+    store: StoreView,
+    moto: MotoS3 | None,
+    records: int,
+    value_bytes: int,
+    with_local: bool,
+) -> None:
+    """Produce to a tiered topic (and a plain one), wait for tiering, time a consumer on each."""
+    import tests.integration.tiering_support as ts
+    from tests.integration.ck_helpers import create_topic
+
+    node = Node(workdir, ts.node_overrides(store, moto))
+    node.start()
+    try:
+        rng = random.Random(7)
+        data = [
+            ts.Rec(b"%08d" % i, rng.randbytes(value_bytes), (), ts.now_ms()) for i in range(records)
+        ]
+        payload = records * (8 + value_bytes)
+        topics = [(f"consume remote {label}", "tiered")]
+        create_topic(node, "tiered", 1, ts.topic_configs())
+        ts.produce(node, "tiered", data)
+        if with_local:
+            topics.insert(0, ("consume local", "plain"))
+            create_topic(node, "plain", 1, {"segment.bytes": str(ts.SEGMENT_BYTES)})
+            ts.produce(node, "plain", data)
+        ts.wait_until(
+            "the tiered topic to be tiered",
+            lambda: ts.fully_tiered(node, store, "tiered"),
+            300.0,
+            lambda: ts.tiering_state(node, store, "tiered"),
+        )
+        for name, topic in topics:
+            start = time.perf_counter()
+            got = count_consumed(node, topic, records)
+            elapsed = time.perf_counter() - start
+            assert got == records, f"{name}: consumed {got} of {records}"
+            print(
+                f"{name:<24} {payload / MB / elapsed:8.1f} MB/s of keys+values"
+                f"  {records / elapsed / 1000:8.1f} k records/s  ({elapsed:.2f} s)"
+            )
+    finally:
+        node.stop()
+
+
+def count_consumed(node: Node, topic: str, records: int, deadline_s: float = 600.0) -> int:
+    """Read ``topic`` from offset 0 until ``records`` arrive; only counts (the Python loop is
+    kept minimal so the node's fetch path, not the test's bookkeeping, is what is measured)."""
+    from confluent_kafka import TopicPartition
+
+    from tests.integration.ck_helpers import make_consumer
+
+    consumer = make_consumer(node, **{"fetch.max.bytes": 8_388_608})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got = 0
+    deadline = time.monotonic() + deadline_s
+    try:
+        while got < records and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=10_000, timeout=0.5):
+                if msg.error() is not None:
+                    raise RuntimeError(f"consumer error: {msg.error()}")
+                got += 1
+    finally:
+        consumer.close()
+    return got
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from sparklog.tiering.rsm import (
     RemoteStorageManager,
 )
 from sparklog.tiering.store import ObjectStore, open_store
-from tests.unit.tiering.conftest import MotoS3
+from tests.conftest import MotoS3
 from tests.unit.tiering.faulty_store import FaultyStore
 from tests.unit.tiering.helpers import TP, segment_metadata, write_segment
 

@@ -19,7 +19,7 @@ from sparklog.tiering.store import (
     StoreUnavailableError,
     open_store,
 )
-from tests.unit.tiering.conftest import MotoS3
+from tests.conftest import MotoS3
 from tests.unit.tiering.faulty_store import FaultyStore, InjectedFault
 
 BACKENDS = ["file", "memory", "s3", "faulty"]

@@ -11,7 +11,7 @@ from sparklog.tiering.metadata import RemoteLogSegmentState
 from sparklog.tiering.rlmm import RemoteLogMetadataManager
 from sparklog.tiering.rsm import RemoteStorageManager
 from sparklog.tiering.store import open_store
-from tests.unit.tiering.conftest import MotoS3
+from tests.conftest import MotoS3
 from tests.unit.tiering.helpers import TOPIC_ID, segment_metadata, write_segment
 
 
