@@ -518,7 +518,7 @@ class RaftReplica(ElectionMixin, Generic[T]):
         elif api == rpc.FETCH_SNAPSHOT:
             self._handle_fetch_snapshot(request)
         elif api == rpc.DESCRIBE_QUORUM:
-            self._handle_describe_quorum(request)
+            self._handle_describe_quorum(now_ms, request)
         elif api in (rpc.ADD_RAFT_VOTER, rpc.REMOVE_RAFT_VOTER, rpc.UPDATE_RAFT_VOTER):
             self._handle_voter_change(now_ms, request)
         else:

@@ -279,7 +279,7 @@ class FetchMixin(VoterChangeMixin):
             },
         )
 
-    def _handle_describe_quorum(self, request: rpc.InboundRequest) -> None:
+    def _handle_describe_quorum(self, now_ms: int, request: rpc.InboundRequest) -> None:
         role = self.quorum.role
         if not isinstance(role, Leader):
             self._respond(
@@ -298,12 +298,14 @@ class FetchMixin(VoterChangeMixin):
         state = role.state
 
         def describe(progress: Any) -> dict[str, Any]:
+            # As Kafka does, the leader reports itself as fetched and caught up right now.
+            is_local = progress.key.id == self.local.id
             return rpc.replica_state(
                 progress.key.id,
                 progress.key.directory_id,
                 progress.end_offset,
-                progress.last_fetch_ms,
-                progress.last_caught_up_ms,
+                now_ms if is_local else progress.last_fetch_ms,
+                now_ms if is_local else progress.last_caught_up_ms,
             )
 
         voters = [describe(p) for p in state.voter_progress()]
