@@ -199,6 +199,10 @@ DEFS: dict[str, ConfigDef] = {
         _d("transaction.max.timeout.ms", "int", 900000, minimum=1),
         _d("producer.id.expiration.ms", "int", 86400000, minimum=1),
         _d("group.initial.rebalance.delay.ms", "int", 3000),
+        _d("group.consumer.session.timeout.ms", "int", 45000, minimum=1),
+        _d("group.consumer.heartbeat.interval.ms", "int", 5000, minimum=1),
+        _d("group.consumer.assignors", "list", ("uniform", "range")),
+        _d("offset.metadata.max.bytes", "int", 4096, minimum=0),
         _d("group.min.session.timeout.ms", "int", 6000),
         _d("group.max.session.timeout.ms", "int", 1800000),
         _d("group.max.size", "int", _INT_MAX, minimum=1),
@@ -241,7 +245,7 @@ _ACCEPTED_TEXT = """
     allow.everyone.if.no.acl.found metric.reporters metrics.num.samples
     metrics.sample.window.ms metrics.recording.level quota.window.num quota.window.size.seconds
     num.quota.samples offsets.commit.timeout.ms offsets.load.buffer.size
-    offset.metadata.max.bytes transaction.abort.timed.out.transaction.cleanup.interval.ms
+    transaction.abort.timed.out.transaction.cleanup.interval.ms
     transaction.remove.expired.transaction.cleanup.interval.ms
     transaction.partition.verification.enable unstable.api.versions.enable
     unstable.feature.versions.enable early.start.listeners

@@ -17,6 +17,7 @@ import logging
 from typing import Any
 
 from sparklog.broker.context import BrokerContext
+from sparklog.coordinator.consumer_apis import CONSUMER_GROUP_HANDLERS
 from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator, partition_for
 from sparklog.coordinator.group_metadata import GroupState
 from sparklog.coordinator.offsets import CommitPartition
@@ -517,4 +518,5 @@ GROUP_HANDLERS = {
     16: handle_list_groups,
     42: handle_delete_groups,
     47: handle_offset_delete,
+    **CONSUMER_GROUP_HANDLERS,
 }

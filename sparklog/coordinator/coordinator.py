@@ -30,6 +30,15 @@ from typing import Any
 from sparklog.broker.partition import Partition
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.config import ServerConfig
+from sparklog.coordinator.consumer_group import (
+    ConsumerConfig,
+    ConsumerGroup,
+    ConsumerGroups,
+    HeartbeatRequest,
+    HeartbeatResult,
+    TopicResolver,
+)
+from sparklog.coordinator.consumer_records import CONSUMER_RECORD_TYPES, decode_consumer_record
 from sparklog.coordinator.group_metadata import (
     ClassicGroup,
     Effects,
@@ -47,7 +56,12 @@ from sparklog.coordinator.offsets import (
     fetch_offsets,
 )
 from sparklog.coordinator.rebalance import GroupShard, JoinRequest, SyncRequest, TopicPartition
-from sparklog.coordinator.records import CoordinatorRecordError, decode_record
+from sparklog.coordinator.records import (
+    CoordinatorRecordError,
+    decode_record,
+    group_key,
+    offset_key,
+)
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.record_codec import RecordInput, build_batch, decode_batch
 from sparklog.protocol.records import CorruptRecordError, iter_batches
@@ -81,7 +95,15 @@ def group_config_from(config: ServerConfig) -> GroupConfig:
         initial_rebalance_delay_ms=int(config.get("group.initial.rebalance.delay.ms")),
         max_size=int(config.get("group.max.size")),
         offsets_retention_ms=int(config.get("offsets.retention.minutes")) * 60_000,
-        offset_metadata_max_bytes=int(config.props.get("offset.metadata.max.bytes", "4096")),
+        offset_metadata_max_bytes=int(config.get("offset.metadata.max.bytes")),
+    )
+
+
+def consumer_config_from(config: ServerConfig) -> ConsumerConfig:
+    return ConsumerConfig(
+        session_timeout_ms=int(config.get("group.consumer.session.timeout.ms")),
+        heartbeat_interval_ms=int(config.get("group.consumer.heartbeat.interval.ms")),
+        assignors=tuple(config.get("group.consumer.assignors")),
     )
 
 
@@ -100,6 +122,7 @@ class _Loaded:
     index: int
     leader_epoch: int
     shard: GroupShard
+    consumer: ConsumerGroups
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -112,8 +135,10 @@ class GroupCoordinator:
         *,
         retention_check_interval_ms: int = 600_000,
         clock: Callable[[], int] = _now_ms,
+        consumer_config: ConsumerConfig | None = None,
     ) -> None:
         self.config = config
+        self.consumer_config = consumer_config or ConsumerConfig()
         self.num_partitions = num_partitions
         self.replica_manager = replica_manager
         self.retention_check_interval_ms = retention_check_interval_ms
@@ -129,6 +154,7 @@ class GroupCoordinator:
             int(config.get("offsets.topic.num.partitions")),
             replica_manager,
             retention_check_interval_ms=int(config.get("offsets.retention.check.interval.ms")),
+            consumer_config=consumer_config_from(config),
         )
 
     def partition_for(self, group_id: str) -> int:
@@ -153,6 +179,7 @@ class GroupCoordinator:
 
     def _load(self, partition: Partition) -> _Loaded:
         shard = GroupShard(self.config, self.clock)
+        consumer = ConsumerGroups(self.consumer_config, self.clock)
         offset = partition.log_start_offset
         replayed = 0
         while offset < partition.high_watermark:
@@ -178,6 +205,13 @@ class GroupCoordinator:
                     if record.offset < offset:
                         continue
                     try:
+                        key = record.key or b""
+                        if len(key) >= 2 and int.from_bytes(key[:2]) in CONSUMER_RECORD_TYPES:
+                            consumer_record = decode_consumer_record(key, record.value)
+                            if consumer_record is not None:
+                                consumer.replay(consumer_record)
+                                replayed += 1
+                            continue
                         decoded = decode_record(record.key, record.value)
                     except CoordinatorRecordError as exc:
                         log.warning(
@@ -194,10 +228,13 @@ class GroupCoordinator:
             if advanced == offset:
                 break
             offset = advanced
+        # Offset records recreate a classic shell for their group; a consumer group owns them.
+        for group_id in consumer.groups:
+            shard.groups.pop(group_id, None)
         previous = self._loaded.get(partition.index)
         if previous is not None:
             self._abandon(previous)
-        loaded = _Loaded(partition.index, partition.leader_epoch, shard)
+        loaded = _Loaded(partition.index, partition.leader_epoch, shard, consumer)
         self._loaded[partition.index] = loaded
         log.info(
             "Loaded %d group(s) from %s-%d (%d records, epoch %d)",
@@ -261,6 +298,8 @@ class GroupCoordinator:
 
     # -- operations -----------------------------------------------------------------------
     async def join_group(self, req: JoinRequest) -> JoinResult:
+        if req.group_id in self._shard(req.group_id).consumer.groups:
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id)
         result = await self._await_answer(
             req.group_id, lambda shard, respond, fx: shard.join_group(req, respond, fx)
         )
@@ -296,7 +335,16 @@ class GroupCoordinator:
         instance_id: str | None,
         partitions: list[CommitPartition],
     ) -> ErrorCode | list[ErrorCode]:
+        consumer = self._shard(group_id).consumer
+
         def op(shard: GroupShard, fx: Effects) -> ErrorCode | list[ErrorCode]:
+            if group_id in consumer.groups:
+                error = consumer.commit_error(group_id, member_id, generation_id)
+                if error is not None:
+                    return error
+                errors = commit_offsets(shard, group_id, "", partitions, fx)
+                shard.groups.pop(group_id, None)
+                return errors
             error = commit_error(shard, group_id, generation_id, member_id, instance_id)
             if error is not None:
                 return error
@@ -320,7 +368,15 @@ class GroupCoordinator:
         return outcome
 
     async def delete_group(self, group_id: str) -> ErrorCode:
+        consumer = self._shard(group_id).consumer
+
         def op(shard: GroupShard, fx: Effects) -> ErrorCode:
+            if group_id in consumer.groups:
+                code = consumer.delete(group_id, fx)
+                if code == ErrorCode.NONE:
+                    for topic, partition in shard.offsets.pop(group_id, {}):
+                        fx.records.append((offset_key(group_id, topic, partition), None))
+                return code
             group = shard.groups.get(group_id)
             if group is None:
                 return ErrorCode.GROUP_ID_NOT_FOUND
@@ -331,6 +387,32 @@ class GroupCoordinator:
 
         outcome: ErrorCode = await self._run_op(group_id, op)
         return outcome
+
+    async def consumer_heartbeat(
+        self, req: HeartbeatRequest, resolve: TopicResolver
+    ) -> HeartbeatResult:
+        """ConsumerGroupHeartbeat; a group id held by a classic group with members is
+        GROUP_ID_NOT_FOUND (as Kafka: it is not a consumer group)."""
+
+        def op(shard: GroupShard, fx: Effects) -> HeartbeatResult:
+            classic = shard.groups.get(req.group_id)
+            if classic is not None:
+                if classic.members:
+                    return HeartbeatResult(
+                        ErrorCode.GROUP_ID_NOT_FOUND,
+                        message=f"Group {req.group_id} is not a consumer group.",
+                    )
+                if classic.protocol_type is not None:
+                    fx.records.append((group_key(req.group_id), None))
+                del shard.groups[req.group_id]
+            return self._shard(req.group_id).consumer.heartbeat(req, resolve, fx)
+
+        outcome = await self._run_op(req.group_id, op)
+        return outcome if isinstance(outcome, HeartbeatResult) else HeartbeatResult(outcome)
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The consumer (KIP-848) group as this coordinator holds it."""
+        return self._shard(group_id).consumer.groups.get(group_id)
 
     def group(self, group_id: str) -> ClassicGroup | None:
         """The group as this coordinator holds it (raises NOT_COORDINATOR if not ours)."""
@@ -354,9 +436,9 @@ class GroupCoordinator:
         now = self.clock()
         deadlines = [self._next_retention_ms]
         for loaded in self._loaded.values():
-            deadline = loaded.shard.next_deadline_ms()
-            if deadline is not None:
-                deadlines.append(deadline)
+            for deadline in (loaded.shard.next_deadline_ms(), loaded.consumer.next_deadline_ms()):
+                if deadline is not None:
+                    deadlines.append(deadline)
         wait_ms = min(deadlines) - now
         return min(max(wait_ms / 1000.0, 0.005), _MAX_TIMER_WAIT_S)
 
@@ -399,6 +481,7 @@ class GroupCoordinator:
             async with loaded.lock:
                 fx = Effects()
                 loaded.shard.tick(fx)
+                loaded.consumer.tick(fx)
                 if retention_due:
                     expired = expire_offsets(loaded.shard, fx)
                     if expired:

@@ -1,0 +1,175 @@
+"""Request handlers of the KIP-848 consumer group APIs: ConsumerGroupHeartbeat (68) and
+ConsumerGroupDescribe (69).
+
+They translate wire bodies (topic ids) to :class:`GroupCoordinator` calls; topic names are
+resolved against the broker's current metadata image, so a subscription to a topic that does
+not exist yet assigns nothing until the topic appears.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparklog.broker.context import BrokerContext
+from sparklog.coordinator.consumer_group import HeartbeatRequest
+from sparklog.coordinator.consumer_records import Assignment
+from sparklog.coordinator.coordinator import GroupCoordinator
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.headers import Request
+
+_AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
+def _coordinator(ctx: BrokerContext) -> GroupCoordinator:
+    groups = ctx.groups
+    if groups is None:
+        raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "No group coordinator")
+    assert isinstance(groups, GroupCoordinator)
+    return groups
+
+
+def _resolver(ctx: BrokerContext) -> Any:
+    image = ctx.image
+
+    def resolve(name: str) -> tuple[bytes, int] | None:
+        topic = image.topics.by_name.get(name)
+        if topic is None or not topic.partitions:
+            return None
+        return bytes(topic.topic_id), len(topic.partitions)
+
+    return resolve
+
+
+def _owned(items: list[dict[str, Any]] | None) -> Assignment | None:
+    if items is None:
+        return None
+    out: Assignment = {}
+    for item in items:
+        parts = frozenset(item["partitions"])
+        if parts:
+            out[bytes(item["topic_id"])] = parts
+    return out
+
+
+def _wire(assignment: Assignment) -> list[dict[str, Any]]:
+    return [
+        {"topic_id": topic_id, "partitions": sorted(parts)}
+        for topic_id, parts in sorted(assignment.items())
+        if parts
+    ]
+
+
+async def handle_consumer_group_heartbeat(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    body = request.body
+    names = body.get("subscribed_topic_names")
+    req = HeartbeatRequest(
+        group_id=body["group_id"],
+        member_id=body["member_id"],
+        member_epoch=body["member_epoch"],
+        instance_id=body.get("instance_id"),
+        rack_id=body.get("rack_id"),
+        rebalance_timeout_ms=body.get("rebalance_timeout_ms", -1),
+        subscribed_topic_names=tuple(names) if names is not None else None,
+        server_assignor=body.get("server_assignor"),
+        owned=_owned(body.get("topic_partitions")),
+        client_id=request.header.client_id or "",
+    )
+    try:
+        result = await _coordinator(ctx).consumer_heartbeat(req, _resolver(ctx))
+    except KafkaApiError as exc:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(exc.code),
+            "error_message": exc.message,
+            "member_id": None,
+            "member_epoch": -1,
+            "heartbeat_interval_ms": 0,
+            "assignment": None,
+        }
+    assignment = None
+    if result.error == ErrorCode.NONE and result.assignment is not None:
+        assignment = {"topic_partitions": _wire(result.assignment)}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(result.error),
+        "error_message": result.message,
+        "member_id": result.member_id,
+        "member_epoch": result.member_epoch,
+        "heartbeat_interval_ms": result.heartbeat_interval_ms,
+        "assignment": assignment,
+    }
+
+
+async def handle_consumer_group_describe(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    names = {bytes(t.topic_id): name for name, t in ctx.image.topics.by_name.items()}
+
+    def described(assignment: Assignment) -> dict[str, Any]:
+        return {
+            "topic_partitions": [
+                {"topic_id": t, "topic_name": names.get(t, ""), "partitions": sorted(p)}
+                for t, p in sorted(assignment.items())
+                if p
+            ]
+        }
+
+    out = []
+    for group_id in request.body["group_ids"]:
+        entry: dict[str, Any] = {
+            "error_code": 0,
+            "error_message": None,
+            "group_id": group_id,
+            "group_state": "Dead",
+            "group_epoch": -1,
+            "assignment_epoch": -1,
+            "assignor_name": "",
+            "members": [],
+            "authorized_operations": _AUTHORIZED_OPERATIONS_OMITTED,
+        }
+        try:
+            coordinator = _coordinator(ctx)
+            group = coordinator.consumer_group(group_id)
+        except KafkaApiError as exc:
+            entry["error_code"] = int(exc.code)
+            out.append(entry)
+            continue
+        if group is None:
+            entry["error_code"] = int(ErrorCode.GROUP_ID_NOT_FOUND)
+            entry["error_message"] = f"Group {group_id} not found."
+            out.append(entry)
+            continue
+        entry.update(
+            group_state=group.state,
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            assignor_name=coordinator.consumer_config.assignors[0]
+            if coordinator.consumer_config.assignors
+            else "uniform",
+            members=[
+                {
+                    "member_id": m.member_id,
+                    "instance_id": m.metadata.instance_id,
+                    "rack_id": m.metadata.rack_id,
+                    "member_epoch": m.current.member_epoch,
+                    "client_id": m.metadata.client_id,
+                    "client_host": m.metadata.client_host,
+                    "subscribed_topic_names": list(m.metadata.subscribed_topic_names),
+                    "subscribed_topic_regex": None,
+                    "assignment": described(m.current.assigned),
+                    "target_assignment": described(group.target.get(m.member_id, {})),
+                    "member_type": 1,
+                }
+                for m in group.members.values()
+            ],
+        )
+        out.append(entry)
+    return {"throttle_time_ms": 0, "groups": out}
+
+
+CONSUMER_GROUP_HANDLERS = {
+    68: handle_consumer_group_heartbeat,
+    69: handle_consumer_group_describe,
+}

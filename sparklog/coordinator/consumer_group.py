@@ -1,0 +1,480 @@
+"""KIP-848 consumer groups of one ``__consumer_offsets`` partition: ConsumerGroupHeartbeat,
+reconciliation, session timeouts, offset-commit checks and the replay of the group's records.
+
+Pure like :mod:`sparklog.coordinator.rebalance`: time comes from the injected clock, records
+to append go to an ``Effects``; the asyncio driver is :mod:`sparklog.coordinator.coordinator`.
+
+Epochs (as Kafka): the *group epoch* bumps whenever membership or a subscription (or the
+partition count of a subscribed topic) changes; the *assignment epoch* is the group epoch the
+target assignment was computed at; a *member epoch* is the assignment epoch a member has
+reconciled to.
+
+Reconciliation invariants:
+- A member never receives a partition that another member still owns (holds in its assigned
+  set or has pending revocation); it waits in UNRELEASED_PARTITIONS until it is released.
+- Revocations come first: a member whose target drops partitions keeps its epoch, loses them
+  from its assigned set at once (they become pending revocation), and only moves to the new
+  epoch once its heartbeat shows it no longer owns them.
+- A member that misses ``group.consumer.session.timeout.ms`` is removed (its partitions are
+  freed) and the group epoch bumps; a member leaves with epoch -1; a static member (with an
+  instance id) leaving with -2 keeps its assignment until its session expires or a new member
+  with the same instance id takes its place.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+from sparklog.coordinator.assignors import ASSIGNORS
+from sparklog.coordinator.consumer_records import (
+    Assignment,
+    ConsumerRecord,
+    CurrentAssignment,
+    CurrentMemberRecord,
+    GroupEpochRecord,
+    MemberMetadata,
+    MemberMetadataRecord,
+    TargetEpochRecord,
+    TargetMemberRecord,
+    encode,
+)
+from sparklog.coordinator.group_metadata import Effects
+from sparklog.protocol.errors import ErrorCode
+
+STABLE = 1
+UNREVOKED_PARTITIONS = 2
+UNRELEASED_PARTITIONS = 3
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+
+# topic name -> (topic id, partition count), None when the topic does not exist
+TopicResolver = Callable[[str], tuple[bytes, int] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerConfig:
+    session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
+    heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
+    assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors
+    max_size: int = 2**31 - 1  # group.consumer.max.size
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    server_assignor: str | None = None
+    owned: Assignment | None = None
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    error: ErrorCode
+    member_id: str | None = None
+    member_epoch: int = -1
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+    message: str | None = None
+
+
+@dataclass(slots=True)
+class ConsumerMember:
+    member_id: str
+    metadata: MemberMetadata
+    current: CurrentAssignment = field(
+        default_factory=lambda: CurrentAssignment(0, 0, STABLE, {}, {})
+    )
+    deadline_ms: int = 0
+    left_static: bool = False
+
+
+class ConsumerGroup:
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, ConsumerMember] = {}
+        self.target: dict[str, Assignment] = {}
+        self.topic_fingerprint: tuple[tuple[bytes, int], ...] | None = None
+
+    @property
+    def state(self) -> str:
+        if not self.members:
+            return "Empty"
+        if self.assignment_epoch != self.group_epoch:
+            return "Assigning"
+        if any(m.current.member_epoch != self.assignment_epoch for m in self.members.values()):
+            return "Reconciling"
+        return "Stable"
+
+    def owners(self, exclude: str) -> dict[tuple[bytes, int], str]:
+        out: dict[tuple[bytes, int], str] = {}
+        for member in self.members.values():
+            if member.member_id == exclude:
+                continue
+            for assignment in (member.current.assigned, member.current.pending_revocation):
+                for topic_id, parts in assignment.items():
+                    for p in parts:
+                        out[(topic_id, p)] = member.member_id
+        return out
+
+
+def _minus(a: Assignment, b: Assignment) -> Assignment:
+    out = {t: p - b.get(t, frozenset()) for t, p in a.items()}
+    return {t: p for t, p in out.items() if p}
+
+
+def _intersect(a: Assignment, b: Assignment) -> Assignment:
+    out = {t: p & b.get(t, frozenset()) for t, p in a.items()}
+    return {t: p for t, p in out.items() if p}
+
+
+def _empty(a: Assignment) -> bool:
+    return not any(a.values())
+
+
+class ConsumerGroups:
+    """The consumer groups of one shard."""
+
+    def __init__(self, config: ConsumerConfig, clock: Callable[[], int]) -> None:
+        self.config = config
+        self.clock = clock
+        self.groups: dict[str, ConsumerGroup] = {}
+
+    # -- persistence ----------------------------------------------------------------------
+    @staticmethod
+    def _write(fx: Effects, record: ConsumerRecord) -> None:
+        fx.records.append(encode(record))
+
+    def replay(self, record: ConsumerRecord) -> None:
+        gid = record.group_id
+        if isinstance(record, GroupEpochRecord):
+            if record.epoch is None:
+                self.groups.pop(gid, None)
+            else:
+                self.groups.setdefault(gid, ConsumerGroup(gid)).group_epoch = record.epoch
+            return
+        group = self.groups.setdefault(gid, ConsumerGroup(gid))
+        deadline = self.clock() + self.config.session_timeout_ms
+        if isinstance(record, TargetEpochRecord):
+            group.assignment_epoch = record.assignment_epoch or 0
+        elif isinstance(record, TargetMemberRecord):
+            if record.partitions is None:
+                group.target.pop(record.member_id, None)
+            else:
+                group.target[record.member_id] = record.partitions
+        elif isinstance(record, MemberMetadataRecord):
+            if record.value is None:
+                group.members.pop(record.member_id, None)
+            elif record.member_id in group.members:
+                group.members[record.member_id].metadata = record.value
+            else:
+                group.members[record.member_id] = ConsumerMember(
+                    record.member_id, record.value, deadline_ms=deadline
+                )
+        elif isinstance(record, CurrentMemberRecord):
+            member = group.members.get(record.member_id)
+            if member is not None and record.value is not None:
+                member.current = record.value
+
+    def _bump_epoch(self, group: ConsumerGroup, fx: Effects) -> None:
+        group.group_epoch += 1
+        self._write(fx, GroupEpochRecord(group.group_id, group.group_epoch))
+
+    def _set_current(
+        self, group: ConsumerGroup, member: ConsumerMember, fx: Effects, current: CurrentAssignment
+    ) -> None:
+        member.current = current
+        self._write(fx, CurrentMemberRecord(group.group_id, member.member_id, current))
+
+    def _remove_member(self, group: ConsumerGroup, member_id: str, fx: Effects) -> None:
+        group.members.pop(member_id, None)
+        group.target.pop(member_id, None)
+        gid = group.group_id
+        self._write(fx, CurrentMemberRecord(gid, member_id, None))
+        self._write(fx, TargetMemberRecord(gid, member_id, None))
+        self._write(fx, MemberMetadataRecord(gid, member_id, None))
+        self._bump_epoch(group, fx)
+
+    def delete(self, group_id: str, fx: Effects) -> ErrorCode:
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        self._write(fx, TargetEpochRecord(group_id, None))
+        self._write(fx, GroupEpochRecord(group_id, None))
+        del self.groups[group_id]
+        return ErrorCode.NONE
+
+    # -- heartbeat ------------------------------------------------------------------------
+    def heartbeat(
+        self, req: HeartbeatRequest, resolve: TopicResolver, fx: Effects
+    ) -> HeartbeatResult:
+        if not req.group_id:
+            return HeartbeatResult(ErrorCode.INVALID_REQUEST, message="GroupId can't be empty.")
+        if req.server_assignor is not None and req.server_assignor not in self.config.assignors:
+            return HeartbeatResult(ErrorCode.UNSUPPORTED_ASSIGNOR, message=req.server_assignor)
+        now = self.clock()
+        group = self.groups.get(req.group_id)
+        if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            return self._leave(group, req, fx)
+        member = group.members.get(req.member_id) if group is not None else None
+        if req.member_epoch == 0:
+            if not req.member_id:
+                # v0 clients let the coordinator pick the member id (KIP-1082 moved it to v1
+                # clients).
+                req = replace(req, member_id=str(uuid.uuid4()))
+            if group is None:
+                group = ConsumerGroup(req.group_id)
+                self.groups[req.group_id] = group
+                self._write(fx, GroupEpochRecord(group.group_id, 0))
+            if member is None:
+                error = self._join(group, req, fx)
+                if error is not None:
+                    return HeartbeatResult(error)
+                member = group.members[req.member_id]
+        elif member is None or group is None:
+            return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID, message="Unknown member.")
+        elif req.member_epoch != member.current.member_epoch:
+            lost_bump = req.member_epoch == member.current.previous_member_epoch and (
+                req.owned is None or _empty(_minus(req.owned, member.current.assigned))
+            )
+            if not lost_bump:
+                return HeartbeatResult(ErrorCode.FENCED_MEMBER_EPOCH, message="Fenced epoch.")
+        member.deadline_ms = now + self.config.session_timeout_ms
+        self._update_metadata(group, member, req, fx)
+        self._maybe_refresh_topics(group, resolve, fx)
+        if group.assignment_epoch < group.group_epoch:
+            self._compute_target(group, resolve, fx)
+        before = member.current
+        self._reconcile(group, member, req.owned, fx)
+        changed = before.assigned != member.current.assigned or req.member_epoch == 0
+        owned_mismatch = req.owned is not None and req.owned != member.current.assigned
+        return HeartbeatResult(
+            ErrorCode.NONE,
+            member_id=member.member_id,
+            member_epoch=member.current.member_epoch,
+            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+            assignment=member.current.assigned if changed or owned_mismatch else None,
+        )
+
+    def _join(self, group: ConsumerGroup, req: HeartbeatRequest, fx: Effects) -> ErrorCode | None:
+        if len(group.members) >= self.config.max_size:
+            return ErrorCode.GROUP_MAX_SIZE_REACHED
+        previous: ConsumerMember | None = None
+        if req.instance_id is not None:
+            for other in group.members.values():
+                if other.metadata.instance_id == req.instance_id:
+                    if not other.left_static:
+                        return ErrorCode.UNRELEASED_INSTANCE_ID
+                    previous = other
+        metadata = MemberMetadata(
+            instance_id=req.instance_id,
+            rack_id=req.rack_id,
+            client_id=req.client_id,
+            client_host=req.client_host,
+            subscribed_topic_names=req.subscribed_topic_names or (),
+            rebalance_timeout_ms=req.rebalance_timeout_ms,
+            server_assignor=req.server_assignor,
+        )
+        member = ConsumerMember(req.member_id, metadata)
+        group.members[member.member_id] = member
+        self._write(fx, MemberMetadataRecord(group.group_id, member.member_id, metadata))
+        if previous is not None:
+            # The static member's replacement inherits its assignment and epoch, so the
+            # partitions do not move.
+            target = group.target.pop(previous.member_id, {})
+            group.target[member.member_id] = target
+            self._write(fx, TargetMemberRecord(group.group_id, member.member_id, target))
+            self._set_current(group, member, fx, previous.current)
+            gid = group.group_id
+            del group.members[previous.member_id]
+            self._write(fx, CurrentMemberRecord(gid, previous.member_id, None))
+            self._write(fx, TargetMemberRecord(gid, previous.member_id, None))
+            self._write(fx, MemberMetadataRecord(gid, previous.member_id, None))
+            if metadata.subscribed_topic_names != previous.metadata.subscribed_topic_names:
+                self._bump_epoch(group, fx)
+        else:
+            self._set_current(group, member, fx, CurrentAssignment(0, 0, STABLE, {}, {}))
+            self._bump_epoch(group, fx)
+        return None
+
+    def _leave(
+        self, group: ConsumerGroup | None, req: HeartbeatRequest, fx: Effects
+    ) -> HeartbeatResult:
+        member = group.members.get(req.member_id) if group is not None else None
+        if group is None or member is None:
+            return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID, message="Unknown member.")
+        if req.member_epoch == STATIC_LEAVE_EPOCH and member.metadata.instance_id is not None:
+            member.left_static = True
+        else:
+            self._remove_member(group, member.member_id, fx)
+        return HeartbeatResult(
+            ErrorCode.NONE, member_id=req.member_id, member_epoch=req.member_epoch
+        )
+
+    def _update_metadata(
+        self, group: ConsumerGroup, member: ConsumerMember, req: HeartbeatRequest, fx: Effects
+    ) -> None:
+        old = member.metadata
+        new = MemberMetadata(
+            instance_id=old.instance_id,
+            rack_id=req.rack_id if req.rack_id is not None else old.rack_id,
+            client_id=old.client_id,
+            client_host=old.client_host,
+            subscribed_topic_names=(
+                tuple(req.subscribed_topic_names)
+                if req.subscribed_topic_names is not None
+                else old.subscribed_topic_names
+            ),
+            rebalance_timeout_ms=(
+                req.rebalance_timeout_ms
+                if req.rebalance_timeout_ms >= 0
+                else old.rebalance_timeout_ms
+            ),
+            server_assignor=(
+                req.server_assignor if req.server_assignor is not None else old.server_assignor
+            ),
+        )
+        member.left_static = False
+        if new == old:
+            return
+        member.metadata = new
+        self._write(fx, MemberMetadataRecord(group.group_id, member.member_id, new))
+        if (
+            set(new.subscribed_topic_names) != set(old.subscribed_topic_names)
+            or new.server_assignor != old.server_assignor
+        ):
+            self._bump_epoch(group, fx)
+
+    def _maybe_refresh_topics(
+        self, group: ConsumerGroup, resolve: TopicResolver, fx: Effects
+    ) -> None:
+        names = sorted(
+            {t for m in group.members.values() for t in m.metadata.subscribed_topic_names}
+        )
+        fingerprint = tuple(r for r in (resolve(n) for n in names) if r is not None)
+        if group.topic_fingerprint is not None and group.topic_fingerprint != fingerprint:
+            self._bump_epoch(group, fx)
+        group.topic_fingerprint = fingerprint
+
+    def _assignor_name(self, group: ConsumerGroup) -> str:
+        chosen = sorted(
+            m.metadata.server_assignor for m in group.members.values() if m.metadata.server_assignor
+        )
+        if chosen and chosen[0] in ASSIGNORS:
+            return chosen[0]
+        return next((a for a in self.config.assignors if a in ASSIGNORS), "uniform")
+
+    def _compute_target(self, group: ConsumerGroup, resolve: TopicResolver, fx: Effects) -> None:
+        topics: dict[bytes, int] = {}
+        subscriptions: dict[str, frozenset[bytes]] = {}
+        for member in group.members.values():
+            ids = set()
+            for name in member.metadata.subscribed_topic_names:
+                resolved = resolve(name)
+                if resolved is not None:
+                    topics[resolved[0]] = resolved[1]
+                    ids.add(resolved[0])
+            subscriptions[member.member_id] = frozenset(ids)
+        assignor = ASSIGNORS[self._assignor_name(group)]
+        target = assignor(subscriptions, topics, group.target)
+        for member_id, assignment in target.items():
+            if group.target.get(member_id) != assignment:
+                self._write(fx, TargetMemberRecord(group.group_id, member_id, assignment))
+        group.target = target
+        group.assignment_epoch = group.group_epoch
+        self._write(fx, TargetEpochRecord(group.group_id, group.assignment_epoch))
+
+    def _reconcile(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        owned: Assignment | None,
+        fx: Effects,
+    ) -> None:
+        current = member.current
+        target = group.target.get(member.member_id, {})
+        pending = current.pending_revocation
+        if not _empty(pending):
+            # Revocation completes when the member reports it no longer owns them.
+            if owned is None or not _empty(_intersect(pending, owned)):
+                return
+            pending = {}
+        elif current.member_epoch == group.assignment_epoch and current.state == STABLE:
+            return
+        revoke = _minus(current.assigned, target)
+        if not _empty(revoke):
+            self._set_current(
+                group,
+                member,
+                fx,
+                CurrentAssignment(
+                    current.member_epoch,
+                    current.previous_member_epoch,
+                    UNREVOKED_PARTITIONS,
+                    _intersect(current.assigned, target),
+                    revoke,
+                ),
+            )
+            return
+        owners = group.owners(exclude=member.member_id)
+        granted: dict[bytes, frozenset[int]] = {}
+        unreleased = False
+        for topic_id, parts in target.items():
+            free = frozenset(p for p in parts if (topic_id, p) not in owners)
+            unreleased |= free != parts
+            if free:
+                granted[topic_id] = free
+        new_epoch = group.assignment_epoch
+        state = UNRELEASED_PARTITIONS if unreleased else STABLE
+        previous_epoch = (
+            current.member_epoch
+            if new_epoch != current.member_epoch
+            else current.previous_member_epoch
+        )
+        updated = CurrentAssignment(new_epoch, previous_epoch, state, granted, {})
+        if updated != current:
+            self._set_current(group, member, fx, updated)
+
+    # -- offsets and timers ---------------------------------------------------------------
+    def commit_error(self, group_id: str, member_id: str, member_epoch: int) -> ErrorCode | None:
+        """Whether a commit to a consumer group is accepted (None: yes)."""
+        group = self.groups[group_id]
+        if member_epoch < 0 and not member_id:
+            return None if not group.members else ErrorCode.UNKNOWN_MEMBER_ID
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch != member.current.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return None
+
+    def next_deadline_ms(self) -> int | None:
+        deadlines = [m.deadline_ms for g in self.groups.values() for m in g.members.values()]
+        return min(deadlines) if deadlines else None
+
+    def tick(self, fx: Effects, resolve: TopicResolver | None = None) -> list[str]:
+        """Remove members past their session timeout; returns their ids."""
+        now = self.clock()
+        expired: list[str] = []
+        for group in list(self.groups.values()):
+            for member in list(group.members.values()):
+                if member.deadline_ms <= now:
+                    self._remove_member(group, member.member_id, fx)
+                    expired.append(member.member_id)
+        return expired
+
+    def reconciled(self, group_id: str) -> Mapping[str, CurrentAssignment]:
+        group = self.groups.get(group_id)
+        return {} if group is None else {m: v.current for m, v in group.members.items()}
