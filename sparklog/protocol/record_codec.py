@@ -44,6 +44,7 @@ from sparklog.protocol.records import (
     COMPRESSION_MASK,
     CONTROL_MASK,
     CORRUPT_MESSAGE,
+    DELETE_HORIZON_MASK,
     MAGIC_V2,
     NO_PARTITION_LEADER_EPOCH,
     NO_PRODUCER_EPOCH,
@@ -289,15 +290,18 @@ def build_batch(
     last_offset_delta: int | None = None,
     max_timestamp: int | None = None,
     compression_level: int | None = None,
+    delete_horizon_ms: int | None = None,
 ) -> bytes:
     """Encode one v2 batch. Inputs are ``RecordInput``s, decoded ``Record``s (re-encoding keeps
     their offsets) or ``(key, value[, headers[, timestamp]])`` tuples. ``max_timestamp``
-    overrides the header's (the broker's time for a LogAppendTime batch)."""
+    overrides the header's (the broker's time for a LogAppendTime batch).
+    ``delete_horizon_ms`` (log compaction, KIP-534) sets the delete-horizon attribute and
+    stores the horizon as the base timestamp, record timestamp deltas being relative to it."""
     now_ms = int(time.time() * 1000)
     inputs = [_normalise(item, i, base_offset, now_ms) for i, item in enumerate(records)]
     raw = bytearray()
     if inputs:
-        base_timestamp = inputs[0].timestamp
+        base_timestamp = inputs[0].timestamp if delete_horizon_ms is None else delete_horizon_ms
         assert base_timestamp is not None
         for record in inputs:
             _encode_record(raw, record, base_timestamp)
@@ -305,12 +309,15 @@ def build_batch(
         last_delta = inputs[-1].offset_delta
     else:
         base_timestamp = highest = NO_TIMESTAMP
+        if delete_horizon_ms is not None:
+            base_timestamp = delete_horizon_ms
         last_delta = 0
     attributes = (
         (compression & COMPRESSION_MASK)
         | (TIMESTAMP_TYPE_MASK if timestamp_type == TIMESTAMP_LOG_APPEND_TIME else 0)
         | (TRANSACTIONAL_MASK if is_transactional else 0)
         | (CONTROL_MASK if is_control else 0)
+        | (DELETE_HORIZON_MASK if delete_horizon_ms is not None else 0)
     )
     payload = codecs.compress(compression, raw, compression_level)
     body = (

@@ -21,6 +21,13 @@ Contract and invariants:
   first. Deletion never creates a gap below the log end offset.
 - Truncation removes whole batches: ``truncate_to(o)`` drops every batch whose last offset is
   >= o, so if ``o`` falls inside a batch the new LEO is that batch's base offset (< o).
+- Idempotent producers: :attr:`Log.producer_state` (a
+  :class:`~sparklog.storage.producer_state.ProducerStateManager`) always describes the batches
+  below the LEO. Leader appends are checked against it before anything is written (a
+  duplicate is not written and answered with the original offsets); follower appends update it
+  unchecked. A snapshot is written at every roll and by :meth:`take_producer_snapshot` (clean
+  shutdown); opening and truncation reload the newest snapshot at or below the LEO and replay
+  the batches after it.
 - Not thread-safe: the caller serialises calls per log. Time comes from the injected clock.
 
 :class:`Log` keeps opening, recovery, appends, rolls, reads and truncation here and mixes in
@@ -68,6 +75,11 @@ from sparklog.storage.loader import (
 )
 from sparklog.storage.log_durability import FlushPlan, LogDurability
 from sparklog.storage.log_retention import LogRetention
+from sparklog.storage.producer_state import (
+    ProducerStateManager,
+    duplicate_result,
+    replay_segments,
+)
 from sparklog.storage.segment import LogSegment
 from sparklog.storage.slices import (
     AppendResult,
@@ -130,6 +142,7 @@ class Log(LogRetention, LogDurability):
         self._pending_deletes: list[tuple[int, list[str]]] = []
         self._roll_jitter_ms = self._new_jitter()
         self.epoch_cache = LeaderEpochCache(directory, lambda: self.log_end_offset)
+        self.producer_state = ProducerStateManager(directory)
 
     # --- opening and recovery ------------------------------------------------------------
 
@@ -191,7 +204,15 @@ class Log(LogRetention, LogDurability):
         cache.assign_many(new_epochs)
         cache.truncate_from_end(log_end_offset)
         cache.truncate_from_start(start)
+        log._reload_producer_state()
         return log
+
+    def _reload_producer_state(self) -> None:
+        """Load the newest snapshot at or below the LEO and replay the batches after it."""
+        state = self.producer_state
+        loaded = state.load(self.log_end_offset, self._clock())
+        replay_segments(state, self._segments, 0 if loaded is None else loaded)
+        state.map_end_offset = self.log_end_offset
 
     def _new_jitter(self) -> int:
         jitter = min(self.config.segment_jitter_ms, self.config.segment_ms)
@@ -307,7 +328,12 @@ class Log(LogRetention, LogDurability):
                 header = set_log_append_time(buf, pos, append_time)
             headers.append(header)
             next_offset = header.next_offset
-        return self._append(buf, headers, now, append_time)
+        check = self.producer_state.check_leader_append(headers, f"{self.topic}-{self.partition}")
+        if check.duplicate is not None:
+            return duplicate_result(check.duplicate, self._log_start_offset, append_time >= 0)
+        result = self._append(buf, headers, now, append_time)
+        self.producer_state.commit(check.updates, self.log_end_offset)
+        return result
 
     def append_as_follower(self, records: Records, now_ms: int | None = None) -> AppendResult:
         """Append batches whose offsets the leader assigned; they must start at the LEO."""
@@ -323,7 +349,9 @@ class Log(LogRetention, LogDurability):
                     f"must be contiguous with the log end offset"
                 )
             expected = header.next_offset
-        return self._append(records, headers, now, -1)
+        result = self._append(records, headers, now, -1)
+        self.producer_state.apply_unchecked(headers)
+        return result
 
     def _append(
         self, buf: Records, headers: list[BatchHeader], now_ms: int, append_time: int
@@ -391,7 +419,16 @@ class Log(LogRetention, LogDurability):
         self._segments.append(segment)
         self._bases.append(base)
         self._roll_jitter_ms = self._new_jitter()
+        # Every batch below ``base`` is applied, so the state is the one at the new segment.
+        self.producer_state.map_end_offset = base
+        self.producer_state.take_snapshot()
         return segment
+
+    def take_producer_snapshot(self) -> None:
+        """Durably snapshot the producer state at the LEO (clean shutdown), so the next open
+        has nothing to replay."""
+        self.producer_state.map_end_offset = self.log_end_offset
+        self.producer_state.take_snapshot(durable=True)
 
     # --- reading -------------------------------------------------------------------------
 
@@ -480,6 +517,7 @@ class Log(LogRetention, LogDurability):
         self._recovery_point = min(self._recovery_point, leo)
         self._high_watermark = min(self._high_watermark, leo)
         self.epoch_cache.truncate_from_end(leo)
+        self._reload_producer_state()
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -491,6 +529,8 @@ class Log(LogRetention, LogDurability):
         self._bases = [offset]
         self._log_start_offset = self._recovery_point = self._high_watermark = offset
         self.epoch_cache.clear()
+        self.producer_state.delete_all_snapshots()
+        self.producer_state.clear(offset)
 
     # --- tiered storage ------------------------------------------------------------------
 

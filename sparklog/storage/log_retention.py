@@ -18,7 +18,8 @@ Contract and invariants (for :class:`~sparklog.storage.log.Log`, which mixes thi
   past the LEO) and :meth:`LogRetention.delete_records` (never past the high watermark).
 - Deleted segments are renamed ``*.deleted`` at once and their files removed only after
   ``file.delete.delay.ms`` by :meth:`LogRetention.delete_expired_files`, so slices handed out
-  earlier stay readable meanwhile.
+  earlier stay readable meanwhile. Producer-state snapshots below the first remaining
+  segment go the same way.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING
 from sparklog.storage.config import LogConfig
 from sparklog.storage.epoch_cache import LeaderEpochCache
 from sparklog.storage.errors import OffsetOutOfRangeError
+from sparklog.storage.producer_state import ProducerStateManager
 from sparklog.storage.segment import LogSegment
 
 # The logger Log itself uses, so existing logging configuration still covers these messages.
@@ -48,6 +50,7 @@ class LogRetention:
     partition: int
     config: LogConfig
     epoch_cache: LeaderEpochCache
+    producer_state: ProducerStateManager
     remote_storage: bool
     highest_remote_offset: int
     _clock: Callable[[], int]
@@ -179,6 +182,11 @@ class LogRetention:
         del self._segments[: len(doomed)]
         del self._bases[: len(doomed)]
         first_base = self._segments[0].base_offset
+        # Producer snapshots go with their segments; the one at the first base stays.
+        snapshots = self.producer_state.mark_snapshots_deleted_below(first_base)
+        if snapshots:
+            due = self._clock() + self.config.file_delete_delay_ms
+            self._pending_deletes.append((due, snapshots))
         if first_base > self._log_start_offset and not self.remote_storage:
             self._log_start_offset = first_base
             self._high_watermark = max(self._high_watermark, first_base)
@@ -186,10 +194,29 @@ class LogRetention:
             self.epoch_cache.truncate_from_start(first_base)
         return len(doomed)
 
+    def replace_segment(self, old: LogSegment, install: Callable[[], LogSegment]) -> LogSegment:
+        """Swap in a cleaned copy of the closed segment ``old`` (log compaction).
+
+        ``old``'s files are renamed ``*.deleted`` first (removed after file.delete.delay.ms),
+        then ``install()`` moves the replacement's ``*.swap`` files to the final names and
+        opens it; offsets are unchanged, so only the segment object is replaced.
+        """
+        position = self._segments.index(old)
+        if position == len(self._segments) - 1:
+            raise ValueError("the active segment is never replaced")
+        self._schedule_delete(old)
+        segment = install()
+        self._segments[position] = segment
+        return segment
+
     def _schedule_delete(self, segment: LogSegment) -> None:
         _log.info("Scheduling deletion of segment %s", segment.path)
         due = self._clock() + self.config.file_delete_delay_ms
         self._pending_deletes.append((due, segment.mark_deleted()))
+
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """producer.id.expiration.ms: forget producers idle that long (no open transaction)."""
+        return self.producer_state.remove_expired(now_ms)
 
     def delete_expired_files(self, now_ms: int) -> None:
         """Remove ``*.deleted`` files whose ``file.delete.delay.ms`` has passed."""

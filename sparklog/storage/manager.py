@@ -1,14 +1,20 @@
 """The log manager: every partition log of a node across its log directories.
 
 Contract (Kafka's ``LogManager``):
-- Each log dir holds ``topic-partition`` directories plus three offset checkpoints
+- Each log dir holds ``topic-partition`` directories plus four offset checkpoints
   (``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
-  ``replication-offset-checkpoint``) and, after a clean shutdown, ``.kafka_cleanshutdown``.
+  ``replication-offset-checkpoint`` and the log cleaner's ``cleaner-offset-checkpoint``, the
+  first dirty offset of each compacted log) and, after a clean shutdown,
+  ``.kafka_cleanshutdown``.
+- :meth:`retention_pass` applies retention, then compaction (:meth:`clean`, synchronously;
+  the cleaner's file writing is thread-safe should it move off the caller's thread), expires
+  idle producers and removes ``.deleted`` files whose delay has passed.
 - :meth:`load` reads the marker and checkpoints, then *removes* the marker before opening any
   log, so a crash during this run is never mistaken for a clean shutdown. Without the marker
   each log is recovered from its checkpointed recovery point. Directories ending in
   ``-delete`` are leftovers of a deletion and are removed.
-- :meth:`checkpoint` writes the three files atomically; :meth:`shutdown` flushes every log,
+- :meth:`checkpoint` writes the three files atomically; :meth:`shutdown` flushes every log
+  (and snapshots its producer state at the log end offset),
   checkpoints and then writes the marker, in that order.
 - A missing or unreadable checkpoint is treated as empty (recovery from offset 0: slower,
   never unsafe). Recovery points are only as fresh as the last :meth:`checkpoint`; the broker
@@ -31,6 +37,7 @@ from sparklog.storage.checkpoint import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
+from sparklog.storage.cleaner import CleanResult, LogCleaner
 from sparklog.storage.config import LogConfig
 from sparklog.storage.loader import log_dir_name, parse_log_dir_name
 from sparklog.storage.log import Clock, Log
@@ -39,6 +46,7 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 DELETE_DIR_SUFFIX = "-delete"
 
 TopicPartition = tuple[str, int]
@@ -70,6 +78,7 @@ class LogManager:
         self._clock = clock
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, str] = {}
+        self.cleaner = LogCleaner()
 
     def load(self, config_for: Callable[[str], LogConfig] | None = None) -> None:
         """Open every log found in the log dirs; ``config_for(topic)`` gives topic configs."""
@@ -80,6 +89,7 @@ class LogManager:
             recovery = _read_checkpoint(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT))
             starts = _read_checkpoint(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT))
             watermarks = _read_checkpoint(os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT))
+            dirty = _read_checkpoint(os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT))
             if clean:
                 os.remove(marker)
             entries = sorted(os.listdir(log_dir))
@@ -112,6 +122,8 @@ class LogManager:
                     had_clean_shutdown=clean,
                 )
                 self._dir_of[parsed] = log_dir
+                if parsed in dirty:
+                    self.cleaner.first_dirty_offsets[parsed] = dirty[parsed]
                 _log.info("Loaded log %s (%d/%d in %s)", name, done, len(candidates), log_dir)
 
     def get_log(self, topic: str, partition: int) -> Log | None:
@@ -150,6 +162,7 @@ class LogManager:
         if log is None:
             return False
         log_dir = self._dir_of.pop(key)
+        self.cleaner.forget(key)
         log.close()
         doomed = os.path.join(
             log_dir, f"{log_dir_name(topic, partition)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
@@ -175,23 +188,47 @@ class LogManager:
                 os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT),
                 {k: log.high_watermark for k, log in logs.items()},
             )
+            dirty = self.cleaner.first_dirty_offsets
+            write_offset_checkpoint(
+                os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT),
+                {k: dirty[k] for k in logs if k in dirty},
+            )
 
     def flush_due(self, now_ms: int) -> int:
         """Flush logs whose flush.ms has elapsed; returns how many were flushed."""
         return sum(1 for log in list(self._logs.values()) if log.flush_if_due(now_ms))
 
     def retention_pass(self, now_ms: int) -> int:
-        """Apply retention to every log and remove expired ``.deleted`` files."""
+        """Apply retention and compaction to every log, expire idle producers and remove
+        expired ``.deleted`` files; returns how many segments retention deleted."""
         deleted = 0
         for log in list(self._logs.values()):
             deleted += log.delete_retention_breached(now_ms)
+        self.clean(now_ms)
+        for log in list(self._logs.values()):
+            log.remove_expired_producers(now_ms)
             log.delete_expired_files(now_ms)
         return deleted
+
+    def clean(self, now_ms: int) -> dict[TopicPartition, CleanResult]:
+        """Compact every log with cleanup.policy including compact that needs it now."""
+        results: dict[TopicPartition, CleanResult] = {}
+        for key, log in list(self._logs.items()):
+            try:
+                result = self.cleaner.maybe_clean(key, log, now_ms)
+            except Exception:
+                # A damaged batch must not stop the other logs' cleaning nor the node.
+                _log.exception("Cleaning %s failed", log.directory)
+                continue
+            if result is not None:
+                results[key] = result
+        return results
 
     def shutdown(self) -> None:
         """Flush and close every log, checkpoint, then mark each dir cleanly shut down."""
         for log in self._logs.values():
             log.flush()
+            log.take_producer_snapshot()
             log.delete_expired_files(1 << 62)
         self.checkpoint()
         for log in self._logs.values():

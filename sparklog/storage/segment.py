@@ -75,12 +75,17 @@ class LogSegment:
         max_index_bytes: int,
         now_ms: int,
         create: bool,
+        file_suffix: str = "",
     ) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.max_index_bytes = max_index_bytes
-        self.path = os.path.join(directory, segment_file_name(base_offset, LOG_SUFFIX))
+        # The log cleaner builds a replacement segment as ``*.cleaned`` files (see cleaner.py).
+        self.file_suffix = file_suffix
+        self.path = os.path.join(
+            directory, segment_file_name(base_offset, LOG_SUFFIX) + file_suffix
+        )
         flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
         self._fd: int | None = os.open(self.path, flags, 0o644)
         self.size = os.fstat(self._fd).st_size
@@ -108,7 +113,14 @@ class LogSegment:
     # --- opening -------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, directory: str, base_offset: int, config: LogConfig, now_ms: int) -> LogSegment:
+    def create(
+        cls,
+        directory: str,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        file_suffix: str = "",
+    ) -> LogSegment:
         return cls(
             directory,
             base_offset,
@@ -116,6 +128,7 @@ class LogSegment:
             max_index_bytes=config.segment_index_bytes,
             now_ms=now_ms,
             create=True,
+            file_suffix=file_suffix,
         )
 
     @classmethod
@@ -131,7 +144,8 @@ class LogSegment:
         )
 
     def _index_path(self, suffix: str) -> str:
-        return os.path.join(self.directory, segment_file_name(self.base_offset, suffix))
+        name = segment_file_name(self.base_offset, suffix) + self.file_suffix
+        return os.path.join(self.directory, name)
 
     def _load_indexes(self) -> None:
         offset_index = OffsetIndex.load(

@@ -75,7 +75,9 @@ class AppendResult:
     """Outcome of an append: the offsets assigned and the timestamps Produce must return.
 
     ``log_append_time`` is -1 unless the topic uses LogAppendTime. For an empty append,
-    ``first_offset`` is -1 and ``last_offset`` is -1.
+    ``first_offset`` is -1 and ``last_offset`` is -1. ``duplicate`` marks an idempotent
+    producer's retry of a batch already in the log: nothing was written and the offsets are
+    those of the original append (Produce answers it with NONE and the original base offset).
     """
 
     first_offset: int
@@ -86,6 +88,7 @@ class AppendResult:
     offset_of_max_timestamp: int
     records_count: int
     valid_bytes: int
+    duplicate: bool = False
 
 
 @dataclass(frozen=True, slots=True)

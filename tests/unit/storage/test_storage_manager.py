@@ -144,6 +144,7 @@ def test_temp_files_and_deleted_dirs_are_swept(tmp_path: Path, clock: FakeClock)
         "00000000000000000000.index",
         "00000000000000000000.log",
         "00000000000000000000.timeindex",
+        "00000000000000000006.snapshot",  # the producer state at clean shutdown
         "leader-epoch-checkpoint",
     ]
     assert not leftover.exists()
