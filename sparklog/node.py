@@ -91,7 +91,12 @@ class Node:
         self.log_manager = LogManager(list(config.log_dirs), default_log_config, _now_ms)
         self.log_manager.load()
         self.plane = MetadataPlane.start(config, self.cluster_id, directory_ids=self.directory_ids)
-        replica_manager = ReplicaManager(config.node_id, self.log_manager, default_log_config)
+        replica_manager = ReplicaManager(
+            config.node_id,
+            self.log_manager,
+            default_log_config,
+            producer_id_expiration_ms=int(config.get("producer.id.expiration.ms")),
+        )
         self.replica_manager = replica_manager
         self.plane.loader.install_publisher(replica_manager)
         plane = self.plane

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -157,7 +158,13 @@ class RemoteLogManager:
                 segment_leader_epochs=segment_epochs(plog, segment.base_offset, end),
                 leader_epoch=partition.leader_epoch,
             )
-            data = LogSegmentData(segment.path, metadata.segment_leader_epochs)
+            snapshot = plog.producer_state.snapshot_path(segment.next_offset)
+            data = LogSegmentData(
+                segment.path,
+                metadata.segment_leader_epochs,
+                # The producer state as of the segment's end, as Kafka uploads it.
+                producer_snapshot_path=snapshot if os.path.exists(snapshot) else None,
+            )
             self.rlmm.add_remote_log_segment_metadata(metadata)
 
             def copy(m: RemoteLogSegmentMetadata = metadata, d: LogSegmentData = data) -> int:

@@ -41,8 +41,15 @@ class AppendOutcome:
 
 
 class ReplicaManager:
-    def __init__(self, broker_id: int, log_manager: LogManager, default_config: LogConfig) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        log_manager: LogManager,
+        default_config: LogConfig,
+        producer_id_expiration_ms: int = 86_400_000,
+    ) -> None:
         self.broker_id = broker_id
+        self.producer_id_expiration_ms = producer_id_expiration_ms
         self.log_manager = log_manager
         self.default_config = default_config
         self.partitions: dict[TopicPartition, Partition] = {}
@@ -97,6 +104,7 @@ class ReplicaManager:
             existing = None
         plog = existing or self.log_manager.create_log(topic, index, topic_id, config)
         plog.auto_flush = False
+        plog.producer_state.expiration_ms = self.producer_id_expiration_ms
         if existing is not None and existing.config != config:
             existing.update_config(config)
         partition = Partition(topic, index, topic_id, plog, self.broker_id)
