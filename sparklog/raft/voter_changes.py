@@ -52,65 +52,55 @@ class VoterChangeMixin:
     _random: random_module.Random
     _inflight: dict[int, _Inflight]
 
-    # Provided by RaftReplica.
-    @property
-    def high_watermark(self) -> int:
-        raise NotImplementedError
+    # Provided by RaftReplica and the other mixins; declared for the type checker only, so
+    # no stub can shadow a real method at run time.
+    if TYPE_CHECKING:
 
-    @property
-    def is_voter(self) -> bool:
-        raise NotImplementedError
+        @property
+        def high_watermark(self) -> int: ...
 
-    @property
-    def kraft_version(self) -> int:
-        raise NotImplementedError
+        @property
+        def is_voter(self) -> bool: ...
 
-    def _respond(self, request: rpc.InboundRequest, body: rpc.Body) -> None:
-        raise NotImplementedError
+        @property
+        def kraft_version(self) -> int: ...
 
-    def _send(
-        self, now_ms: int, destination: int, api_key: int, body: rpc.Body, pre_vote: bool = False
-    ) -> None:
-        raise NotImplementedError
+        def _respond(self, request: rpc.InboundRequest, body: rpc.Body) -> None: ...
 
-    def _observe_leader(self, now_ms: int, epoch: int, leader_id: int) -> bool:
-        raise NotImplementedError
+        def _send(
+            self,
+            now_ms: int,
+            destination: int,
+            api_key: int,
+            body: rpc.Body,
+            pre_vote: bool = False,
+        ) -> None: ...
 
-    def _advance_high_watermark(self, offset: int) -> None:
-        raise NotImplementedError
+        def _observe_leader(self, now_ms: int, epoch: int, leader_id: int) -> bool: ...
 
-    def _truncate(self, offset: int) -> None:
-        raise NotImplementedError
+        def _advance_high_watermark(self, offset: int) -> None: ...
 
-    def _scan_control(self, data: bytes) -> None:
-        raise NotImplementedError
+        def _truncate(self, offset: int) -> None: ...
 
-    def _append_data(self, values: list[bytes]) -> int:
-        raise NotImplementedError
+        def _scan_control(self, data: bytes) -> None: ...
 
-    def append_control(self, controls: list[tuple[str, dict[str, Any]]]) -> int:
-        raise NotImplementedError
+        def _append_data(self, values: list[bytes]) -> int: ...
 
-    def _resign(self, now_ms: int, role: Leader) -> None:
-        raise NotImplementedError
+        def append_control(self, controls: list[tuple[str, dict[str, Any]]]) -> int: ...
 
-    def _send_begin_epoch(self, now_ms: int, key: ReplicaKey) -> None:
-        raise NotImplementedError
+        def _resign(self, now_ms: int, role: Leader) -> None: ...
 
-    def _has_inflight(self, destination: int, api_key: int) -> bool:
-        raise NotImplementedError
+        def _send_begin_epoch(self, now_ms: int, key: ReplicaKey) -> None: ...
 
-    def _election_timeout(self) -> int:
-        raise NotImplementedError
+        def _has_inflight(self, destination: int, api_key: int) -> bool: ...
 
-    def _become_follower(self, now_ms: int, epoch: int, leader_id: int) -> None:
-        raise NotImplementedError
+        def _election_timeout(self) -> int: ...
 
-    def _become_unattached(self, now_ms: int, epoch: int) -> None:
-        raise NotImplementedError
+        def _become_follower(self, now_ms: int, epoch: int, leader_id: int) -> None: ...
 
-    def _become_leader(self, now_ms: int, role: Candidate) -> None:
-        raise NotImplementedError
+        def _become_unattached(self, now_ms: int, epoch: int) -> None: ...
+
+        def _become_leader(self, now_ms: int, role: Candidate) -> None: ...
 
     # -- voter changes ------------------------------------------------------------------------
 
