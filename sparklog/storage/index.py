@@ -22,6 +22,7 @@ import bisect
 import contextlib
 import os
 import struct
+from abc import ABC, abstractmethod
 from typing import Final
 
 _OFFSET_ENTRY: Final = struct.Struct(">ii")
@@ -30,7 +31,7 @@ OFFSET_ENTRY_SIZE: Final = _OFFSET_ENTRY.size
 TIME_ENTRY_SIZE: Final = _TIME_ENTRY.size
 
 
-class SparseIndex:
+class SparseIndex(ABC):
     """Common machinery: an append-only file of fixed-size entries mirrored in memory."""
 
     entry_size: int = 0
@@ -51,6 +52,27 @@ class SparseIndex:
     @property
     def is_full(self) -> bool:
         return len(self.keys) >= self.max_entries
+
+    @property
+    def last_entry(self) -> tuple[int, int] | None:
+        return (self.keys[-1], self.values[-1]) if self.keys else None
+
+    @abstractmethod
+    def to_bytes(self) -> bytes:
+        """Every entry in this index's on-disk layout."""
+
+    def reset(self, entries: list[tuple[int, int]]) -> None:
+        self.keys = [k for k, _ in entries]
+        self.values = [v for _, v in entries]
+        self._rewrite(self.to_bytes())
+
+    def _keep_first(self, keep: int) -> None:
+        """Drop every entry from position ``keep`` on, on disk too."""
+        if keep == len(self.keys):
+            return
+        del self.keys[keep:]
+        del self.values[keep:]
+        self._rewrite(self.to_bytes())
 
     def _open(self) -> int:
         if self._fd is None:
@@ -136,23 +158,9 @@ class OffsetIndex(SparseIndex):
             return self.base_offset, 0
         return self.keys[i], self.values[i]
 
-    @property
-    def last_entry(self) -> tuple[int, int] | None:
-        return (self.keys[-1], self.values[-1]) if self.keys else None
-
     def truncate_to(self, offset: int) -> None:
         """Drop entries whose key is >= ``offset``."""
-        keep = bisect.bisect_left(self.keys, offset)
-        if keep == len(self.keys):
-            return
-        del self.keys[keep:]
-        del self.values[keep:]
-        self._rewrite(self.to_bytes())
-
-    def reset(self, entries: list[tuple[int, int]]) -> None:
-        self.keys = [k for k, _ in entries]
-        self.values = [v for _, v in entries]
-        self._rewrite(self.to_bytes())
+        self._keep_first(bisect.bisect_left(self.keys, offset))
 
     def to_bytes(self) -> bytes:
         return b"".join(
@@ -215,23 +223,9 @@ class TimeIndex(SparseIndex):
             return -1, self.base_offset
         return self.keys[i], self.values[i]
 
-    @property
-    def last_entry(self) -> tuple[int, int] | None:
-        return (self.keys[-1], self.values[-1]) if self.keys else None
-
     def truncate_to(self, offset: int) -> None:
         """Drop entries whose offset is >= ``offset``."""
-        keep = bisect.bisect_left(self.values, offset)
-        if keep == len(self.values):
-            return
-        del self.keys[keep:]
-        del self.values[keep:]
-        self._rewrite(self.to_bytes())
-
-    def reset(self, entries: list[tuple[int, int]]) -> None:
-        self.keys = [k for k, _ in entries]
-        self.values = [v for _, v in entries]
-        self._rewrite(self.to_bytes())
+        self._keep_first(bisect.bisect_left(self.values, offset))
 
     def to_bytes(self) -> bytes:
         return b"".join(
