@@ -15,10 +15,20 @@ Reconciliation invariants:
 - Revocations come first: a member whose target drops partitions keeps its epoch, loses them
   from its assigned set at once (they become pending revocation), and only moves to the new
   epoch once its heartbeat shows it no longer owns them.
-- A member that misses ``group.consumer.session.timeout.ms`` is removed (its partitions are
-  freed) and the group epoch bumps; a member leaves with epoch -1; a static member (with an
-  instance id) leaving with -2 keeps its assignment until its session expires or a new member
-  with the same instance id takes its place.
+- A member that skips a revocation does not block the others for ever: one still holding
+  partitions pending revocation after its rebalance timeout is removed (fenced), as is a member
+  that misses ``group.consumer.session.timeout.ms``; either frees its partitions and bumps the
+  group epoch.
+- A member leaves with epoch -1. A static member (with an instance id) leaving with -2 is kept
+  with member epoch -2 (persisted, so a new coordinator knows the instance id is released) and
+  its partitions stay owned until its session expires or a new member with the same instance
+  id takes its place, inheriting them.
+
+Heartbeat answers follow Kafka: an epoch above the member's, or below it unless it is the
+previous epoch with owned partitions a subset of the assignment (the bump was lost), is
+FENCED_MEMBER_EPOCH; the response carries the full assignment only when the member joins
+(epoch 0), sends a full request (rebalance timeout, subscription and owned partitions all
+set), or its assigned partitions changed; otherwise ``assignment`` is null.
 """
 
 from __future__ import annotations
@@ -94,7 +104,13 @@ class ConsumerMember:
         default_factory=lambda: CurrentAssignment(0, 0, STABLE, {}, {})
     )
     deadline_ms: int = 0
-    left_static: bool = False
+    # When a member in UNREVOKED_PARTITIONS is fenced if it has not revoked yet; not persisted
+    # (re-armed on load, as Kafka re-arms its timers).
+    revoke_deadline_ms: int | None = None
+
+    @property
+    def left_static(self) -> bool:
+        return self.current.member_epoch == STATIC_LEAVE_EPOCH
 
 
 class ConsumerGroup:
@@ -115,6 +131,12 @@ class ConsumerGroup:
         if any(m.current.member_epoch != self.assignment_epoch for m in self.members.values()):
             return "Reconciling"
         return "Stable"
+
+    def static_member(self, instance_id: str) -> ConsumerMember | None:
+        for member in self.members.values():
+            if member.metadata.instance_id == instance_id:
+                return member
+        return None
 
     def owners(self, exclude: str) -> dict[tuple[bytes, int], str]:
         out: dict[tuple[bytes, int], str] = {}
@@ -140,6 +162,15 @@ def _intersect(a: Assignment, b: Assignment) -> Assignment:
 
 def _empty(a: Assignment) -> bool:
     return not any(a.values())
+
+
+def _subset(a: Assignment, b: Assignment) -> bool:
+    return _empty(_minus(a, b))
+
+
+def _fenced_instance(instance_id: str, holder: str) -> HeartbeatResult:
+    message = f"Instance id {instance_id} is held by member {holder}."
+    return HeartbeatResult(ErrorCode.FENCED_INSTANCE_ID, message=message)
 
 
 class ConsumerGroups:
@@ -185,14 +216,27 @@ class ConsumerGroups:
             member = group.members.get(record.member_id)
             if member is not None and record.value is not None:
                 member.current = record.value
+                member.revoke_deadline_ms = (
+                    self.clock() + self._rebalance_timeout_ms(member)
+                    if record.value.state == UNREVOKED_PARTITIONS
+                    else None
+                )
 
     def _bump_epoch(self, group: ConsumerGroup, fx: Effects) -> None:
         group.group_epoch += 1
         self._write(fx, GroupEpochRecord(group.group_id, group.group_epoch))
 
+    def _rebalance_timeout_ms(self, member: ConsumerMember) -> int:
+        timeout = member.metadata.rebalance_timeout_ms
+        return timeout if timeout > 0 else self.config.session_timeout_ms
+
     def _set_current(
         self, group: ConsumerGroup, member: ConsumerMember, fx: Effects, current: CurrentAssignment
     ) -> None:
+        if current.state != UNREVOKED_PARTITIONS:
+            member.revoke_deadline_ms = None
+        elif member.current.state != UNREVOKED_PARTITIONS or member.revoke_deadline_ms is None:
+            member.revoke_deadline_ms = self.clock() + self._rebalance_timeout_ms(member)
         member.current = current
         self._write(fx, CurrentMemberRecord(group.group_id, member.member_id, current))
 
@@ -243,14 +287,16 @@ class ConsumerGroups:
                 if error is not None:
                     return HeartbeatResult(error)
                 member = group.members[req.member_id]
-        elif member is None or group is None:
-            return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID, message="Unknown member.")
-        elif req.member_epoch != member.current.member_epoch:
-            lost_bump = req.member_epoch == member.current.previous_member_epoch and (
-                req.owned is None or _empty(_minus(req.owned, member.current.assigned))
-            )
-            if not lost_bump:
-                return HeartbeatResult(ErrorCode.FENCED_MEMBER_EPOCH, message="Fenced epoch.")
+            elif member.left_static:
+                # The static member that left comes back under the same member id: like a
+                # replacement, it keeps its partitions and reconciles from epoch 0.
+                rejoined = replace(member.current, member_epoch=0, previous_member_epoch=0)
+                self._set_current(group, member, fx, rejoined)
+        else:
+            rejected = self._check_known_member(group, member, req)
+            if rejected is not None:
+                return rejected
+            assert group is not None and member is not None
         member.deadline_ms = now + self.config.session_timeout_ms
         self._update_metadata(group, member, req, fx)
         self._maybe_refresh_topics(group, resolve, fx)
@@ -258,26 +304,70 @@ class ConsumerGroups:
             self._compute_target(group, resolve, fx)
         before = member.current
         self._reconcile(group, member, req.owned, fx)
-        changed = before.assigned != member.current.assigned or req.member_epoch == 0
-        owned_mismatch = req.owned is not None and req.owned != member.current.assigned
+        # As Kafka: a member that did not join, send a full request or get a new assignment
+        # gets a null assignment ("no change"); resending it on every owned/assigned mismatch
+        # (a member mid-revocation always has one) restarts the client's reconciliation.
+        full_request = req.member_epoch == 0 or (
+            req.rebalance_timeout_ms != -1
+            and req.subscribed_topic_names is not None
+            and req.owned is not None
+        )
+        changed = before.assigned != member.current.assigned
         return HeartbeatResult(
             ErrorCode.NONE,
             member_id=member.member_id,
             member_epoch=member.current.member_epoch,
             heartbeat_interval_ms=self.config.heartbeat_interval_ms,
-            assignment=member.current.assigned if changed or owned_mismatch else None,
+            assignment=member.current.assigned if full_request or changed else None,
         )
+
+    @staticmethod
+    def _check_known_member(
+        group: ConsumerGroup | None, member: ConsumerMember | None, req: HeartbeatRequest
+    ) -> HeartbeatResult | None:
+        """The error for a heartbeat with epoch > 0, or None when it is accepted."""
+        if group is None:
+            return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID, message="Unknown member.")
+        if req.instance_id is not None:
+            static = group.static_member(req.instance_id)
+            if static is None:
+                return HeartbeatResult(
+                    ErrorCode.UNKNOWN_MEMBER_ID,
+                    message=f"Instance id {req.instance_id} is unknown.",
+                )
+            if static.member_id != req.member_id:
+                return _fenced_instance(req.instance_id, static.member_id)
+        if member is None:
+            return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID, message="Unknown member.")
+        current = member.current
+        if req.member_epoch > current.member_epoch:
+            return HeartbeatResult(
+                ErrorCode.FENCED_MEMBER_EPOCH,
+                message=f"Member epoch {req.member_epoch} is ahead of {current.member_epoch}.",
+            )
+        if req.member_epoch < current.member_epoch:
+            # The previous epoch is accepted when the response that bumped it may have been
+            # lost: the member owns nothing it was not given since.
+            lost_bump = (
+                req.member_epoch == current.previous_member_epoch
+                and req.owned is not None
+                and _subset(req.owned, current.assigned)
+            )
+            if not lost_bump:
+                return HeartbeatResult(
+                    ErrorCode.FENCED_MEMBER_EPOCH,
+                    message=f"Member epoch {req.member_epoch} is behind {current.member_epoch}.",
+                )
+        return None
 
     def _join(self, group: ConsumerGroup, req: HeartbeatRequest, fx: Effects) -> ErrorCode | None:
         if len(group.members) >= self.config.max_size:
             return ErrorCode.GROUP_MAX_SIZE_REACHED
         previous: ConsumerMember | None = None
         if req.instance_id is not None:
-            for other in group.members.values():
-                if other.metadata.instance_id == req.instance_id:
-                    if not other.left_static:
-                        return ErrorCode.UNRELEASED_INSTANCE_ID
-                    previous = other
+            previous = group.static_member(req.instance_id)
+            if previous is not None and not previous.left_static:
+                return ErrorCode.UNRELEASED_INSTANCE_ID
         metadata = MemberMetadata(
             instance_id=req.instance_id,
             rack_id=req.rack_id,
@@ -291,12 +381,17 @@ class ConsumerGroups:
         group.members[member.member_id] = member
         self._write(fx, MemberMetadataRecord(group.group_id, member.member_id, metadata))
         if previous is not None:
-            # The static member's replacement inherits its assignment and epoch, so the
-            # partitions do not move.
+            # The static member's replacement inherits its assignment, so the partitions do
+            # not move; from epoch 0 it reconciles to the current target epoch (as Kafka).
             target = group.target.pop(previous.member_id, {})
             group.target[member.member_id] = target
             self._write(fx, TargetMemberRecord(group.group_id, member.member_id, target))
-            self._set_current(group, member, fx, previous.current)
+            self._set_current(
+                group,
+                member,
+                fx,
+                replace(previous.current, member_epoch=0, previous_member_epoch=0),
+            )
             gid = group.group_id
             del group.members[previous.member_id]
             self._write(fx, CurrentMemberRecord(gid, previous.member_id, None))
@@ -312,11 +407,28 @@ class ConsumerGroups:
     def _leave(
         self, group: ConsumerGroup | None, req: HeartbeatRequest, fx: Effects
     ) -> HeartbeatResult:
-        member = group.members.get(req.member_id) if group is not None else None
-        if group is None or member is None:
+        if group is None:
+            return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID, message="Unknown member.")
+        if req.instance_id is not None:
+            member = group.static_member(req.instance_id)
+            if member is not None and member.member_id != req.member_id:
+                return _fenced_instance(req.instance_id, member.member_id)
+        else:
+            member = group.members.get(req.member_id)
+        if member is None:
             return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID, message="Unknown member.")
         if req.member_epoch == STATIC_LEAVE_EPOCH and member.metadata.instance_id is not None:
-            member.left_static = True
+            # Kept (with its partitions) until its session expires or a replacement joins.
+            self._set_current(
+                group,
+                member,
+                fx,
+                replace(
+                    member.current,
+                    member_epoch=STATIC_LEAVE_EPOCH,
+                    previous_member_epoch=member.current.member_epoch,
+                ),
+            )
         else:
             self._remove_member(group, member.member_id, fx)
         return HeartbeatResult(
@@ -346,7 +458,6 @@ class ConsumerGroups:
                 req.server_assignor if req.server_assignor is not None else old.server_assignor
             ),
         )
-        member.left_static = False
         if new == old:
             return
         member.metadata = new
@@ -414,7 +525,7 @@ class ConsumerGroups:
         elif current.member_epoch == group.assignment_epoch and current.state == STABLE:
             return
         revoke = _minus(current.assigned, target)
-        if not _empty(revoke):
+        if not _empty(revoke) and (owned is None or not _empty(_intersect(revoke, owned))):
             self._set_current(
                 group,
                 member,
@@ -461,16 +572,26 @@ class ConsumerGroups:
         return None
 
     def next_deadline_ms(self) -> int | None:
-        deadlines = [m.deadline_ms for g in self.groups.values() for m in g.members.values()]
+        deadlines = [
+            deadline
+            for g in self.groups.values()
+            for m in g.members.values()
+            for deadline in (m.deadline_ms, m.revoke_deadline_ms)
+            if deadline is not None
+        ]
         return min(deadlines) if deadlines else None
 
     def tick(self, fx: Effects, resolve: TopicResolver | None = None) -> list[str]:
-        """Remove members past their session timeout; returns their ids."""
+        """Remove members past their session timeout, or still holding partitions pending
+        revocation past their rebalance timeout; returns their ids."""
         now = self.clock()
         expired: list[str] = []
         for group in list(self.groups.values()):
             for member in list(group.members.values()):
-                if member.deadline_ms <= now:
+                revoke_late = member.revoke_deadline_ms is not None and (
+                    member.revoke_deadline_ms <= now
+                )
+                if member.deadline_ms <= now or revoke_late:
                     self._remove_member(group, member.member_id, fx)
                     expired.append(member.member_id)
         return expired

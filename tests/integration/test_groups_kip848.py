@@ -1,13 +1,21 @@
 """The KIP-848 consumer protocol (``group.protocol=consumer``) with confluent-kafka.
 
 Three consumers share a 6-partition topic through ConsumerGroupHeartbeat with the server-side
-assignor; one leaves and its partitions move to the others without loss; committed offsets
-survive a restart of the node.
+assignor; one leaves and its partitions move to the other two; a new member joins and is given
+partitions the others release, and fetches from them; nothing is lost on the way (every
+message produced is delivered and committed) and committed offsets survive a restart of the
+node. A static member (``group.instance.id``) that closes and comes back under a new client
+gets its partitions back.
+
+Every message a consumer delivers, including while waiting for the assignment to settle, is
+recorded: a message polled and dropped is never delivered again, which would look like loss.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -22,7 +30,16 @@ from tests.integration.node_harness import Node
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 6
+BATCH = 120
 DEADLINE_S = 60.0
+
+
+class Delivered:
+    """Message values seen, and which consumer delivered each partition's messages."""
+
+    def __init__(self) -> None:
+        self.values: set[str] = set()
+        self.by_consumer: dict[int, set[int]] = {}
 
 
 def produce(node: Node, topic: str, start: int, count: int) -> set[str]:
@@ -33,69 +50,125 @@ def produce(node: Node, topic: str, start: int, count: int) -> set[str]:
     return {f"v{i}" for i in range(start, start + count)}
 
 
-def consumer(node: Node, group: str) -> Any:
-    return Consumer(
-        {
-            "bootstrap.servers": node.bootstrap,
-            "group.id": group,
-            "group.protocol": "consumer",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+def consumer(node: Node, group: str, **extra: Any) -> Any:
+    config = {
+        "bootstrap.servers": node.bootstrap,
+        "group.id": group,
+        "group.protocol": "consumer",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    }
+    config.update(extra)
+    return Consumer(config)
 
 
-def poll_until(consumers: list[Any], wanted: set[str], seen: set[str]) -> None:
+def poll_once(consumers: list[Any], delivered: Delivered) -> None:
+    for c in consumers:
+        msg = c.poll(0.05)
+        if msg is None or msg.error() is not None:
+            continue
+        delivered.values.add(msg.value().decode())
+        delivered.by_consumer.setdefault(id(c), set()).add(msg.partition())
+        c.commit(message=msg, asynchronous=False)
+
+
+def poll_until(consumers: list[Any], wanted: set[str], delivered: Delivered) -> None:
     deadline = time.monotonic() + DEADLINE_S
-    while not wanted <= seen:
-        assert time.monotonic() < deadline, f"missing {sorted(wanted - seen)[:20]}"
-        for c in consumers:
-            msg = c.poll(0.05)
-            if msg is None or msg.error() is not None:
-                continue
-            seen.add(msg.value().decode())
-            c.commit(message=msg, asynchronous=False)
+    while not wanted <= delivered.values:
+        missing = sorted(wanted - delivered.values)
+        assert time.monotonic() < deadline, f"missing {missing[:20]}"
+        poll_once(consumers, delivered)
 
 
-def settle(consumers: list[Any]) -> None:
+def owned(c: Any) -> set[int]:
+    return {tp.partition for tp in c.assignment()}
+
+
+def settle(consumers: list[Any], delivered: Delivered) -> list[set[int]]:
+    """Poll until every partition is owned exactly once and every consumer owns some."""
     deadline = time.monotonic() + DEADLINE_S
     while True:
-        owned = sorted(tp.partition for c in consumers for tp in c.assignment())
-        if owned == list(range(PARTITIONS)) and all(c.assignment() for c in consumers):
-            return
-        assert time.monotonic() < deadline, f"assignment never settled: {owned}"
+        assignments = [owned(c) for c in consumers]
+        flat = sorted(p for a in assignments for p in a)
+        if flat == list(range(PARTITIONS)) and all(assignments):
+            return assignments
+        assert time.monotonic() < deadline, f"assignment never settled: {assignments}"
+        poll_once(consumers, delivered)
+
+
+@contextmanager
+def closing(consumers: list[Any]) -> Iterator[list[Any]]:
+    try:
+        yield consumers
+    finally:
         for c in consumers:
-            c.poll(0.05)
+            c.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: with librdkafka 2.16 the assignment settles but the member that receives "
-    "partitions released by another member never fetches them; the coordinator's unit tests "
-    "pass. strict: this test starts failing the suite (XPASS) once the bug is fixed",
-)
-def test_kip848_share_leave_and_restart(node_factory: NodeFactory) -> None:
+def test_kip848_share_leave_join_and_restart(node_factory: NodeFactory) -> None:
     node = node_factory.create()
     topic = unique_topic("kip848")
     group = unique_topic("g")
     create_topic(node, topic, PARTITIONS)
-    wanted = produce(node, topic, 0, 120)
+    delivered = Delivered()
+    wanted = produce(node, topic, 0, BATCH)
     members = [consumer(node, group) for _ in range(3)]
-    for c in members:
-        c.subscribe([topic])
-    seen: set[str] = set()
-    settle(members)
-    poll_until(members, wanted, seen)
-    members.pop().close()
-    wanted |= produce(node, topic, 120, 120)
-    settle(members)
-    poll_until(members, wanted, seen)
-    for c in members:
-        c.close()
+    with closing(members):
+        for c in members:
+            c.subscribe([topic])
+        settle(members, delivered)
+        poll_until(members, wanted, delivered)
+
+        leaving = members.pop()
+        released = owned(leaving)
+        leaving.close()
+        wanted |= produce(node, topic, BATCH, BATCH)
+        after_leave = settle(members, delivered)
+        assert released <= set().union(*after_leave)
+        poll_until(members, wanted, delivered)
+
+        # The newcomer only gets partitions another member revoked first; it must then
+        # fetch from them (the symptom of issue 5 was an assignment without fetching).
+        newcomer = consumer(node, group)
+        newcomer.subscribe([topic])
+        members.append(newcomer)
+        before_join = set().union(*(owned(c) for c in members[:2]))
+        settle(members, delivered)
+        gained = owned(newcomer)
+        assert gained and gained <= before_join
+        # Produced once it owns them, so only the newcomer can deliver these.
+        wanted |= produce(node, topic, 2 * BATCH, BATCH)
+        poll_until(members, wanted, delivered)
+        assert gained <= delivered.by_consumer.get(id(newcomer), set())
+
     node.restart(graceful=True)
     probe = Consumer({"bootstrap.servers": node.bootstrap, "group.id": group})
     try:
         tps = probe.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30)
     finally:
         probe.close()
-    assert [tp.offset for tp in tps] == [40] * PARTITIONS
+    assert [tp.offset for tp in tps] == [3 * BATCH // PARTITIONS] * PARTITIONS
+
+
+def test_kip848_static_member_comes_back_to_its_partitions(node_factory: NodeFactory) -> None:
+    node = node_factory.create()
+    topic = unique_topic("kip848s")
+    group = unique_topic("g")
+    create_topic(node, topic, PARTITIONS)
+    delivered = Delivered()
+    wanted = produce(node, topic, 0, BATCH)
+    static = {"group.instance.id": "static-1"}
+    members = [consumer(node, group, **static), consumer(node, group)]
+    with closing(members):
+        for c in members:
+            c.subscribe([topic])
+        first = settle(members, delivered)[0]
+        poll_until(members, wanted, delivered)
+        # The static member closes (leaves with epoch -2): its partitions are kept for it.
+        members.pop(0).close()
+        back = consumer(node, group, **static)
+        members.insert(0, back)
+        back.subscribe([topic])
+        wanted |= produce(node, topic, BATCH, BATCH)
+        assert settle(members, delivered)[0] == first
+        poll_until(members, wanted, delivered)
