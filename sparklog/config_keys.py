@@ -197,6 +197,8 @@ DEFS: dict[str, ConfigDef] = {
         _d("transaction.state.log.segment.bytes", "int", 104857600, minimum=1),
         _d("transactional.id.expiration.ms", "int", 604800000, minimum=1),
         _d("transaction.max.timeout.ms", "int", 900000, minimum=1),
+        _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000, minimum=1),
+        _d("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000, minimum=1),
         _d("producer.id.expiration.ms", "int", 86400000, minimum=1),
         _d("group.initial.rebalance.delay.ms", "int", 3000),
         _d("group.consumer.session.timeout.ms", "int", 45000, minimum=1),
@@ -245,8 +247,6 @@ _ACCEPTED_TEXT = """
     allow.everyone.if.no.acl.found metric.reporters metrics.num.samples
     metrics.sample.window.ms metrics.recording.level quota.window.num quota.window.size.seconds
     num.quota.samples offsets.commit.timeout.ms offsets.load.buffer.size
-    transaction.abort.timed.out.transaction.cleanup.interval.ms
-    transaction.remove.expired.transaction.cleanup.interval.ms
     transaction.partition.verification.enable unstable.api.versions.enable
     unstable.feature.versions.enable early.start.listeners
     remote.log.metadata.manager.listener.name remote.log.storage.manager.class.name

@@ -12,6 +12,7 @@ below are relative to the root and always use ``/``::
     topics/{topic}/{topic_id}/{partition}/segments/{base:020d}-{segment_id}.parquet
     topics/{topic}/{topic_id}/{partition}/segments/{base:020d}-{segment_id}.leader-epoch-checkpoint
     topics/{topic}/{topic_id}/{partition}/segments/{base:020d}-{segment_id}.snapshot
+    topics/{topic}/{topic_id}/{partition}/segments/{base:020d}-{segment_id}.txnindex  (optional)
 
 ``topic_id`` and ``segment_id`` are Kafka uuids in their 22-character base64url text form. A
 topic deleted and re-created under the same name gets a new ``topic_id`` directory.
@@ -20,6 +21,13 @@ topic deleted and re-created under the same name gets a new ``topic_id`` directo
   holding the leader-epoch entries of the segment's offset range.
 - ``*.snapshot``: the producer-state snapshot of the segment's end; an empty object while the
   broker keeps no producer-state snapshots (a reader must accept a zero-length file).
+- ``*.txnindex``: the segment's transaction index (KIP-405 ``IndexType.TRANSACTION``): the
+  aborted transactions whose ABORT marker lies in the segment, in Kafka's ``AbortedTxn`` format,
+  34 bytes per entry, big-endian, ``version int16 (0) | producer_id int64 | first_offset int64 |
+  last_offset int64 (the marker) | last_stable_offset int64``, ``last_offset`` strictly
+  increasing. Zero-length when the segment holds no abort. Optional: stores written before it
+  existed have none, and an absent object means no aborted transactions. Brokers read it to
+  answer read_committed fetches of tiered offsets; Spark readers use the ``aborted`` column.
 - ``manifest.json`` (the RemoteLogMetadataManager's state of the partition) is replaced
   atomically (one PUT, or temp file + rename on ``file://``), so a reader sees an old or a new
   manifest, never a partial one. It lists only segments whose copy finished
@@ -65,6 +73,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -72,6 +81,8 @@ from typing import Any, Final
 import pyarrow as pa
 
 from sparklog.protocol.kafka_uuid import uuid_from_str
+
+from .metadata import AbortedTxn
 
 FORMAT_VERSION: Final = 1
 STORE_MARKER: Final = "_sparklog.json"
@@ -81,7 +92,10 @@ SEGMENTS_DIR: Final = "segments"
 PARQUET_SUFFIX: Final = ".parquet"
 EPOCH_SUFFIX: Final = ".leader-epoch-checkpoint"
 SNAPSHOT_SUFFIX: Final = ".snapshot"
-SEGMENT_SUFFIXES: Final = (PARQUET_SUFFIX, EPOCH_SUFFIX, SNAPSHOT_SUFFIX)
+TXN_INDEX_SUFFIX: Final = ".txnindex"
+SEGMENT_SUFFIXES: Final = (PARQUET_SUFFIX, EPOCH_SUFFIX, SNAPSHOT_SUFFIX, TXN_INDEX_SUFFIX)
+TXN_ENTRY_SIZE: Final = 34
+_TXN_ENTRY: Final = struct.Struct(">hqqqq")
 
 STATE_COPY_FINISHED: Final = "COPY_SEGMENT_FINISHED"
 STATE_DELETE_STARTED: Final = "DELETE_SEGMENT_STARTED"
@@ -171,6 +185,29 @@ def parse_epoch_checkpoint(data: bytes) -> list[tuple[int, int]]:
     if len(entries) != count or any(len(e) != 2 for e in entries):
         raise LayoutError(f"malformed leader-epoch checkpoint: expected {count} entries")
     return [(e[0], e[1]) for e in entries]
+
+
+def format_txn_index(entries: Sequence[AbortedTxn]) -> bytes:
+    """The ``.txnindex`` object of ``entries`` (in marker order; b"" when none)."""
+    return b"".join(
+        _TXN_ENTRY.pack(0, t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
+        for t in entries
+    )
+
+
+def parse_txn_index(data: bytes) -> tuple[AbortedTxn, ...]:
+    """The entries of a ``.txnindex`` object; :class:`LayoutError` if it is damaged."""
+    if len(data) % TXN_ENTRY_SIZE:
+        raise LayoutError(f"transaction index size {len(data)} is not a multiple of 34")
+    entries: list[AbortedTxn] = []
+    for pos in range(0, len(data), TXN_ENTRY_SIZE):
+        version, producer_id, first, last, lso = _TXN_ENTRY.unpack_from(data, pos)
+        if version != 0:
+            raise LayoutError(f"transaction index entry version {version} at {pos} is not 0")
+        if first > last or (entries and last <= entries[-1].last_offset):
+            raise LayoutError(f"transaction index entry at {pos} is out of order")
+        entries.append(AbortedTxn(producer_id, first, last, lso))
+    return tuple(entries)
 
 
 @dataclass(frozen=True, slots=True)

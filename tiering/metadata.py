@@ -140,22 +140,31 @@ class RemoteLogSegmentMetadata:
 @dataclass(frozen=True, slots=True)
 class AbortedTxn:
     """An aborted transaction of the transaction index: producer ``producer_id``'s data records
-    in ``[first_offset, last_offset]`` (``last_offset`` is the ABORT marker's) are aborted."""
+    in ``[first_offset, last_offset]`` (``last_offset`` is the ABORT marker's) are aborted.
+    ``last_stable_offset`` is the LSO right after the marker (-1 when unknown): once it reaches
+    a search's upper bound no later marker can abort data below that bound."""
 
     producer_id: int
     first_offset: int
     last_offset: int
+    last_stable_offset: int = -1
 
 
 @dataclass(frozen=True, slots=True)
 class LogSegmentData:
     """The local files of a segment to copy (Kafka's ``LogSegmentData``, trimmed to what the
-    Parquet layout needs). ``producer_snapshot_path`` None uploads an empty snapshot."""
+    Parquet layout needs). ``producer_snapshot_path`` None uploads an empty snapshot.
+
+    ``aborted_txns`` are the aborted transactions with data in the segment (they set the Parquet
+    ``aborted`` flag); ``transaction_index`` is the segment's own transaction index (the aborts
+    whose marker is in it, Kafka's ``LogSegmentData.transactionIndex``), uploaded as the
+    ``.txnindex`` object."""
 
     log_path: str
     leader_epochs: tuple[tuple[int, int], ...] = ()
     producer_snapshot_path: str | None = None
     aborted_txns: tuple[AbortedTxn, ...] = ()
+    transaction_index: tuple[AbortedTxn, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

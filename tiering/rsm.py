@@ -1,5 +1,6 @@
 """RemoteStorageManager (KIP-405): copies a closed segment to the store as Parquet plus its
-leader-epoch checkpoint and producer snapshot, serves Kafka batches back from it, deletes it.
+leader-epoch checkpoint, producer snapshot and transaction index, serves Kafka batches and the
+transaction index back from it, deletes it.
 
 Contract:
 
@@ -14,6 +15,10 @@ Contract:
   cluster is refused.
 - ``fetch_log_segment`` returns whole Kafka batches re-encoded from the rows (see
   :mod:`sparklog.tiering.transcode`) starting with the batch that holds ``start_offset``.
+- ``fetch_transaction_index`` returns the segment's aborted transactions (its ``.txnindex``;
+  none when the object is absent, as in stores written before it existed). The small decoded
+  indexes are cached (LRU, bounded by entry count); a copy or delete of the segment drops its
+  entry, and a segment id's objects never change otherwise.
 - ``delete_log_segment_data`` removes every object of the segment; deleting twice is fine.
 - Every failure is a :class:`RemoteStorageError`; a missing object is
   :class:`RemoteResourceNotFoundError`. Blocking: call from a worker thread, never an event loop.
@@ -37,15 +42,18 @@ from .layout import (
     PARQUET_SUFFIX,
     SNAPSHOT_SUFFIX,
     STORE_MARKER,
+    TXN_INDEX_SUFFIX,
     LayoutError,
     format_epoch_checkpoint,
+    format_txn_index,
     parse_epoch_checkpoint,
     parse_store_marker,
+    parse_txn_index,
     partition_dir,
     segment_stem,
     store_marker_bytes,
 )
-from .metadata import CopiedSegment, LogSegmentData, RemoteLogSegmentMetadata
+from .metadata import AbortedTxn, CopiedSegment, LogSegmentData, RemoteLogSegmentMetadata
 from .store import ObjectNotFoundError, ObjectStore, StoreError, open_store
 from .transcode import (
     DEFAULT_ROW_GROUP_ROWS,
@@ -75,7 +83,8 @@ def segment_object_paths(metadata: RemoteLogSegmentMetadata) -> dict[str, str]:
     tp = metadata.topic_id_partition
     base = partition_dir(tp.topic, tp.topic_id, tp.partition)
     stem = segment_stem(metadata.start_offset, metadata.segment_id)
-    return {s: f"{base}/{stem}{s}" for s in (PARQUET_SUFFIX, EPOCH_SUFFIX, SNAPSHOT_SUFFIX)}
+    suffixes = (PARQUET_SUFFIX, EPOCH_SUFFIX, SNAPSHOT_SUFFIX, TXN_INDEX_SUFFIX)
+    return {s: f"{base}/{stem}{s}" for s in suffixes}
 
 
 def _wrap(what: str, exc: Exception) -> RemoteStorageError:
@@ -136,10 +145,49 @@ class _RowGroupCache:
                 self._bytes -= self._entries.pop(key).nbytes
 
 
+class _TxnIndexCache:
+    """Decoded ``.txnindex`` objects by path, least recently used evicted first.
+
+    A read_committed consumer's every remote fetch scans the transaction indexes from its
+    segment onwards, so without this each fetch would GET several small objects. Bounded by
+    the number of entries held (an empty index counts as one), not by objects."""
+
+    def __init__(self, max_entries: int) -> None:
+        self._max_entries = max_entries
+        self._indexes: OrderedDict[str, tuple[AbortedTxn, ...]] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def get(self, path: str) -> tuple[AbortedTxn, ...] | None:
+        with self._lock:
+            entries = self._indexes.get(path)
+            if entries is not None:
+                self._indexes.move_to_end(path)
+            return entries
+
+    def put(self, path: str, entries: tuple[AbortedTxn, ...]) -> None:
+        with self._lock:
+            old = self._indexes.pop(path, None)
+            if old is not None:
+                self._held -= max(len(old), 1)
+            self._indexes[path] = entries
+            self._held += max(len(entries), 1)
+            while self._held > self._max_entries and len(self._indexes) > 1:
+                _, evicted = self._indexes.popitem(last=False)
+                self._held -= max(len(evicted), 1)
+
+    def forget(self, path: str) -> None:
+        with self._lock:
+            old = self._indexes.pop(path, None)
+            if old is not None:
+                self._held -= max(len(old), 1)
+
+
 class RemoteStorageManager:
     """Copies, fetches and deletes segments in one store. Thread-safe.
 
-    ``fetch_cache_bytes`` bounds the decoded row groups kept for sequential remote fetches.
+    ``fetch_cache_bytes`` bounds the decoded row groups kept for sequential remote fetches;
+    ``txn_index_cache_entries`` the aborted-transaction entries of cached ``.txnindex`` objects.
     """
 
     def __init__(
@@ -150,8 +198,10 @@ class RemoteStorageManager:
         row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
         tmp_dir: str | None = None,
         fetch_cache_bytes: int = 64 << 20,
+        txn_index_cache_entries: int = 100_000,
     ) -> None:
         self._cache = _RowGroupCache(fetch_cache_bytes)
+        self._txn_indexes = _TxnIndexCache(txn_index_cache_entries)
         self._store = store
         self._cluster_id = cluster_id
         self._row_group_rows = row_group_rows
@@ -199,6 +249,7 @@ class RemoteStorageManager:
         self.ensure_store_marker()
         paths = segment_object_paths(metadata)
         self._cache.forget(paths[PARQUET_SUFFIX])
+        self._txn_indexes.forget(paths[TXN_INDEX_SUFFIX])
         tp = metadata.topic_id_partition
         fd, local = tempfile.mkstemp(suffix=".parquet", dir=self._tmp_dir)
         os.close(fd)
@@ -237,6 +288,9 @@ class RemoteStorageManager:
             try:
                 self._store.write_atomic(paths[EPOCH_SUFFIX], format_epoch_checkpoint(epochs))
                 self._store.write_atomic(paths[SNAPSHOT_SUFFIX], snapshot)
+                self._store.write_atomic(
+                    paths[TXN_INDEX_SUFFIX], format_txn_index(segment_data.transaction_index)
+                )
                 self._store.put_file(paths[PARQUET_SUFFIX], local)
             except StoreError as exc:
                 raise _wrap(f"cannot upload {metadata.remote_log_segment_id}", exc) from exc
@@ -302,10 +356,26 @@ class RemoteStorageManager:
         except StoreError as exc:
             raise _wrap(f"cannot read {path}", exc) from exc
 
+    def fetch_transaction_index(self, metadata: RemoteLogSegmentMetadata) -> tuple[AbortedTxn, ...]:
+        """The segment's aborted transactions (marker in the segment), in marker order."""
+        path = segment_object_paths(metadata)[TXN_INDEX_SUFFIX]
+        cached = self._txn_indexes.get(path)
+        if cached is not None:
+            return cached
+        try:
+            entries = parse_txn_index(self._store.read_bytes(path))
+        except ObjectNotFoundError:
+            entries = ()
+        except (StoreError, LayoutError) as exc:
+            raise _wrap(f"cannot read {path}", exc) from exc
+        self._txn_indexes.put(path, entries)
+        return entries
+
     def delete_log_segment_data(self, metadata: RemoteLogSegmentMetadata) -> None:
         # Parquet first: once it is gone the segment cannot be served even if we stop here.
         paths = segment_object_paths(metadata)
         self._cache.forget(paths[PARQUET_SUFFIX])
+        self._txn_indexes.forget(paths[TXN_INDEX_SUFFIX])
         try:
             for path in paths.values():
                 self._store.delete(path)

@@ -20,11 +20,23 @@ from sparklog.metadata.image import MetadataImage
 
 if TYPE_CHECKING:
     from sparklog.coordinator.coordinator import GroupCoordinator
+    from sparklog.coordinator.txn_coordinator import TransactionCoordinator
 
 # (operation name, decoded request body, version) -> response body
 ControllerChannel = Callable[[str, dict[str, Any], int], Awaitable[dict[str, Any]]]
-# (partition, fetch offset, max bytes) -> Kafka record batches read from remote storage
-RemoteFetch = Callable[["Partition", int, int], Awaitable[bytes]]
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteRead:
+    """Kafka record batches read from remote storage and, for a read_committed fetch, the
+    ``(producer_id, first_offset)`` of the aborted transactions overlapping them."""
+
+    records: bytes
+    aborted_transactions: tuple[tuple[int, int], ...] = ()
+
+
+# (partition, fetch offset, max bytes, read_committed) -> what remote storage holds from there
+RemoteFetch = Callable[["Partition", int, int, bool], Awaitable[RemoteRead]]
 
 
 @dataclass
@@ -42,6 +54,7 @@ class BrokerContext:
         Callable[[Partition, int], Awaitable[tuple[int, int, int] | None]] | None
     ) = None
     groups: GroupCoordinator | None = None
+    transactions: TransactionCoordinator | None = None
     # the advertised (host, port) of the client listener, per listener name
     endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
 

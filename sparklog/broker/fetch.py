@@ -10,6 +10,13 @@ Rules kept from Kafka:
 - Out-of-range offsets get OFFSET_OUT_OF_RANGE with the partition's log start offset and high
   watermark so the client can reset; stale or future leader epochs get FENCED_LEADER_EPOCH /
   UNKNOWN_LEADER_EPOCH (KIP-320).
+- read_committed (isolation_level 1) reads stop at the last stable offset, and each partition
+  carries the aborted transactions (producer id, first offset) of the range it returns, from
+  the transaction indexes (for tiered offsets, the remote segments' ``.txnindex`` objects and
+  then the local indexes, see the remote log manager); read_uncommitted answers
+  ``aborted_transactions`` null. Every response carries ``last_stable_offset``, and a parked
+  read_committed fetch wakes when the LSO moves (markers notify the fetch purgatory like
+  appends do).
 - Fetch sessions (KIP-227): we never create one (session id 0 in the response tells the client
   to keep sending full fetch requests); a request naming a session id we did not issue gets
   FETCH_SESSION_ID_NOT_FOUND.
@@ -22,10 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparklog.broker.context import BrokerContext
+from sparklog.broker.partition import Partition
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
 from sparklog.storage.errors import OffsetMovedToTieredStorageError
-from sparklog.storage.slices import FileSlice
+from sparklog.storage.slices import FileSlice, LogReadResult
 
 _NO_ABORTED: None = None
 
@@ -116,6 +124,7 @@ async def _read_once(
             continue
         budget = min(want.max_bytes, remaining)
         records: list[FileSlice] | bytes | None = None
+        aborted: list[dict[str, int]] = []
         if budget > 0 or total == 0:
             try:
                 result = rm.read(
@@ -129,14 +138,23 @@ async def _read_once(
                 if size:
                     # File slices, not bytes: the listener sends them with sendfile.
                     records = list(result.slices)
+                    if isolation_level == 1:
+                        aborted = _aborted(partition, want.fetch_offset, result, lso)
             except OffsetMovedToTieredStorageError:
                 if ctx.remote_fetch is None:
                     code = ErrorCode.OFFSET_OUT_OF_RANGE
                     out.append((want, _partition_response(want.partition, code, **marks)))
                     errored = True
                     continue
-                records = await ctx.remote_fetch(partition, want.fetch_offset, max(budget, 1))
+                remote = await ctx.remote_fetch(
+                    partition, want.fetch_offset, max(budget, 1), isolation_level == 1
+                )
+                records = remote.records
                 size = len(records)
+                aborted = [
+                    {"producer_id": producer_id, "first_offset": first_offset}
+                    for producer_id, first_offset in remote.aborted_transactions
+                ]
             except KafkaApiError as exc:
                 out.append((want, _partition_response(want.partition, exc.code, **marks)))
                 errored = True
@@ -145,9 +163,18 @@ async def _read_once(
             remaining -= size
         extra: dict[str, Any] = {"records": records if records is not None else b""}
         if isolation_level == 1:
-            extra["aborted_transactions"] = []
+            extra["aborted_transactions"] = aborted
         out.append((want, _partition_response(want.partition, ErrorCode.NONE, **marks, **extra)))
     return out, total, errored
+
+
+def _aborted(
+    partition: Partition, fetch_offset: int, result: LogReadResult, lso: int
+) -> list[dict[str, int]]:
+    return [
+        {"producer_id": txn.producer_id, "first_offset": txn.first_offset}
+        for txn in partition.log.aborted_transactions_for_read(fetch_offset, result, lso)
+    ]
 
 
 def _group_by_topic(

@@ -6,7 +6,8 @@ Invariants:
   backwards on the leader and never passes the log end offset. In this release the ISR of every
   partition on a single node is the node itself, so an append advances the high watermark at
   once; the replication issue brings follower LEO tracking into :meth:`maybe_advance_hw`.
-- The last stable offset equals the high watermark until transactions exist.
+- The last stable offset is the log's: the high watermark, held back to the first offset of
+  the earliest transaction that is open or whose marker the high watermark has not passed.
 - A request naming a leader epoch older than ours is FENCED_LEADER_EPOCH, newer is
   UNKNOWN_LEADER_EPOCH (KIP-320).
 """
@@ -56,7 +57,7 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.log.high_watermark
+        return self.log.last_stable_offset
 
     @property
     def log_start_offset(self) -> int:

@@ -4,6 +4,10 @@ Errors follow Kafka: a bad ``acks`` fails every partition with INVALID_REQUIRED_
 or oversized batch fails only its partition (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD)
 and the connection stays open; an unknown partition is UNKNOWN_TOPIC_OR_PARTITION (or
 UNKNOWN_TOPIC_ID when the request names topics by id). ``acks=0`` gets no response at all.
+A control batch from a client is INVALID_RECORD: transaction markers are written only by the
+transaction coordinator (WriteTxnMarkers). Transactional batches are appended like any other;
+their producer opens a transaction in the partition's producer state, which holds the last
+stable offset until the coordinator's marker closes it.
 
 The records blob is never decoded: the log validates batch headers and CRCs and assigns offsets
 in place, so a frame's bytes go to the segment file as received.
@@ -52,15 +56,6 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> dict[str, Any]
             index = pdata["index"]
             if acks not in _ACKS:
                 partitions.append(_error_partition(index, ErrorCode.INVALID_REQUIRED_ACKS))
-                continue
-            if body.get("transactional_id") is not None:
-                partitions.append(
-                    _error_partition(
-                        index,
-                        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                        "Transactions are not supported by this server yet",
-                    )
-                )
                 continue
             records = pdata["records"]
             if not name:

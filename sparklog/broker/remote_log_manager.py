@@ -9,7 +9,9 @@ Per leader partition of a topic with ``remote.storage.enable=true``, every
    log start offset is the remote one again.
 2. Copy: each closed segment whose last offset is below both the high watermark and the last
    stable offset, and above the highest offset already copied, is transcoded to Parquet and
-   uploaded (COPY_SEGMENT_STARTED), then recorded in the manifest (COPY_SEGMENT_FINISHED). Only
+   uploaded (COPY_SEGMENT_STARTED) with the aborted transactions whose data it holds (from
+   the transaction indexes; all of them are decided, the segment being below the LSO, so the
+   Parquet ``aborted`` flag is final), then recorded in the manifest (COPY_SEGMENT_FINISHED). Only
    then does ``highest_remote_offset`` move, which is what allows local retention
    (``local.retention.ms`` / ``local.retention.bytes``, in the log's own retention pass) to
    delete the local copy. A crash between upload and manifest leaves an orphan object that the
@@ -18,6 +20,10 @@ Per leader partition of a topic with ``remote.storage.enable=true``, every
    or wholly below the log start offset (DeleteRecords) are deleted (DELETE_SEGMENT_STARTED,
    objects removed, DELETE_SEGMENT_FINISHED) oldest first, and the log start offset moves past
    them.
+4. Read: Fetches below the local log start offset are served from the Parquet objects; a
+   read_committed one also gets the aborted transactions overlapping the returned batches,
+   from the remote segments' ``.txnindex`` objects (uploaded with each copy from the segment's
+   own transaction index) and, when the search is not complete there, the local indexes.
 
 All store I/O runs on threads: copies on one, fetches on another pool, so neither a slow bucket
 nor a long transcode ever stalls the event loop, and a remote fetch never waits behind a copy.
@@ -36,14 +42,17 @@ from typing import TypeVar
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from sparklog.broker.context import RemoteRead
 from sparklog.broker.partition import Partition
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import uuid_to_str
+from sparklog.protocol.records import iter_batches
 from sparklog.storage.log import Log
 from sparklog.tiering.config import TieringConfig
 from sparklog.tiering.layout import PARQUET_SUFFIX
 from sparklog.tiering.metadata import (
+    AbortedTxn,
     LogSegmentData,
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
@@ -67,6 +76,22 @@ def segment_epochs(log_: Log, base_offset: int, end_offset: int) -> tuple[tuple[
     if first >= 0:
         entries.insert(0, (first, base_offset))
     return tuple(entries)
+
+
+def segment_aborted_txns(log_: Log, base_offset: int, next_offset: int) -> tuple[AbortedTxn, ...]:
+    """The aborted transactions with data in ``[base_offset, next_offset)``."""
+    return tuple(
+        AbortedTxn(t.producer_id, t.first_offset, t.last_offset)
+        for t in log_.collect_aborted_transactions(base_offset, next_offset)
+    )
+
+
+def _next_offset(records: bytes, default: int) -> int:
+    """The offset after the last whole batch of ``records``."""
+    last = None
+    for _, header in iter_batches(records):
+        last = header
+    return default if last is None else last.next_offset
 
 
 class RemoteLogManager:
@@ -164,6 +189,11 @@ class RemoteLogManager:
                 metadata.segment_leader_epochs,
                 # The producer state as of the segment's end, as Kafka uploads it.
                 producer_snapshot_path=snapshot if os.path.exists(snapshot) else None,
+                aborted_txns=segment_aborted_txns(plog, segment.base_offset, segment.next_offset),
+                transaction_index=tuple(
+                    AbortedTxn(t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
+                    for t in segment.txn_index.entries
+                ),
             )
             self.rlmm.add_remote_log_segment_metadata(metadata)
 
@@ -252,15 +282,99 @@ class RemoteLogManager:
 
     async def fetch(self, partition: Partition, offset: int, max_bytes: int) -> bytes:
         """Kafka batches from remote storage, from the batch holding ``offset`` on."""
+        return (await self._fetch(partition, offset, max_bytes))[0]
+
+    async def _fetch(
+        self, partition: Partition, offset: int, max_bytes: int
+    ) -> tuple[bytes, RemoteLogSegmentMetadata]:
         tip = self._tip(partition)
         metadata = self.rlmm.remote_log_segment_metadata(tip, offset)
         if metadata is None:
             raise KafkaApiError(
                 ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {offset} is in no remote segment"
             )
-        return await self._on(
+        records = await self._on(
             self._fetchers, lambda: self.rsm.fetch_log_segment(metadata, offset, max_bytes)
         )
+        return records, metadata
+
+    async def read(
+        self, partition: Partition, offset: int, max_bytes: int, read_committed: bool = False
+    ) -> RemoteRead:
+        """What a Fetch of ``offset`` gets from remote storage (the broker's ``remote_fetch``
+        hook): the batches and, when ``read_committed``, the aborted transactions from
+        ``offset`` up to the end of the last returned batch (Kafka bounds them the same way,
+        by the fetched range; the client matches them to batches itself)."""
+        records, metadata = await self._fetch(partition, offset, max_bytes)
+        if not read_committed or not records:
+            return RemoteRead(records)
+        upper = _next_offset(records, metadata.end_offset + 1)
+        aborted = await self.aborted_transactions(partition, offset, upper)
+        pairs = dict.fromkeys((t.producer_id, t.first_offset) for t in aborted)
+        return RemoteRead(records, tuple(sorted(pairs, key=lambda p: (p[1], p[0]))))
+
+    async def aborted_transactions(
+        self, partition: Partition, start_offset: int, upper_offset: int
+    ) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed reader of ``[start_offset,
+        upper_offset)`` needs, across both tiers (see :meth:`collect_aborted_transactions`)."""
+        if upper_offset <= start_offset:
+            return []
+        return await self.collect_aborted_transactions(
+            partition, self._tip(partition), start_offset, upper_offset
+        )
+
+    async def collect_aborted_transactions(
+        self, partition: Partition, tip: TopicIdPartition, start_offset: int, upper_offset: int
+    ) -> list[AbortedTxn]:
+        """Aborted transactions with a marker at or after ``start_offset`` and data below
+        ``upper_offset`` (Kafka's ``RemoteLogManager.collectAbortedTransactions``): the
+        ``.txnindex`` of every remote segment from the one holding ``start_offset`` on, then
+        the local transaction indexes, until an entry's LSO shows no later marker can abort
+        data below ``upper_offset``. May hold duplicates (a segment both remote and local)."""
+        found: list[AbortedTxn] = []
+        scanned_below = start_offset
+        while True:
+            # Remote segments that are also local are left to the cheaper local scan. Local
+            # retention may delete local segments while the remote scan runs off the loop;
+            # those are then remote only, and the next round scans them.
+            local_base = partition.log.segments[0].base_offset
+            segments = [
+                m
+                for m in self.rlmm.list_remote_log_segments(tip)
+                if m.end_offset >= scanned_below and m.start_offset < local_base
+            ]
+            scanned_below = max(scanned_below, local_base)
+            if segments:
+
+                def scan(
+                    segments: list[RemoteLogSegmentMetadata] = segments,
+                ) -> tuple[list[AbortedTxn], bool]:
+                    return self._scan_remote(segments, start_offset, upper_offset)
+
+                part, complete = await self._on(self._fetchers, scan)
+                found.extend(part)
+                if complete:
+                    return found
+            if partition.log.segments[0].base_offset <= scanned_below:
+                break
+        found.extend(
+            AbortedTxn(t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
+            for t in partition.log.collect_aborted_transactions(start_offset, upper_offset)
+        )
+        return found
+
+    def _scan_remote(
+        self, segments: list[RemoteLogSegmentMetadata], start_offset: int, upper_offset: int
+    ) -> tuple[list[AbortedTxn], bool]:
+        found: list[AbortedTxn] = []
+        for metadata in segments:
+            for txn in self.rsm.fetch_transaction_index(metadata):
+                if txn.last_offset >= start_offset and txn.first_offset < upper_offset:
+                    found.append(txn)
+                if txn.last_stable_offset >= upper_offset:
+                    return found, True
+        return found, False
 
     async def offset_for_timestamp(
         self, partition: Partition, timestamp: int

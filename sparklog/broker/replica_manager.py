@@ -3,7 +3,8 @@
 It is a metadata publisher: each new metadata image creates the logs of partitions assigned to
 this broker, drops the logs of deleted topics and applies leader/ISR changes. Request handlers
 call :meth:`append` and :meth:`read`; both work on bytes and file slices only, never on
-individual records. Appends wake parked fetches through ``fetch_waiters``.
+individual records. Appends and transaction markers (:meth:`append_control_marker`, which can
+move the last stable offset) wake parked fetches through ``fetch_waiters``.
 
 fsyncs never run on the event loop: when ``flush.messages`` asks for one after an append, or
 ``flush.ms`` at the scheduler's tick, the fsyncs run on a dedicated flusher thread while the
@@ -154,7 +155,7 @@ class ReplicaManager:
                 f"The size of the current ISR {len(partition.state.isr)} is insufficient to "
                 f"satisfy the min.isr requirement of {partition.log.config.min_insync_replicas}",
             )
-        result = partition.log.append_as_leader(records, partition.leader_epoch)
+        result = partition.log.append_as_leader(records, partition.leader_epoch, from_client=True)
         partition.maybe_advance_hw()
         self.fetch_waiters.notify((topic, index))
         if partition.log.needs_flush:
@@ -164,6 +165,34 @@ class ReplicaManager:
             log_append_time_ms=result.log_append_time,
             log_start_offset=partition.log_start_offset,
         )
+
+    async def append_control_marker(
+        self,
+        topic: str,
+        index: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        committed: bool,
+    ) -> int:
+        """Write a COMMIT/ABORT marker as the leader, with the guarantees of an ``acks=all``
+        produce on this node (the ISR is checked, the flush policy honoured); its offset."""
+        partition = self.leader_partition(topic, index)
+        plog = partition.log
+        if len(partition.state.isr) < plog.config.min_insync_replicas:
+            raise KafkaApiError(
+                ErrorCode.NOT_ENOUGH_REPLICAS,
+                f"The size of the current ISR {len(partition.state.isr)} is insufficient to "
+                f"satisfy the min.isr requirement of {plog.config.min_insync_replicas}",
+            )
+        offset = plog.append_control_marker(
+            producer_id, producer_epoch, coordinator_epoch, committed, partition.leader_epoch
+        )
+        partition.maybe_advance_hw()
+        self.fetch_waiters.notify((topic, index))
+        if plog.needs_flush:
+            await self.flush(plog)
+        return offset
 
     def read(
         self,

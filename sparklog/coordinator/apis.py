@@ -7,8 +7,9 @@ per version as Kafka does. FindCoordinator creates ``__consumer_offsets`` on fir
 (``offsets.topic.num.partitions`` partitions, replication factor
 min(``offsets.topic.replication.factor``, live brokers), ``cleanup.policy=compact``,
 ``segment.bytes=offsets.topic.segment.bytes``) and answers with the leader of the group's
-partition. Transaction coordinators (key type 1) are not served yet:
-COORDINATOR_NOT_AVAILABLE.
+partition. For transaction coordinators (key type 1) it does the same with
+``__transaction_state`` (``transaction.state.log.*`` settings, ``min.insync.replicas`` =
+min(``transaction.state.log.min.isr``, replication factor)) and the transactional id.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator, pa
 from sparklog.coordinator.group_metadata import GroupState
 from sparklog.coordinator.offsets import CommitPartition
 from sparklog.coordinator.rebalance import JoinRequest, SyncRequest, TopicPartition
+from sparklog.coordinator.txn_coordinator import TRANSACTION_STATE_TOPIC
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
 
@@ -39,36 +41,41 @@ def _coordinator(ctx: BrokerContext) -> GroupCoordinator:
 
 
 # -- FindCoordinator --------------------------------------------------------------------------
-async def _ensure_offsets_topic(ctx: BrokerContext) -> None:
-    if OFFSETS_TOPIC in ctx.image.topics.by_name:
+async def _ensure_internal_topic(ctx: BrokerContext, name: str, prefix: str) -> None:
+    """Create ``__consumer_offsets`` (``prefix`` "offsets.topic") or ``__transaction_state``
+    (``prefix`` "transaction.state.log") from the broker settings, if it does not exist."""
+    if name in ctx.image.topics.by_name:
         return
     live = sum(1 for b in ctx.image.cluster.brokers.values() if not b.fenced)
-    configured = int(ctx.config.get("offsets.topic.replication.factor"))
+    configured = int(ctx.config.get(f"{prefix}.replication.factor"))
     replication = max(1, min(configured, live))
     if replication < configured:
         log.warning(
-            "Creating %s with replication factor %d: offsets.topic.replication.factor is %d "
+            "Creating %s with replication factor %d: %s.replication.factor is %d "
             "but only %d broker(s) are alive",
-            OFFSETS_TOPIC,
+            name,
             replication,
+            prefix,
             configured,
             live,
         )
+    configs = [
+        {"name": "cleanup.policy", "value": "compact"},
+        {"name": "segment.bytes", "value": str(ctx.config.get(f"{prefix}.segment.bytes"))},
+        {"name": "compression.type", "value": "producer"},
+    ]
+    if name == TRANSACTION_STATE_TOPIC:
+        min_isr = min(int(ctx.config.get("transaction.state.log.min.isr")), replication)
+        configs.append({"name": "min.insync.replicas", "value": str(min_isr)})
+        configs.append({"name": "unclean.leader.election.enable", "value": "false"})
     request = {
         "topics": [
             {
-                "name": OFFSETS_TOPIC,
-                "num_partitions": int(ctx.config.get("offsets.topic.num.partitions")),
+                "name": name,
+                "num_partitions": int(ctx.config.get(f"{prefix}.num.partitions")),
                 "replication_factor": replication,
                 "assignments": [],
-                "configs": [
-                    {"name": "cleanup.policy", "value": "compact"},
-                    {
-                        "name": "segment.bytes",
-                        "value": str(ctx.config.get("offsets.topic.segment.bytes")),
-                    },
-                    {"name": "compression.type", "value": "producer"},
-                ],
+                "configs": configs,
             }
         ],
         "timeout_ms": 30000,
@@ -78,19 +85,24 @@ async def _ensure_offsets_topic(ctx: BrokerContext) -> None:
     for result in response["topics"]:
         code = result["error_code"]
         if code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-            log.warning("Could not create %s: %s", OFFSETS_TOPIC, result.get("error_message"))
+            log.warning("Could not create %s: %s", name, result.get("error_message"))
 
 
 async def _find_one(
     ctx: BrokerContext, key: str, key_type: int, listener: str
 ) -> tuple[ErrorCode, str | None, int, str, int]:
     if key_type == 1:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "Transactions are not served yet", -1, "", -1
-    if key_type != 0:
+        if ctx.transactions is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1
+        topic_name = TRANSACTION_STATE_TOPIC
+        await _ensure_internal_topic(ctx, topic_name, "transaction.state.log")
+    elif key_type == 0:
+        topic_name = OFFSETS_TOPIC
+        await _ensure_internal_topic(ctx, topic_name, "offsets.topic")
+    else:
         return ErrorCode.INVALID_REQUEST, f"Unsupported key type {key_type}", -1, "", -1
-    await _ensure_offsets_topic(ctx)
     image = ctx.image
-    topic = image.topics.by_name.get(OFFSETS_TOPIC)
+    topic = image.topics.by_name.get(topic_name)
     if topic is None or not topic.partitions:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1
     registration = topic.partitions.get(partition_for(key, len(topic.partitions)))
@@ -321,8 +333,14 @@ async def handle_offset_commit(
 
 
 async def _fetch_group(
-    ctx: BrokerContext, group_id: str, topics: list[dict[str, Any]] | None, by_id: bool
+    ctx: BrokerContext,
+    group_id: str,
+    topics: list[dict[str, Any]] | None,
+    by_id: bool,
+    require_stable: bool = False,
 ) -> tuple[ErrorCode, list[dict[str, Any]]]:
+    """A group's offsets; with ``require_stable`` a partition a transaction has committed
+    to but not yet decided is UNSTABLE_OFFSET_COMMIT (the client retries)."""
     wanted: list[TopicPartition] | None = None
     if topics is not None:
         names = _topic_names(ctx, topics, by_id)
@@ -333,18 +351,20 @@ async def _fetch_group(
             for index in topic["partition_indexes"]
         ]
     try:
-        offsets = await _coordinator(ctx).fetch_offsets(group_id, wanted)
+        coordinator = _coordinator(ctx)
+        offsets = await coordinator.fetch_offsets(group_id, wanted)
     except KafkaApiError as exc:
         return exc.code, []
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), committed in offsets.items():
+        unstable = require_stable and coordinator.has_pending_offset(group_id, (topic, partition))
         by_topic.setdefault(topic, []).append(
             {
                 "partition_index": partition,
-                "committed_offset": committed.offset,
-                "committed_leader_epoch": committed.leader_epoch,
-                "metadata": committed.metadata,
-                "error_code": 0,
+                "committed_offset": -1 if unstable else committed.offset,
+                "committed_leader_epoch": -1 if unstable else committed.leader_epoch,
+                "metadata": "" if unstable else committed.metadata,
+                "error_code": int(ErrorCode.UNSTABLE_OFFSET_COMMIT if unstable else 0),
             }
         )
     ids = {t.name: t.topic_id for t in ctx.image.topics.by_name.values()} if by_id else {}
@@ -363,13 +383,19 @@ async def handle_offset_fetch(
         groups = []
         for group in body["groups"]:
             code, topics = await _fetch_group(
-                ctx, group["group_id"], group["topics"], version >= 10
+                ctx,
+                group["group_id"],
+                group["topics"],
+                version >= 10,
+                body.get("require_stable", False),
             )
             groups.append(
                 {"group_id": group["group_id"], "topics": topics, "error_code": int(code)}
             )
         return {"throttle_time_ms": 0, "groups": groups}
-    code, topics = await _fetch_group(ctx, body["group_id"], body["topics"], False)
+    code, topics = await _fetch_group(
+        ctx, body["group_id"], body["topics"], False, body.get("require_stable", False)
+    )
     if code != ErrorCode.NONE and version < 2:
         # v1 has no top-level error: report it on every requested partition.
         topics = [

@@ -13,6 +13,10 @@ Contract:
   of the records it produced (acks=all), then the answers. A client never hears of a change
   that is not in the log; when the append fails, every answer of that operation becomes the
   error Kafka gives (NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE).
+- Offsets committed in a transaction (TxnOffsetCommit) are written in a transactional batch of
+  the producer and held as pending until :meth:`GroupCoordinator.complete_transaction` (called
+  when a COMMIT/ABORT marker lands on the partition); replay honours the control batches the
+  same way, so after a restart an undecided transaction's offsets stay pending.
 - :meth:`run` drives the timers (session expiry, rebalance deadlines, offsets retention) and,
   when the node stops, answers every parked JoinGroup/SyncGroup with NOT_COORDINATOR so the
   listeners can drain.
@@ -49,22 +53,40 @@ from sparklog.coordinator.group_metadata import (
 from sparklog.coordinator.offsets import (
     CommitPartition,
     CommittedOffset,
+    PendingOffsets,
     commit_error,
     commit_offsets,
+    complete_txn_offsets,
     delete_offsets,
     expire_offsets,
     fetch_offsets,
+    has_pending_offset,
+    stage_txn_offsets,
+    txn_commit_error,
 )
 from sparklog.coordinator.rebalance import GroupShard, JoinRequest, SyncRequest, TopicPartition
 from sparklog.coordinator.records import (
     CoordinatorRecordError,
+    OffsetRecord,
     decode_record,
     group_key,
     offset_key,
 )
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.record_codec import RecordInput, build_batch, decode_batch
-from sparklog.protocol.records import CorruptRecordError, iter_batches
+from sparklog.protocol.record_codec import (
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
+    RecordInput,
+    build_batch,
+    decode_batch,
+    decode_control_record,
+)
+from sparklog.protocol.records import (
+    NO_SEQUENCE,
+    BatchHeader,
+    CorruptRecordError,
+    iter_batches,
+)
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +146,7 @@ class _Loaded:
     shard: GroupShard
     consumer: ConsumerGroups
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    pending: PendingOffsets = field(default_factory=dict)
 
 
 class GroupCoordinator:
@@ -180,6 +203,7 @@ class GroupCoordinator:
     def _load(self, partition: Partition) -> _Loaded:
         shard = GroupShard(self.config, self.clock)
         consumer = ConsumerGroups(self.consumer_config, self.clock)
+        pending: PendingOffsets = {}
         offset = partition.log_start_offset
         replayed = 0
         while offset < partition.high_watermark:
@@ -192,14 +216,15 @@ class GroupCoordinator:
                 if header.last_offset < offset:
                     continue
                 advanced = header.last_offset + 1
-                if header.is_control:
-                    continue
                 try:
                     _, records = decode_batch(data, pos)
                 except CorruptRecordError as exc:
                     log.error(
                         "Skipping corrupt batch of %s-%d: %s", OFFSETS_TOPIC, partition.index, exc
                     )
+                    continue
+                if header.is_control:
+                    self._replay_marker(shard, pending, header, records)
                     continue
                 for record in records:
                     if record.offset < offset:
@@ -222,9 +247,16 @@ class GroupCoordinator:
                             exc,
                         )
                         continue
-                    if decoded is not None:
-                        shard.replay(decoded)
-                        replayed += 1
+                    if decoded is None:
+                        continue
+                    replayed += 1
+                    if header.is_transactional and isinstance(decoded, OffsetRecord):
+                        if decoded.value is not None:
+                            staged = pending.setdefault(header.producer_id, {})
+                            offsets = staged.setdefault(decoded.group, {})
+                            offsets[(decoded.topic, decoded.partition)] = decoded.value
+                        continue
+                    shard.replay(decoded)
             if advanced == offset:
                 break
             offset = advanced
@@ -234,7 +266,7 @@ class GroupCoordinator:
         previous = self._loaded.get(partition.index)
         if previous is not None:
             self._abandon(previous)
-        loaded = _Loaded(partition.index, partition.leader_epoch, shard, consumer)
+        loaded = _Loaded(partition.index, partition.leader_epoch, shard, consumer, pending=pending)
         self._loaded[partition.index] = loaded
         log.info(
             "Loaded %d group(s) from %s-%d (%d records, epoch %d)",
@@ -245,6 +277,21 @@ class GroupCoordinator:
             partition.leader_epoch,
         )
         return loaded
+
+    @staticmethod
+    def _replay_marker(
+        shard: GroupShard, pending: PendingOffsets, header: BatchHeader, records: list[Any]
+    ) -> None:
+        for record in records:
+            try:
+                marker = decode_control_record(record)
+            except CorruptRecordError as exc:
+                log.warning("Skipping control record %d: %s", record.offset, exc)
+                continue
+            if marker.control_type in (CONTROL_COMMIT, CONTROL_ABORT):
+                complete_txn_offsets(
+                    shard, pending, header.producer_id, marker.control_type == CONTROL_COMMIT
+                )
 
     def _abandon(self, loaded: _Loaded) -> None:
         fx = Effects()
@@ -358,6 +405,82 @@ class GroupCoordinator:
     ) -> dict[TopicPartition, CommittedOffset]:
         loaded = self._shard(group_id)
         return fetch_offsets(loaded.shard, group_id, wanted)
+
+    def has_pending_offset(self, group_id: str, tp: TopicPartition) -> bool:
+        """Whether a transaction not yet decided committed an offset for ``tp``."""
+        return has_pending_offset(self._shard(group_id).pending, group_id, tp)
+
+    async def commit_txn_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        generation_id: int,
+        member_id: str,
+        instance_id: str | None,
+        partitions: list[CommitPartition],
+    ) -> ErrorCode | list[ErrorCode]:
+        """TxnOffsetCommit: the offsets are written in a transactional batch of the producer
+        and stay pending until the transaction's marker lands."""
+        loaded = self._shard(group_id)
+        async with loaded.lock:
+            if group_id in loaded.consumer.groups:
+                error = loaded.consumer.commit_error(group_id, member_id, generation_id)
+            else:
+                error = txn_commit_error(
+                    loaded.shard, group_id, generation_id, member_id, instance_id
+                )
+            if error is not None:
+                return error
+            staged: PendingOffsets = {}
+            records: list[tuple[bytes, bytes | None]] = []
+            errors = stage_txn_offsets(
+                loaded.shard, staged, producer_id, group_id, partitions, records
+            )
+            if records:
+                batch = build_batch(
+                    [RecordInput(key, value) for key, value in records],
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    base_sequence=self._next_sequence(loaded.index, producer_id, producer_epoch),
+                    is_transactional=True,
+                )
+                try:
+                    await self.replica_manager.append(
+                        OFFSETS_TOPIC, loaded.index, bytearray(batch), -1
+                    )
+                except KafkaApiError as exc:
+                    log.warning(
+                        "Could not write transactional offsets of %s: %s", group_id, exc.message
+                    )
+                    if exc.code in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED):
+                        return ErrorCode.PRODUCER_FENCED
+                    return _append_error(exc.code)
+                mine = loaded.pending.setdefault(producer_id, {}).setdefault(group_id, {})
+                mine.update(staged[producer_id][group_id])
+            return errors
+
+    def _next_sequence(self, index: int, producer_id: int, producer_epoch: int) -> int:
+        # The log checks sequences of every leader append; Kafka skips that check for the
+        # coordinator's own appends. We are the only writer of this producer's batches here
+        # (under the shard lock), so continuing its sequence passes the same checks.
+        partition = self._leader_partition(index)
+        entry = partition.log.producer_state.entry(producer_id) if partition else None
+        if entry is None or entry.epoch != producer_epoch or entry.last_seq == NO_SEQUENCE:
+            return 0
+        return (entry.last_seq + 1) % (1 << 31)
+
+    def complete_transaction(self, partition: int, producer_id: int, committed: bool) -> None:
+        """A COMMIT/ABORT marker of ``producer_id`` landed on ``__consumer_offsets`` partition
+        ``partition``: its pending offsets become committed, or are dropped."""
+        loaded = self._loaded.get(partition)
+        if loaded is None:
+            return  # the partition's next load replays the marker
+        complete_txn_offsets(loaded.shard, loaded.pending, producer_id, committed)
+        for group_id in loaded.consumer.groups:
+            group = loaded.shard.groups.get(group_id)
+            if group is not None and not group.members:
+                loaded.shard.groups.pop(group_id, None)
 
     async def delete_offsets(
         self, group_id: str, partitions: list[TopicPartition]

@@ -12,6 +12,11 @@ Rules (as Apache Kafka's classic groups):
   current generation, and is refused while the group completes a rebalance.
 - Metadata longer than ``offset.metadata.max.bytes`` fails that partition with
   OFFSET_METADATA_TOO_LARGE; the rest of the request still commits.
+- Transactional commits (TxnOffsetCommit) are kept apart, per producer id, as *pending*
+  offsets: they are written to the log in the producer's transactional batch and become the
+  group's committed offsets only when the COMMIT marker lands (an ABORT drops them). A fetch
+  that asks for stable offsets gets UNSTABLE_OFFSET_COMMIT while one is pending. Member checks
+  are those of a regular commit, except that a rebalance in progress does not refuse them.
 - Retention: the offsets of an Empty group expire ``offsets.retention.minutes`` after the group
   became empty (a group that never had members: after each offset's commit); an expired offset
   gets a tombstone, and an Empty group left with no offsets is deleted.
@@ -45,6 +50,9 @@ class CommittedOffset:
 
 
 NO_OFFSET = CommittedOffset(-1, -1, "")
+
+# producer id -> group -> partition -> offset, committed by a transaction not yet decided
+PendingOffsets = dict[int, dict[str, dict[TopicPartition, OffsetCommitValue]]]
 
 
 def commit_error(
@@ -106,6 +114,73 @@ def commit_offsets(
     if not stored:
         shard.offsets.pop(group_id, None)
     return errors
+
+
+def txn_commit_error(
+    shard: GroupShard,
+    group_id: str,
+    generation_id: int,
+    member_id: str,
+    instance_id: str | None,
+) -> ErrorCode | None:
+    """Whether a TxnOffsetCommit for a classic (or new) group is accepted now."""
+    group = shard.groups.get(group_id)
+    if group is None:
+        return None if generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
+    if group.state is GroupState.DEAD:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if generation_id >= 0 or member_id or instance_id is not None:
+        error = GroupShard.validate_member(group, member_id, instance_id)
+        if error is not None:
+            return error
+        if generation_id != group.generation:
+            return ErrorCode.ILLEGAL_GENERATION
+    return None
+
+
+def stage_txn_offsets(
+    shard: GroupShard,
+    pending: PendingOffsets,
+    producer_id: int,
+    group_id: str,
+    partitions: list[CommitPartition],
+    records: list[tuple[bytes, bytes | None]],
+) -> list[ErrorCode]:
+    """Hold a transaction's offsets as pending; one error per partition. The records to write
+    (in the producer's transactional batch) are appended to ``records``."""
+    now = shard.clock()
+    staged = pending.setdefault(producer_id, {}).setdefault(group_id, {})
+    errors: list[ErrorCode] = []
+    for p in partitions:
+        metadata = p.metadata or ""
+        if len(metadata.encode()) > shard.config.offset_metadata_max_bytes:
+            errors.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
+            continue
+        value = OffsetCommitValue(p.offset, p.leader_epoch, metadata, now)
+        staged[(p.topic, p.partition)] = value
+        records.append((offset_key(group_id, p.topic, p.partition), offset_value(value)))
+        errors.append(ErrorCode.NONE)
+    return errors
+
+
+def complete_txn_offsets(
+    shard: GroupShard, pending: PendingOffsets, producer_id: int, committed: bool
+) -> int:
+    """A transaction marker landed: its pending offsets become committed (or are dropped).
+    Returns how many offsets it decided."""
+    decided = 0
+    for group_id, staged in pending.pop(producer_id, {}).items():
+        decided += len(staged)
+        if not committed or not staged:
+            continue
+        if group_id not in shard.groups:
+            shard.groups[group_id] = ClassicGroup(group_id, shard.clock())
+        shard.offsets.setdefault(group_id, {}).update(staged)
+    return decided
+
+
+def has_pending_offset(pending: PendingOffsets, group_id: str, tp: TopicPartition) -> bool:
+    return any(tp in groups.get(group_id, {}) for groups in pending.values())
 
 
 def fetch_offsets(

@@ -2,7 +2,11 @@
 
 Modules: ``config`` (topic configs), ``index`` (offset/time indexes), ``segment`` (one
 segment), ``epoch_cache`` (leader-epoch checkpoint), ``checkpoint`` (Kafka's small text
-files), ``loader`` (temp-file sweep and crash recovery), ``log`` (one partition), ``manager``
+files), ``loader`` (temp-file sweep and crash recovery), ``log`` (one partition, with the
+mixins ``log_durability``, ``log_retention`` and ``log_txn``: markers, last stable offset),
+``producer_state`` (idempotent and transactional producers, snapshots), ``txn_index`` (the
+per-segment ``.txnindex`` of aborted transactions), ``cleaner`` (compaction), ``manager``
 (all partitions of a node: dirs, checkpoints, clean shutdown), ``slices`` (result objects),
-``errors`` (errors with Kafka codes). Formats on disk are Kafka's.
+``errors`` (errors with Kafka codes). Formats on disk are Kafka's, except the producer
+snapshot (see ``producer_state``).
 """

@@ -2,9 +2,10 @@
 
 Contract and invariants:
 - Only closed segments are cleaned, never the active one, and only whole segments entirely
-  below the *uncleanable offset*: the minimum of the high watermark (the last stable offset
-  once transactions exist), the active segment's base and, with ``min.compaction.lag.ms``,
-  the base of the first segment holding a record younger than that lag.
+  below the *uncleanable offset*: the minimum of the last stable offset (so no open
+  transaction is ever touched), the active segment's base and, with
+  ``min.compaction.lag.ms``, the base of the first segment holding a record younger than that
+  lag.
 - The *dirty* section runs from the first dirty offset (the end of the previous cleaning,
   persisted by the log manager in ``cleaner-offset-checkpoint``) to that bound. A log is
   cleaned when ``dirty / (clean + dirty) >= min.cleanable.dirty.ratio``, when its oldest dirty
@@ -17,12 +18,17 @@ Contract and invariants:
   offset delta, leader epoch, producer fields and codec; an untouched batch is copied byte for
   byte. Control batches are kept, and so is the last batch of every producer in the producer
   state (empty if need be) so that the state can be rebuilt from the log.
+- Transactions: records of aborted transactions (from the transaction indexes, markers below
+  the high watermark) never enter the key map and are removed, as Kafka's cleaner does, so an
+  aborted value can never shadow a committed one. Each cleaned segment keeps a copy of its
+  transaction index (markers are never removed, so every entry still applies).
 - Tombstones (null values), KIP-534: the first pass that keeps a tombstone stamps its batch
   with a delete horizon ``now + delete.retention.ms``; passes after the horizon drop them.
 - Crash safety, Kafka's protocol (reliability note A7): the replacement of segment ``B`` is
-  written as ``B.log.cleaned`` (+ ``.index.cleaned``, ``.timeindex.cleaned``) and fsynced,
-  renamed to ``*.swap``, then the old files are renamed ``*.deleted`` and the swap files get the
-  final names. :func:`~sparklog.storage.loader.sweep_temp_files` deletes ``*.cleaned`` and
+  written as ``B.log.cleaned`` (+ ``.index.cleaned``, ``.timeindex.cleaned`` and, if the
+  segment has aborts, ``.txnindex.cleaned``) and fsynced, renamed to ``*.swap``, then the old
+  files are renamed ``*.deleted`` and the swap files get the final names.
+  :func:`~sparklog.storage.loader.sweep_temp_files` deletes ``*.cleaned`` and
   ``*.deleted`` and completes ``*.swap`` on open, so a crash at any step leaves either the old
   or the new segment, both holding the same offsets and the latest value of every key.
 - :func:`write_cleaned_segment` only reads the old segment and writes new files, so it can
@@ -51,6 +57,7 @@ __all__ = [
     "CleanResult",
     "LogCleaner",
     "StepHook",
+    "aborted_ranges",
     "build_offset_map",
     "plan_cleaning",
     "write_cleaned_segment",
@@ -108,7 +115,7 @@ def plan_cleaning(
     segments = log.segments
     # A checkpoint past the end is left from before a truncation: that data is gone.
     first_dirty = min(max(first_dirty_offset, log.log_start_offset), log.log_end_offset)
-    bound = min(log.high_watermark, log.active_segment.base_offset)
+    bound = min(log.last_stable_offset, log.active_segment.base_offset)
     if config.min_compaction_lag_ms > 0:
         for segment in segments[:-1]:
             young = now_ms - segment.largest_timestamp < config.min_compaction_lag_ms
@@ -150,16 +157,42 @@ def _batches(segment: LogSegment) -> list[tuple[BatchHeader, bytes]]:
     ]
 
 
+AbortedRanges = dict[int, list[tuple[int, int]]]
+
+
+def aborted_ranges(log: Log, start_offset: int, end_offset: int) -> AbortedRanges:
+    """Producer id -> ``[first, last]`` offset ranges of aborted transactions whose data may
+    lie in ``[start_offset, end_offset)`` and whose marker is below the high watermark."""
+    ranges: AbortedRanges = {}
+    for txn in log.collect_aborted_transactions(start_offset, end_offset):
+        if txn.last_offset < log.high_watermark:
+            ranges.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+    return ranges
+
+
+def _is_aborted(header: BatchHeader, aborted: AbortedRanges) -> bool:
+    if not header.is_transactional or header.is_control:
+        return False
+    ranges = aborted.get(header.producer_id, ())
+    return any(first <= header.base_offset <= last for first, last in ranges)
+
+
 def build_offset_map(
-    segments: Sequence[LogSegment], start_offset: int, end_offset: int
+    segments: Sequence[LogSegment],
+    start_offset: int,
+    end_offset: int,
+    aborted: AbortedRanges | None = None,
 ) -> dict[bytes, int]:
-    """The latest offset of every key among records in ``[start_offset, end_offset)``."""
+    """The latest offset of every key among records in ``[start_offset, end_offset)``,
+    leaving out records of aborted transactions."""
     latest: dict[bytes, int] = {}
     for segment in segments:
         if segment.next_offset <= start_offset or segment.base_offset >= end_offset:
             continue
         for header, data in _batches(segment):
             if header.is_control or header.last_offset < start_offset:
+                continue
+            if aborted and _is_aborted(header, aborted):
                 continue
             for record in decode_batch(data)[1]:
                 if record.key is not None and start_offset <= record.offset < end_offset:
@@ -189,14 +222,19 @@ def _rewrite_batch(
     producer_last_offsets: frozenset[int],
     now_ms: int,
     delete_retention_ms: int,
+    aborted: bool = False,
 ) -> tuple[bytes | None, int, int | None]:
     """``(new bytes, or None to drop it; records removed; the delete horizon its kept
-    tombstones wait for, if any)`` for one batch; the original ``data`` if unchanged."""
+    tombstones wait for, if any)`` for one batch; the original ``data`` if unchanged.
+    An ``aborted`` batch loses all its records."""
     if header.is_control:
         return data, 0, None
     records = decode_batch(data)[1]
     horizon = header.base_timestamp if header.has_delete_horizon else None
-    kept = _retained(records, offset_map, horizon is not None and now_ms >= horizon)
+    if aborted:
+        kept: list[Record] = []
+    else:
+        kept = _retained(records, offset_map, horizon is not None and now_ms >= horizon)
     removed = len(records) - len(kept)
     has_tombstone = any(r.value is None for r in kept)
     stamp = has_tombstone and horizon is None
@@ -231,6 +269,7 @@ def write_cleaned_segment(
     offset_map: dict[bytes, int],
     producer_last_offsets: frozenset[int],
     now_ms: int,
+    aborted: AbortedRanges | None = None,
 ) -> tuple[LogSegment | None, _SegmentOutcome]:
     """Write the cleaned copy of ``segment`` as ``*.cleaned`` files (fsynced and closed).
 
@@ -240,7 +279,13 @@ def write_cleaned_segment(
     pieces: list[tuple[BatchHeader, bytes]] = []
     for header, data in _batches(segment):
         new, removed, horizon = _rewrite_batch(
-            header, data, offset_map, producer_last_offsets, now_ms, config.delete_retention_ms
+            header,
+            data,
+            offset_map,
+            producer_last_offsets,
+            now_ms,
+            config.delete_retention_ms,
+            aborted=bool(aborted) and _is_aborted(header, aborted or {}),
         )
         outcome.records_removed += removed
         if new is not data:
@@ -261,6 +306,8 @@ def write_cleaned_segment(
         for header, data in pieces:
             cleaned.append(data, [header])
             outcome.headers.append(header)
+        for txn in segment.txn_index.entries:
+            cleaned.txn_index.append(txn)
         cleaned.flush()
     finally:
         cleaned.close()
@@ -314,7 +361,8 @@ class LogCleaner:
     ) -> CleanResult:
         """One pass over segments ``[0, plan.segment_count)`` of ``log``."""
         segments = log.segments[: plan.segment_count]
-        offset_map = build_offset_map(segments, plan.first_dirty_offset, plan.end_offset)
+        aborted = aborted_ranges(log, segments[0].base_offset, plan.end_offset)
+        offset_map = build_offset_map(segments, plan.first_dirty_offset, plan.end_offset, aborted)
         producers = frozenset(
             e.last_data_offset for e in log.producer_state.producers.values() if e.batches
         )
@@ -323,7 +371,7 @@ class LogCleaner:
             if segment.next_offset <= log.log_start_offset:
                 continue  # retention deletes it anyway
             cleaned, outcome = write_cleaned_segment(
-                segment, log.config, offset_map, producers, now_ms
+                segment, log.config, offset_map, producers, now_ms, aborted
             )
             if outcome.earliest_horizon_ms is not None:
                 earliest = result.earliest_horizon_ms

@@ -20,6 +20,7 @@ import os
 from sparklog.storage.checkpoint import read_partition_metadata
 from sparklog.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 from sparklog.storage.slices import DELETED_SUFFIX
+from sparklog.storage.txn_index import TXN_INDEX_SUFFIX
 
 PARTITION_METADATA = "partition.metadata"
 CLEANED_SUFFIX = ".cleaned"
@@ -78,7 +79,7 @@ def sweep_temp_files(directory: str) -> None:
     names = os.listdir(directory)
     logs = {b for n in names if n.endswith(LOG_SUFFIX) and (b := _base_of(n)) is not None}
     for name in names:
-        if name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
+        if name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)):
             base = _base_of(name)
             if base is not None and base not in logs:
                 os.remove(os.path.join(directory, name))

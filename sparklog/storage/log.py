@@ -28,12 +28,17 @@ Contract and invariants:
   unchecked. A snapshot is written at every roll and by :meth:`take_producer_snapshot` (clean
   shutdown); opening and truncation reload the newest snapshot at or below the LEO and replay
   the batches after it.
+- Transactions (:mod:`sparklog.storage.log_txn`): the log keeps the last stable offset and
+  the per-segment transaction indexes; leader appends may not carry control batches when they
+  come from a client (``from_client``), markers are written by
+  :meth:`~sparklog.storage.log_txn.LogTransactions.append_control_marker`.
 - Not thread-safe: the caller serialises calls per log. Time comes from the injected clock.
 
 :class:`Log` keeps opening, recovery, appends, rolls, reads and truncation here and mixes in
-:class:`~sparklog.storage.log_durability.LogDurability` (flushes, :class:`FlushPlan`) and
+:class:`~sparklog.storage.log_durability.LogDurability` (flushes, :class:`FlushPlan`),
 :class:`~sparklog.storage.log_retention.LogRetention` (log start offset, retention, deleting
-files), whose docstrings state their own invariants; all three share the state set up in
+files) and :class:`~sparklog.storage.log_txn.LogTransactions` (markers, LSO, transaction
+indexes), whose docstrings state their own invariants; all share the state set up in
 :meth:`Log.__init__`.
 """
 
@@ -47,8 +52,10 @@ from collections.abc import Callable
 
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.records import (
+    INVALID_RECORD,
     TIMESTAMP_CREATE_TIME,
     BatchHeader,
+    CorruptRecordError,
     assign_offsets,
     set_log_append_time,
     validate_batch,
@@ -75,11 +82,8 @@ from sparklog.storage.loader import (
 )
 from sparklog.storage.log_durability import FlushPlan, LogDurability
 from sparklog.storage.log_retention import LogRetention
-from sparklog.storage.producer_state import (
-    ProducerStateManager,
-    duplicate_result,
-    replay_segments,
-)
+from sparklog.storage.log_txn import LogTransactions
+from sparklog.storage.producer_state import ProducerStateManager, duplicate_result
 from sparklog.storage.segment import LogSegment
 from sparklog.storage.slices import (
     AppendResult,
@@ -106,7 +110,7 @@ def _writable(records: Records) -> bytearray | memoryview:
     return bytearray(records)
 
 
-class Log(LogRetention, LogDurability):
+class Log(LogRetention, LogDurability, LogTransactions):
     """A partition log in ``directory``; create with :meth:`open`."""
 
     def __init__(
@@ -207,13 +211,6 @@ class Log(LogRetention, LogDurability):
         log._reload_producer_state()
         return log
 
-    def _reload_producer_state(self) -> None:
-        """Load the newest snapshot at or below the LEO and replay the batches after it."""
-        state = self.producer_state
-        loaded = state.load(self.log_end_offset, self._clock())
-        replay_segments(state, self._segments, 0 if loaded is None else loaded)
-        state.map_end_offset = self.log_end_offset
-
     def _new_jitter(self) -> int:
         jitter = min(self.config.segment_jitter_ms, self.config.segment_ms)
         return random.randrange(jitter) if jitter > 0 else 0
@@ -239,6 +236,8 @@ class Log(LogRetention, LogDurability):
     @high_watermark.setter
     def high_watermark(self, offset: int) -> None:
         self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
+        # Forget transactions whose markers are now replicated, so the list stays short.
+        self.producer_state.first_unstable_offset(self._high_watermark)
 
     @property
     def segments(self) -> tuple[LogSegment, ...]:
@@ -265,12 +264,20 @@ class Log(LogRetention, LogDurability):
 
     # --- appending -----------------------------------------------------------------------
 
-    def _validate(self, buf: Records, now_ms: int, leader: bool) -> list[tuple[int, BatchHeader]]:
+    def _validate(
+        self, buf: Records, now_ms: int, leader: bool, from_client: bool = False
+    ) -> list[tuple[int, BatchHeader]]:
         batches: list[tuple[int, BatchHeader]] = []
         pos = 0
         limit = self.config.max_message_bytes
         while pos < len(buf):
             header = validate_batch(buf, pos)
+            if from_client and header.is_control:
+                raise CorruptRecordError(
+                    f"Clients are not allowed to write control records "
+                    f"(partition {self.topic}-{self.partition})",
+                    INVALID_RECORD,
+                )
             if header.size_in_bytes > limit:
                 raise RecordTooLargeError(
                     f"The record batch size in the append to {self.topic}-{self.partition} is "
@@ -308,17 +315,23 @@ class Log(LogRetention, LogDurability):
             )
 
     def append_as_leader(
-        self, records: Records, leader_epoch: int, now_ms: int | None = None
+        self,
+        records: Records,
+        leader_epoch: int,
+        now_ms: int | None = None,
+        *,
+        from_client: bool = False,
     ) -> AppendResult:
         """Validate, assign offsets from the LEO and the leader epoch in place, and append.
 
         Raises ``CorruptRecordError`` (CORRUPT_MESSAGE / INVALID_RECORD),
         :class:`RecordTooLargeError` (MESSAGE_TOO_LARGE), :class:`RecordBatchTooLargeError`
-        or :class:`InvalidTimestampError`; nothing is written when it raises.
+        or :class:`InvalidTimestampError`; nothing is written when it raises. A control batch
+        ``from_client`` is INVALID_RECORD.
         """
         now = self._clock() if now_ms is None else now_ms
         buf = _writable(records)
-        batches = self._validate(buf, now, leader=True)
+        batches = self._validate(buf, now, leader=True, from_client=from_client)
         next_offset = self.log_end_offset
         headers: list[BatchHeader] = []
         append_time = now if self.config.log_append_time else -1
@@ -350,7 +363,7 @@ class Log(LogRetention, LogDurability):
                 )
             expected = header.next_offset
         result = self._append(records, headers, now, -1)
-        self.producer_state.apply_unchecked(headers)
+        self._track_replicated(records, batches)
         return result
 
     def _append(

@@ -16,6 +16,17 @@ Contract and invariants:
   at 2**31), else OUT_OF_ORDER_SEQUENCE_NUMBER. An unknown producer (no entry, e.g. after
   expiry) may start at any sequence: Kafka 4.x never answers UNKNOWN_PRODUCER_ID (KIP-360).
 - Follower appends and recovery replay apply batches without any check.
+- Transactions (Kafka's ongoing / unreplicated txns): a transactional data batch opens its
+  producer's transaction at its base offset unless one is open; an end-transaction marker
+  (control batch, see :meth:`ProducerStateManager.apply_batch`) closes it and yields a
+  :class:`CompletedTxn` (first offset = the open transaction's, or the marker's own offset if
+  none was open, as Kafka does). A completed transaction stays *unreplicated* until the high
+  watermark passes its marker. :meth:`ProducerStateManager.first_unstable_offset` is the
+  minimum first offset over open and unreplicated transactions; the log's last stable offset
+  is ``min(that, high watermark)``. Open transactions live in the entries
+  (``current_txn_first_offset``), so snapshots carry them and a reload restores them;
+  unreplicated ones are rebuilt only by replay (their markers are below the high watermark
+  of any snapshot taken on a leader, and a follower's high watermark catches up).
 - Snapshots: ``<offset:020d>.snapshot`` in the partition directory holds the state for
   ``map_end_offset == offset``. The log writes one at every roll (at the new segment's base
   offset) and at clean shutdown (at the log end offset). Loading takes the newest readable
@@ -48,10 +59,10 @@ from typing import Final
 import crc32c
 
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.record_codec import CONTROL_ABORT, ControlRecord
 from sparklog.protocol.records import NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader
 from sparklog.storage.checkpoint import atomic_write
 from sparklog.storage.errors import StorageError
-from sparklog.storage.segment import LogSegment
 from sparklog.storage.slices import DELETED_SUFFIX, AppendResult
 
 __all__ = [
@@ -59,6 +70,7 @@ __all__ = [
     "NUM_BATCHES_TO_RETAIN",
     "SNAPSHOT_SUFFIX",
     "BatchMetadata",
+    "CompletedTxn",
     "InvalidProducerEpochError",
     "LeaderAppendCheck",
     "OutOfOrderSequenceError",
@@ -143,6 +155,16 @@ class ProducerStateEntry:
         entry = self.with_epoch(epoch)
         kept = (*entry.batches, batch)[-NUM_BATCHES_TO_RETAIN:]
         return replace(entry, batches=kept, last_timestamp=batch.timestamp)
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction closed by the marker at ``last_offset`` (``aborted`` for ABORT)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,9 +312,99 @@ class ProducerStateManager:
         self.expiration_ms = expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
         self.map_end_offset = 0
+        # producer id -> first offset of its open transaction (mirrors the entries).
+        self._ongoing: dict[int, int] = {}
+        # Completed transactions whose marker the high watermark has not passed, marker order.
+        self._unreplicated: list[CompletedTxn] = []
 
     def entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
+
+    def _store(self, entry: ProducerStateEntry) -> None:
+        self.producers[entry.producer_id] = entry
+        if entry.current_txn_first_offset >= 0:
+            self._ongoing[entry.producer_id] = entry.current_txn_first_offset
+        else:
+            self._ongoing.pop(entry.producer_id, None)
+
+    def _reset_transactions(self) -> None:
+        self._ongoing = {
+            pid: e.current_txn_first_offset
+            for pid, e in self.producers.items()
+            if e.current_txn_first_offset >= 0
+        }
+        self._unreplicated = []
+
+    # --- transactions --------------------------------------------------------------------
+
+    @property
+    def ongoing_transactions(self) -> dict[int, int]:
+        """Open transactions: producer id -> first offset."""
+        return dict(self._ongoing)
+
+    @property
+    def unreplicated_transactions(self) -> tuple[CompletedTxn, ...]:
+        return tuple(self._unreplicated)
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The first offset of the earliest transaction not yet decided below the high
+        watermark (open, or completed by a marker at or above ``high_watermark``)."""
+        if self._unreplicated and self._unreplicated[0].last_offset < high_watermark:
+            self._unreplicated = [t for t in self._unreplicated if t.last_offset >= high_watermark]
+        firsts = [t.first_offset for t in self._unreplicated]
+        firsts.extend(self._ongoing.values())
+        return min(firsts) if firsts else None
+
+    def last_stable_offset_after(self, completed: CompletedTxn) -> int:
+        """The LSO right after ``completed``'s marker (Kafka's ``lastStableOffset``): the
+        earliest other open transaction's first offset, else the offset after the marker."""
+        others = [f for pid, f in self._ongoing.items() if pid != completed.producer_id]
+        return min(others) if others else completed.last_offset + 1
+
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> None:
+        """Kafka's checks on an end-transaction marker from the coordinator."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return
+        if producer_epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"Epoch of producer {producer_id} is {producer_epoch}, which is smaller than "
+                f"the last seen epoch {entry.epoch}"
+            )
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise StorageError(
+                f"Invalid coordinator epoch for producer {producer_id}: {coordinator_epoch} "
+                f"(zombie), {entry.coordinator_epoch} (current)",
+                ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+            )
+
+    def apply_batch(
+        self, header: BatchHeader, control: ControlRecord | None = None
+    ) -> CompletedTxn | None:
+        """Apply one written batch unchecked; for an end-transaction marker (a control batch
+        with a producer id; ``control`` is its decoded record, ``None`` if unreadable) return
+        the transaction it completed."""
+        self.map_end_offset = max(self.map_end_offset, header.next_offset)
+        if not header.has_producer_id:
+            return None
+        pid = header.producer_id
+        current = self.producers.get(pid) or ProducerStateEntry(pid)
+        updated = _apply(current, header)
+        if not header.is_control:
+            self._store(updated)
+            return None
+        if control is not None and control.coordinator_epoch is not None:
+            updated = replace(updated, coordinator_epoch=control.coordinator_epoch)
+        self._store(updated)
+        first = current.current_txn_first_offset
+        completed = CompletedTxn(
+            pid,
+            first if first >= 0 else header.base_offset,
+            header.last_offset,
+            control is not None and control.control_type == CONTROL_ABORT,
+        )
+        self._unreplicated.append(completed)
+        return completed
 
     # --- appends -------------------------------------------------------------------------
 
@@ -318,17 +430,15 @@ class ProducerStateManager:
 
     def commit(self, updates: dict[int, ProducerStateEntry], map_end_offset: int) -> None:
         """Apply a validated leader append once its batches are written."""
-        self.producers.update(updates)
+        for entry in updates.values():
+            self._store(entry)
         self.map_end_offset = max(self.map_end_offset, map_end_offset)
 
     def apply_unchecked(self, headers: Iterable[BatchHeader]) -> None:
-        """Apply written batches without validation (replication, recovery replay)."""
+        """Apply written batches without validation, markers counted as commits (callers
+        that can read control records use :meth:`apply_batch`)."""
         for header in headers:
-            if header.has_producer_id:
-                pid = header.producer_id
-                current = self.producers.get(pid) or ProducerStateEntry(pid)
-                self.producers[pid] = _apply(current, header)
-            self.map_end_offset = max(self.map_end_offset, header.next_offset)
+            self.apply_batch(header)
 
     def remove_expired(self, now_ms: int) -> int:
         """Drop producers idle for ``expiration_ms`` without an open transaction."""
@@ -346,6 +456,7 @@ class ProducerStateManager:
     def clear(self, map_end_offset: int) -> None:
         self.producers.clear()
         self.map_end_offset = map_end_offset
+        self._reset_transactions()
 
     # --- snapshots -----------------------------------------------------------------------
 
@@ -378,16 +489,21 @@ class ProducerStateManager:
             os.replace(tmp, path)
         return path
 
-    def load(self, log_end_offset: int, now_ms: int) -> int | None:
-        """Reset to the newest readable snapshot at or below ``log_end_offset``.
+    def load(self, log_end_offset: int, now_ms: int, max_offset: int | None = None) -> int | None:
+        """Reset to the newest readable snapshot at or below ``max_offset`` (default: the
+        ``log_end_offset``).
 
-        Deletes snapshots above it and unreadable ones. Returns the snapshot's offset (the
-        caller replays the log from there), or ``None`` with an empty state.
+        Deletes snapshots above the log end offset and unreadable ones. Returns the snapshot's
+        offset (the caller replays the log from there), or ``None`` with an empty state.
         """
         self.producers.clear()
+        self._reset_transactions()
         self.map_end_offset = 0
         self.delete_snapshots_after(log_end_offset)
+        limit = log_end_offset if max_offset is None else min(max_offset, log_end_offset)
         for offset in reversed(self.snapshot_offsets()):
+            if offset > limit:
+                continue
             path = self.snapshot_path(offset)
             try:
                 with open(path, "rb") as f:
@@ -398,6 +514,7 @@ class ProducerStateManager:
                     os.remove(path)
                 continue
             self.producers = {e.producer_id: e for e in entries if not self._is_expired(e, now_ms)}
+            self._reset_transactions()
             self.map_end_offset = offset
             return offset
         return None
@@ -423,16 +540,3 @@ class ProducerStateManager:
         for found in self.snapshot_offsets():
             with contextlib.suppress(FileNotFoundError):
                 os.remove(self.snapshot_path(found))
-
-
-def replay_segments(
-    state: ProducerStateManager, segments: Sequence[LogSegment], from_offset: int
-) -> None:
-    """Apply every batch at or after ``from_offset`` in ``segments`` to ``state``, unchecked."""
-    for i, segment in enumerate(segments):
-        following = segments[i + 1].base_offset if i + 1 < len(segments) else None
-        if following is not None and following <= from_offset:
-            continue
-        state.apply_unchecked(
-            header for _, header in segment.iter_headers(0) if header.base_offset >= from_offset
-        )

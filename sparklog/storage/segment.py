@@ -1,4 +1,5 @@
-"""One log segment: a ``.log`` file of v2 batches plus its ``.index`` and ``.timeindex``.
+"""One log segment: a ``.log`` file of v2 batches plus its ``.index``, ``.timeindex`` and
+(lazily created, see :mod:`sparklog.storage.txn_index`) ``.txnindex``.
 
 Contract and invariants:
 - Files are named by the segment base offset, ``%020d.log|.index|.timeindex``; every batch in
@@ -16,7 +17,13 @@ Contract and invariants:
   recomputed from the last entry by a short header scan whenever a segment is opened or
   truncated (:meth:`_restore_tail_state`).
 - :meth:`recover` CRC-checks every batch, truncates the file at the first bad one and rebuilds
-  both indexes; it never raises for bad bytes.
+  both indexes; it never raises for bad bytes. It empties the transaction index and marks it
+  stale (:attr:`LogSegment.txn_index_stale`): only the log can rebuild it, by replaying the
+  producer state from before the segment (:mod:`sparklog.storage.log_txn`). A corrupt
+  ``.txnindex`` found on open is treated the same way.
+- The transaction index holds the aborted transactions whose ABORT marker is in this segment;
+  truncation drops the entries of removed markers, and it is deleted and renamed with the
+  segment's other files (:meth:`file_paths` lists it once it exists).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from sparklog.protocol.records import (
 from sparklog.storage.config import LogConfig
 from sparklog.storage.index import OffsetIndex, TimeIndex
 from sparklog.storage.slices import DELETED_SUFFIX, FileSlice, TimestampAndOffset
+from sparklog.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX: Final = ".log"
 INDEX_SUFFIX: Final = ".index"
@@ -96,6 +104,12 @@ class LogSegment:
         self.time_index = TimeIndex(
             self._index_path(TIME_INDEX_SUFFIX), base_offset, max_index_bytes
         )
+        self.txn_index = TransactionIndex(self._index_path(TXN_INDEX_SUFFIX))
+        # Set when the transaction index must be rebuilt by the log's producer-state replay.
+        self.txn_index_stale = False
+        if self.txn_index.corrupt:
+            self.txn_index.reset()
+            self.txn_index_stale = True
         self.bytes_since_last_index_entry = 0
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
@@ -107,6 +121,8 @@ class LogSegment:
         if create:
             self.offset_index.reset([])
             self.time_index.reset([])
+            # A leftover index of an earlier segment at this base would describe other data.
+            self.txn_index.reset()
         else:
             self._load_indexes()
 
@@ -388,6 +404,8 @@ class LogSegment:
         """CRC-check every batch, cut the file at the first invalid one, rebuild indexes."""
         self.offset_index.reset([])
         self.time_index.reset([])
+        self.txn_index.reset()
+        self.txn_index_stale = True
         self._reset_state()
         result = RecoveryResult(0, 0)
         file_size = os.fstat(self._read_fd()).st_size
@@ -429,6 +447,7 @@ class LogSegment:
         os.ftruncate(self._read_fd(), position)
         self.size = position
         self.offset_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         # Entries are keyed by batch last offsets, so none of the survivors names a cut batch.
         self.time_index.truncate_to(offset)
         try:
@@ -443,6 +462,7 @@ class LogSegment:
         os.fsync(self._read_fd())
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         if self._fd is not None:
@@ -452,7 +472,10 @@ class LogSegment:
         self.time_index.close()
 
     def file_paths(self) -> list[str]:
-        return [self.path, self.offset_index.path, self.time_index.path]
+        paths = [self.path, self.offset_index.path, self.time_index.path]
+        if self.txn_index.exists:
+            paths.append(self.txn_index.path)
+        return paths
 
     def mark_deleted(self) -> list[str]:
         """Rename the files to ``*.deleted`` (removed later); returns the new paths."""

@@ -1,0 +1,137 @@
+"""Writing transaction markers: the broker side of a transaction's second phase.
+
+The transaction coordinator decides a transaction and then has a COMMIT or ABORT marker
+written into every partition it touched: on a single node it calls :func:`write_txn_markers`
+directly; a remote coordinator sends WriteTxnMarkers (API key 27), which
+:func:`handle_write_txn_markers` serves with the same function.
+
+Contract:
+- Each (producer, partition) gets its own error code: NONE once the marker is in the log
+  with the guarantees of an ``acks=all`` produce on this node (see
+  :meth:`~sparklog.broker.replica_manager.ReplicaManager.append_control_marker`);
+  UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER when this node cannot write it (the
+  coordinator retries elsewhere); INVALID_PRODUCER_EPOCH for a marker older than the
+  producer's epoch; TRANSACTION_COORDINATOR_FENCED for a stale coordinator epoch;
+  KAFKA_STORAGE_ERROR for an I/O failure. One partition's failure never stops the others.
+- A marker written to a ``__consumer_offsets`` partition is reported to the group coordinator
+  (``complete_transaction(partition, producer_id, committed)``, when it offers that method),
+  which makes the transaction's offset commits visible or drops them.
+- Markers of one request are written in request order, so one producer's markers keep the
+  order the coordinator chose.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sparklog.broker.context import BrokerContext
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.headers import Request
+
+__all__ = ["GROUP_METADATA_TOPIC", "TxnMarker", "handle_write_txn_markers", "write_txn_markers"]
+
+GROUP_METADATA_TOPIC = "__consumer_offsets"
+
+log = logging.getLogger(__name__)
+
+MarkerKey = tuple[int, str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class TxnMarker:
+    """A decided transaction of one producer and the partitions that need its marker."""
+
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    committed: bool
+    partitions: tuple[tuple[str, int], ...]
+
+
+async def _complete_group_offsets(
+    ctx: BrokerContext, partition: int, producer_id: int, committed: bool
+) -> None:
+    # The group coordinator gains this hook with transactional offset commits; until then
+    # there is nothing to complete.
+    complete = getattr(ctx.groups, "complete_transaction", None)
+    if complete is None:
+        return
+    outcome = complete(partition, producer_id, committed)
+    if inspect.isawaitable(outcome):
+        await outcome
+
+
+async def _write_one(ctx: BrokerContext, marker: TxnMarker, topic: str, index: int) -> ErrorCode:
+    try:
+        await ctx.replica_manager.append_control_marker(
+            topic,
+            index,
+            marker.producer_id,
+            marker.producer_epoch,
+            marker.coordinator_epoch,
+            marker.committed,
+        )
+    except KafkaApiError as exc:
+        log.info(
+            "Marker for producer %d in %s-%d rejected: %s",
+            marker.producer_id,
+            topic,
+            index,
+            exc.message,
+        )
+        return ErrorCode(exc.code)
+    except OSError:
+        log.exception("Writing a marker for producer %d to %s-%d", marker.producer_id, topic, index)
+        return ErrorCode.KAFKA_STORAGE_ERROR
+    if topic == GROUP_METADATA_TOPIC:
+        await _complete_group_offsets(ctx, index, marker.producer_id, marker.committed)
+    return ErrorCode.NONE
+
+
+async def write_txn_markers(
+    ctx: BrokerContext, markers: Sequence[TxnMarker]
+) -> dict[MarkerKey, ErrorCode]:
+    """Write each marker to each of its partitions; the error per (producer id, topic,
+    partition)."""
+    results: dict[MarkerKey, ErrorCode] = {}
+    for marker in markers:
+        for topic, index in marker.partitions:
+            results[(marker.producer_id, topic, index)] = await _write_one(
+                ctx, marker, topic, index
+            )
+    return results
+
+
+async def handle_write_txn_markers(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+    """WriteTxnMarkers (27): the same writes for a coordinator on another node."""
+    markers = [
+        TxnMarker(
+            producer_id=m["producer_id"],
+            producer_epoch=m["producer_epoch"],
+            coordinator_epoch=m["coordinator_epoch"],
+            committed=m["transaction_result"],
+            partitions=tuple(
+                (t["name"], index) for t in m["topics"] for index in t["partition_indexes"]
+            ),
+        )
+        for m in request.body["markers"]
+    ]
+    responses = []
+    for marker in markers:
+        # One marker's own writes, so a producer listed twice gets each answer in turn.
+        codes = await write_txn_markers(ctx, [marker])
+        topics: dict[str, list[dict[str, int]]] = {}
+        for topic, index in marker.partitions:
+            code = codes[(marker.producer_id, topic, index)]
+            topics.setdefault(topic, []).append({"partition_index": index, "error_code": int(code)})
+        responses.append(
+            {
+                "producer_id": marker.producer_id,
+                "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()],
+            }
+        )
+    return {"markers": responses}

@@ -1,0 +1,296 @@
+"""Request handlers of the transaction APIs: AddPartitionsToTxn (24), AddOffsetsToTxn (25),
+EndTxn (26), TxnOffsetCommit (28), DescribeTransactions (65) and ListTransactions (66).
+
+Handlers translate wire bodies into :class:`TransactionCoordinator` (and, for TxnOffsetCommit,
+:class:`GroupCoordinator`) calls and shape errors per version as Kafka does: PRODUCER_FENCED is
+INVALID_PRODUCER_EPOCH for versions that predate it (AddPartitionsToTxn, AddOffsetsToTxn,
+EndTxn and TxnOffsetCommit before v2); a partition of an unknown topic fails AddPartitionsToTxn
+with UNKNOWN_TOPIC_OR_PARTITION and the other partitions of the request with
+OPERATION_NOT_ATTEMPTED; a node that does not coordinate the id answers NOT_COORDINATOR.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparklog.broker.context import BrokerContext
+from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator
+from sparklog.coordinator.coordinator import partition_for as group_partition_for
+from sparklog.coordinator.offsets import CommitPartition
+from sparklog.coordinator.txn_coordinator import TransactionCoordinator
+from sparklog.coordinator.txn_records import TxnState
+from sparklog.coordinator.txn_state import TopicPartition
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.headers import Request
+
+
+def _transactions(ctx: BrokerContext) -> TransactionCoordinator:
+    if ctx.transactions is None:
+        raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "No transaction coordinator")
+    return ctx.transactions
+
+
+def _fenced_for(version: int, code: ErrorCode) -> ErrorCode:
+    if code == ErrorCode.PRODUCER_FENCED and version < 2:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return code
+
+
+def _partition_known(ctx: BrokerContext, topic: str, index: int) -> bool:
+    registered = ctx.image.topics.by_name.get(topic)
+    return registered is not None and index in registered.partitions
+
+
+# -- AddPartitionsToTxn ---------------------------------------------------------------------
+async def _add_one(
+    ctx: BrokerContext, version: int, txn: dict[str, Any], verify_only: bool
+) -> dict[TopicPartition, ErrorCode]:
+    wanted = [(t["name"], p) for t in txn["topics"] for p in t["partitions"]]
+    unknown = {tp for tp in wanted if not _partition_known(ctx, *tp)}
+    if unknown:
+        return {
+            tp: (
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if tp in unknown
+                else ErrorCode.OPERATION_NOT_ATTEMPTED
+            )
+            for tp in wanted
+        }
+    try:
+        coordinator = _transactions(ctx)
+        if verify_only:
+            return coordinator.verify_partitions(
+                txn["transactional_id"], txn["producer_id"], txn["producer_epoch"], wanted
+            )
+        code = await coordinator.add_partitions(
+            txn["transactional_id"], txn["producer_id"], txn["producer_epoch"], wanted
+        )
+    except KafkaApiError as exc:
+        code = exc.code
+    return dict.fromkeys(wanted, _fenced_for(version, code))
+
+
+def _topic_results(errors: dict[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, index), code in errors.items():
+        by_topic.setdefault(topic, []).append(
+            {"partition_index": index, "partition_error_code": int(code)}
+        )
+    return [{"name": name, "results_by_partition": parts} for name, parts in by_topic.items()]
+
+
+async def handle_add_partitions_to_txn(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    body = request.body
+    version = request.header.api_version
+    if version < 4:
+        txn = {
+            "transactional_id": body["v3_and_below_transactional_id"],
+            "producer_id": body["v3_and_below_producer_id"],
+            "producer_epoch": body["v3_and_below_producer_epoch"],
+            "topics": body["v3_and_below_topics"],
+        }
+        errors = await _add_one(ctx, version, txn, verify_only=False)
+        return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _topic_results(errors)}
+    results = []
+    for txn in body["transactions"]:
+        errors = await _add_one(ctx, version, txn, verify_only=txn["verify_only"])
+        results.append(
+            {"transactional_id": txn["transactional_id"], "topic_results": _topic_results(errors)}
+        )
+    return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": results}
+
+
+# -- AddOffsetsToTxn / EndTxn -----------------------------------------------------------------
+def _offsets_partition(ctx: BrokerContext, group_id: str) -> TopicPartition:
+    if isinstance(ctx.groups, GroupCoordinator):
+        return OFFSETS_TOPIC, ctx.groups.partition_for(group_id)
+    count = int(ctx.config.get("offsets.topic.num.partitions"))
+    return OFFSETS_TOPIC, group_partition_for(group_id, count)
+
+
+async def handle_add_offsets_to_txn(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    body = request.body
+    try:
+        code = await _transactions(ctx).add_partitions(
+            body["transactional_id"],
+            body["producer_id"],
+            body["producer_epoch"],
+            [_offsets_partition(ctx, body["group_id"])],
+        )
+    except KafkaApiError as exc:
+        code = exc.code
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(_fenced_for(request.header.api_version, code)),
+    }
+
+
+async def handle_end_txn(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+    body = request.body
+    try:
+        code = await _transactions(ctx).end_txn(
+            body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
+        )
+    except KafkaApiError as exc:
+        code = exc.code
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(_fenced_for(request.header.api_version, code)),
+        "producer_id": -1,
+        "producer_epoch": -1,
+    }
+
+
+# -- TxnOffsetCommit --------------------------------------------------------------------------
+async def handle_txn_offset_commit(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    body = request.body
+    version = request.header.api_version
+    partitions: list[CommitPartition] = []
+    unknown: set[TopicPartition] = set()
+    for topic in body["topics"]:
+        for p in topic["partitions"]:
+            if not _partition_known(ctx, topic["name"], p["partition_index"]):
+                unknown.add((topic["name"], p["partition_index"]))
+                continue
+            partitions.append(
+                CommitPartition(
+                    topic["name"],
+                    p["partition_index"],
+                    p["committed_offset"],
+                    p.get("committed_leader_epoch", -1),
+                    p["committed_metadata"],
+                )
+            )
+    outcome: ErrorCode | list[ErrorCode]
+    groups = ctx.groups
+    if groups is None:
+        outcome = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    else:
+        try:
+            outcome = await groups.commit_txn_offsets(
+                body["group_id"],
+                body["producer_id"],
+                body["producer_epoch"],
+                body.get("generation_id", -1),
+                body.get("member_id", ""),
+                body.get("group_instance_id"),
+                partitions,
+            )
+        except KafkaApiError as exc:
+            outcome = exc.code
+    errors = iter(outcome) if isinstance(outcome, list) else None
+    group_error = _fenced_for(version, outcome) if isinstance(outcome, ErrorCode) else None
+    topics = []
+    for topic in body["topics"]:
+        results = []
+        for p in topic["partitions"]:
+            index = p["partition_index"]
+            if (topic["name"], index) in unknown:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif errors is not None:
+                code = next(errors)
+            else:
+                code = group_error or ErrorCode.UNKNOWN_SERVER_ERROR
+            results.append({"partition_index": index, "error_code": int(code)})
+        topics.append({"name": topic["name"], "partitions": results})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+# -- DescribeTransactions / ListTransactions --------------------------------------------------
+async def handle_describe_transactions(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    states = []
+    for transactional_id in request.body["transactional_ids"]:
+        entry: dict[str, Any] = {
+            "error_code": 0,
+            "transactional_id": transactional_id,
+            "transaction_state": "",
+            "transaction_timeout_ms": 0,
+            "transaction_start_time_ms": -1,
+            "producer_id": -1,
+            "producer_epoch": -1,
+            "topics": [],
+        }
+        try:
+            described = _transactions(ctx).describe(transactional_id)
+        except KafkaApiError as exc:
+            described = exc.code
+        if isinstance(described, ErrorCode):
+            entry["error_code"] = int(described)
+        else:
+            by_topic: dict[str, list[int]] = {}
+            for topic, index in sorted(described.partitions):
+                by_topic.setdefault(topic, []).append(index)
+            entry.update(
+                transaction_state=described.state.display_name,
+                transaction_timeout_ms=described.timeout_ms,
+                transaction_start_time_ms=described.start_ms,
+                producer_id=described.producer_id,
+                producer_epoch=described.producer_epoch,
+                topics=[{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+            )
+        states.append(entry)
+    return {"throttle_time_ms": 0, "transaction_states": states}
+
+
+async def handle_list_transactions(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    body = request.body
+    wanted_states: set[TxnState] = set()
+    unknown_states: list[str] = []
+    for name in body["state_filters"]:
+        state = TxnState.from_display_name(name)
+        if state is None:
+            unknown_states.append(name)
+        else:
+            wanted_states.add(state)
+    wanted_pids = set(body["producer_id_filters"])
+    duration_ms = body.get("duration_filter", -1)
+    response: dict[str, Any] = {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "unknown_state_filters": unknown_states,
+        "transaction_states": [],
+    }
+    try:
+        coordinator = _transactions(ctx)
+        listed = coordinator.transactions()
+    except KafkaApiError as exc:
+        response["error_code"] = int(exc.code)
+        return response
+    if body["state_filters"] and not wanted_states:
+        return response  # only unknown states asked for: nothing can match
+    now = coordinator.clock()
+    for meta in listed:
+        if wanted_states and meta.state not in wanted_states:
+            continue
+        if wanted_pids and meta.producer_id not in wanted_pids:
+            continue
+        if duration_ms >= 0 and (meta.start_ms < 0 or now - meta.start_ms < duration_ms):
+            continue
+        response["transaction_states"].append(
+            {
+                "transactional_id": meta.transactional_id,
+                "producer_id": meta.producer_id,
+                "transaction_state": meta.state.display_name,
+            }
+        )
+    return response
+
+
+TXN_HANDLERS = {
+    24: handle_add_partitions_to_txn,
+    25: handle_add_offsets_to_txn,
+    26: handle_end_txn,
+    28: handle_txn_offset_commit,
+    65: handle_describe_transactions,
+    66: handle_list_transactions,
+}

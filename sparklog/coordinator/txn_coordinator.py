@@ -1,0 +1,563 @@
+"""The transaction coordinator of one broker: the transactional ids of the
+``__transaction_state`` partitions it leads, driven on the event loop.
+
+Contract:
+- The coordinator of a transactional id is the leader of partition
+  ``abs(java_hash(id)) % transaction.state.log.num.partitions`` of ``__transaction_state``
+  (Kafka's ``Utils.abs(String.hashCode)``, so clients and tools agree). A request for an id
+  whose partition we do not lead is NOT_COORDINATOR.
+- A partition's state is its log: a shard is loaded by replaying the partition (log start to
+  high watermark) the first time it is needed after we became leader or the leader epoch
+  changed, and by the timer loop, which also loads shards nobody asked for yet so that
+  transactions left in PrepareCommit/PrepareAbort are finished and hung ones time out after a
+  restart or a failover. The leader epoch of the partition is the coordinator epoch stamped on
+  markers.
+- Each operation runs under its shard's lock: the state machine
+  (:mod:`sparklog.coordinator.txn_state`) prepares a transition, the record is appended with
+  acks=all, and only then is the transition applied and the client answered; a failed append
+  leaves the state as it was and answers NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE.
+- EndTxn answers once PrepareCommit/PrepareAbort is durable (as Kafka). A background task then
+  writes the markers to every partition of the transaction through the injected
+  :data:`MarkerWriter`, retrying with backoff until each partition has its marker (a partition
+  of a deleted topic is dropped), and persists CompleteCommit/CompleteAbort. Until then the id
+  answers CONCURRENT_TRANSACTIONS.
+- Timers (``transaction.abort.timed.out.transaction.cleanup.interval.ms``): an Ongoing
+  transaction older than its timeout is aborted with an epoch bump (its producer is fenced);
+  ``transactional.id.expiration.ms`` after its last use an idle id is tombstoned
+  (checked every ``transaction.remove.expired.transaction.cleanup.interval.ms``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from sparklog.broker.partition import Partition
+from sparklog.broker.replica_manager import ReplicaManager
+from sparklog.broker.txn_markers import TxnMarker
+from sparklog.config import ServerConfig
+from sparklog.coordinator.coordinator import partition_for
+from sparklog.coordinator.txn_records import (
+    TxnLogValue,
+    TxnRecordError,
+    TxnState,
+    decode_txn_record,
+    txn_key,
+    txn_value,
+)
+from sparklog.coordinator.txn_state import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    TopicPartition,
+    TxnError,
+    TxnMetadata,
+    new_metadata,
+)
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.record_codec import RecordInput, build_batch, decode_batch
+from sparklog.protocol.records import CorruptRecordError, iter_batches
+
+log = logging.getLogger(__name__)
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+_REPLAY_READ_BYTES = 1 << 20
+_MARKER_RETRY_MIN_S = 0.02
+_MARKER_RETRY_MAX_S = 1.0
+_MAX_TICK_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class TxnConfig:
+    """The broker settings the coordinator obeys (Kafka's names in the comments)."""
+
+    num_partitions: int = 50  # transaction.state.log.num.partitions
+    max_timeout_ms: int = 900_000  # transaction.max.timeout.ms
+    id_expiration_ms: int = 604_800_000  # transactional.id.expiration.ms
+    abort_interval_ms: int = 10_000  # transaction.abort.timed.out.transaction.cleanup.interval.ms
+    expire_interval_ms: int = (
+        3_600_000  # transaction.remove.expired.transaction.cleanup.interval.ms
+    )
+
+    @classmethod
+    def from_config(cls, config: ServerConfig) -> TxnConfig:
+        return cls(
+            num_partitions=int(config.get("transaction.state.log.num.partitions")),
+            max_timeout_ms=int(config.get("transaction.max.timeout.ms")),
+            id_expiration_ms=int(config.get("transactional.id.expiration.ms")),
+            abort_interval_ms=int(
+                config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms")
+            ),
+            expire_interval_ms=int(
+                config.get("transaction.remove.expired.transaction.cleanup.interval.ms")
+            ),
+        )
+
+
+# markers -> error per (producer id, topic, partition); a missing key counts as a failure.
+MarkerWriter = Callable[[Sequence[TxnMarker]], Awaitable[dict[tuple[int, str, int], ErrorCode]]]
+ProducerIdSource = Callable[[], Awaitable[int]]
+
+
+@dataclass(frozen=True, slots=True)
+class InitResult:
+    error: ErrorCode
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class TxnDescription:
+    transactional_id: str
+    state: TxnState
+    timeout_ms: int
+    start_ms: int
+    producer_id: int
+    producer_epoch: int
+    partitions: frozenset[TopicPartition]
+
+
+@dataclass
+class _Shard:
+    index: int
+    leader_epoch: int
+    txns: dict[str, TxnMetadata] = field(default_factory=dict)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _append_error(code: ErrorCode) -> ErrorCode:
+    """What the client hears when a transition could not be written (Kafka's mapping in
+    ``TransactionStateManager.appendTransactionToLog``)."""
+    if code in (
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+    ):
+        return ErrorCode.NOT_COORDINATOR
+    if code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+class TransactionCoordinator:
+    def __init__(
+        self,
+        config: TxnConfig,
+        replica_manager: ReplicaManager,
+        producer_ids: ProducerIdSource,
+        marker_writer: MarkerWriter,
+        *,
+        clock: Callable[[], int] = _now_ms,
+    ) -> None:
+        self.config = config
+        self.replica_manager = replica_manager
+        self.producer_ids = producer_ids
+        self.marker_writer = marker_writer
+        self.clock = clock
+        self._shards: dict[int, _Shard] = {}
+        self._next_abort_ms = 0
+        self._next_expire_ms = clock() + config.expire_interval_ms
+
+    def partition_for(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.config.num_partitions)
+
+    # -- shards ------------------------------------------------------------------------------
+    def _leader_partition(self, index: int) -> Partition | None:
+        partition = self.replica_manager.partitions.get((TRANSACTION_STATE_TOPIC, index))
+        if partition is None or not partition.is_leader:
+            return None
+        return partition
+
+    def _current(self, shard: _Shard) -> bool:
+        partition = self._leader_partition(shard.index)
+        return (
+            partition is not None
+            and partition.leader_epoch == shard.leader_epoch
+            and self._shards.get(shard.index) is shard
+        )
+
+    def _shard_at(self, index: int) -> _Shard | None:
+        partition = self._leader_partition(index)
+        if partition is None:
+            return None
+        shard = self._shards.get(index)
+        if shard is None or shard.leader_epoch != partition.leader_epoch:
+            shard = self._load(partition)
+        return shard
+
+    def _shard(self, transactional_id: str) -> _Shard:
+        shard = self._shard_at(self.partition_for(transactional_id))
+        if shard is None:
+            raise KafkaApiError(ErrorCode.NOT_COORDINATOR, "This is not the correct coordinator.")
+        return shard
+
+    def _load(self, partition: Partition) -> _Shard:
+        shard = _Shard(partition.index, partition.leader_epoch)
+        offset = partition.log_start_offset
+        replayed = 0
+        while offset < partition.high_watermark:
+            result = self.replica_manager.read(
+                partition, offset, _REPLAY_READ_BYTES, isolation_level=0, min_one_batch=True
+            )
+            data = result.read_bytes()
+            advanced = offset
+            for pos, header in iter_batches(data):
+                if header.last_offset < offset:
+                    continue
+                advanced = header.last_offset + 1
+                if header.is_control:
+                    continue
+                try:
+                    _, records = decode_batch(data, pos)
+                except CorruptRecordError as exc:
+                    log.error("Skipping corrupt batch of %s: %s", partition, exc)
+                    continue
+                for record in records:
+                    if record.offset < offset:
+                        continue
+                    try:
+                        transactional_id, value = decode_txn_record(record.key, record.value)
+                    except TxnRecordError as exc:
+                        log.warning("Skipping record %d of %s: %s", record.offset, partition, exc)
+                        continue
+                    replayed += 1
+                    if value is None or value.state is TxnState.DEAD:
+                        shard.txns.pop(transactional_id, None)
+                    else:
+                        shard.txns[transactional_id] = TxnMetadata.from_log(transactional_id, value)
+            if advanced == offset:
+                break
+            offset = advanced
+        previous = self._shards.get(partition.index)
+        if previous is not None:
+            self._unload(previous)
+        self._shards[partition.index] = shard
+        log.info(
+            "Loaded %d transactional id(s) from %s (%d records, epoch %d)",
+            len(shard.txns),
+            partition,
+            replayed,
+            partition.leader_epoch,
+        )
+        for meta in shard.txns.values():
+            if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+                self._spawn_finish(shard, meta, meta.snapshot())
+        return shard
+
+    def _unload(self, shard: _Shard) -> None:
+        for task in list(shard.tasks):
+            task.cancel()
+        shard.tasks.clear()
+        if self._shards.get(shard.index) is shard:
+            del self._shards[shard.index]
+
+    async def _persist(self, shard: _Shard, meta: TxnMetadata, target: TxnLogValue) -> ErrorCode:
+        """Append ``target`` for ``meta`` and apply it; the error for the client if not."""
+        tombstone = target.state is TxnState.DEAD
+        record = RecordInput(
+            txn_key(meta.transactional_id), None if tombstone else txn_value(target)
+        )
+        try:
+            await self.replica_manager.append(
+                TRANSACTION_STATE_TOPIC, shard.index, bytearray(build_batch([record])), -1
+            )
+        except Exception as exc:  # storage errors carry a Kafka error code
+            meta.abandon()
+            code = exc.code if isinstance(exc, KafkaApiError) else getattr(exc, "error_code", None)
+            if code is None:
+                log.exception("Writing a transition of %s failed", meta.transactional_id)
+                code = ErrorCode.KAFKA_STORAGE_ERROR
+            log.warning(
+                "Could not write the %s transition of %s: %s",
+                target.state.display_name,
+                meta.transactional_id,
+                exc,
+            )
+            return _append_error(ErrorCode(code))
+        if not self._current(shard):
+            meta.abandon()
+            return ErrorCode.NOT_COORDINATOR
+        meta.complete(target)
+        if tombstone:
+            shard.txns.pop(meta.transactional_id, None)
+        return ErrorCode.NONE
+
+    # -- markers -----------------------------------------------------------------------------
+    def _spawn_finish(self, shard: _Shard, meta: TxnMetadata, prepared: TxnLogValue) -> None:
+        task = asyncio.get_running_loop().create_task(self._finish(shard, meta, prepared))
+        shard.tasks.add(task)
+        task.add_done_callback(shard.tasks.discard)
+
+    def _topic_exists(self, topic: str) -> bool:
+        image = self.replica_manager.image
+        return image is None or topic in image.topics.by_name
+
+    async def _finish(self, shard: _Shard, meta: TxnMetadata, prepared: TxnLogValue) -> None:
+        committed = prepared.state is TxnState.PREPARE_COMMIT
+        remaining = set(prepared.partitions)
+        delay_s = _MARKER_RETRY_MIN_S
+        while remaining:
+            if not self._current(shard):
+                return
+            request = TxnMarker(
+                prepared.producer_id,
+                prepared.producer_epoch,
+                shard.leader_epoch,
+                committed,
+                tuple(sorted(remaining)),
+            )
+            try:
+                errors = await self.marker_writer([request])
+            except Exception:
+                log.exception("Writing markers of %s failed", meta.transactional_id)
+                errors = {}
+            for topic, index in list(remaining):
+                code = errors.get(
+                    (prepared.producer_id, topic, index), ErrorCode.UNKNOWN_SERVER_ERROR
+                )
+                if code == ErrorCode.NONE or not self._topic_exists(topic):
+                    remaining.discard((topic, index))
+                elif code in (
+                    ErrorCode.INVALID_PRODUCER_EPOCH,
+                    ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                ):
+                    # Another coordinator (a newer epoch) owns this transaction now.
+                    log.error(
+                        "Giving up on the markers of %s: %s-%d answered %s",
+                        meta.transactional_id,
+                        topic,
+                        index,
+                        code.name,
+                    )
+                    return
+            if remaining:
+                await asyncio.sleep(delay_s)
+                delay_s = min(delay_s * 2, _MARKER_RETRY_MAX_S)
+        async with shard.lock:
+            if (
+                not self._current(shard)
+                or shard.txns.get(meta.transactional_id) is not meta
+                or meta.state is not prepared.state
+                or meta.producer_epoch != prepared.producer_epoch
+                or meta.pending is not None
+            ):
+                return
+            target = meta.begin_complete(self.clock())
+            error = await self._persist(shard, meta, target)
+        if error != ErrorCode.NONE:
+            # The partition moved or the append failed: the next load finishes it.
+            log.warning("Could not complete %s: %s", meta.transactional_id, error.name)
+
+    # -- operations --------------------------------------------------------------------------
+    async def init_producer_id(
+        self, transactional_id: str, timeout_ms: int, producer_id: int, producer_epoch: int
+    ) -> InitResult:
+        """InitProducerId with a transactional id."""
+        if not transactional_id:
+            return InitResult(ErrorCode.INVALID_REQUEST)
+        if timeout_ms <= 0 or timeout_ms > self.config.max_timeout_ms:
+            return InitResult(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+        if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
+            return InitResult(ErrorCode.INVALID_REQUEST)
+        expected = None if producer_id == NO_PRODUCER_ID else (producer_id, producer_epoch)
+        shard = self._shard(transactional_id)
+        async with shard.lock:
+            if not self._current(shard):
+                return InitResult(ErrorCode.NOT_COORDINATOR)
+            meta = shard.txns.get(transactional_id)
+            now = self.clock()
+            if meta is None:
+                meta = new_metadata(transactional_id, await self.producer_ids(), timeout_ms, now)
+                shard.txns[transactional_id] = meta
+            fresh: int | None = None
+            if meta.needs_new_producer_id(expected[1] if expected else None):
+                fresh = await self.producer_ids()
+            try:
+                target, fencing = meta.begin_init(timeout_ms, expected, now, fresh)
+            except TxnError as exc:
+                return InitResult(exc.code)
+            error = await self._persist(shard, meta, target)
+            if error != ErrorCode.NONE:
+                return InitResult(error)
+            if fencing:
+                log.info(
+                    "Aborting the ongoing transaction of %s for a new producer instance",
+                    transactional_id,
+                )
+                self._spawn_finish(shard, meta, target)
+                return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+            return InitResult(ErrorCode.NONE, meta.producer_id, meta.producer_epoch)
+
+    async def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> ErrorCode:
+        """AddPartitionsToTxn (and AddOffsetsToTxn, with the group's offsets partition)."""
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        shard = self._shard(transactional_id)
+        async with shard.lock:
+            meta = shard.txns.get(transactional_id)
+            if meta is None:
+                return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+            try:
+                target = meta.begin_add_partitions(
+                    producer_id, producer_epoch, set(partitions), self.clock()
+                )
+            except TxnError as exc:
+                return exc.code
+            if target is None:
+                return ErrorCode.NONE
+            return await self._persist(shard, meta, target)
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """AddPartitionsToTxn v4+ with ``verify_only``."""
+        wanted = set(partitions)
+        try:
+            if not transactional_id:
+                raise TxnError(ErrorCode.INVALID_REQUEST)
+            meta = self._shard(transactional_id).txns.get(transactional_id)
+            if meta is None:
+                raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+            return meta.verify_partitions(producer_id, producer_epoch, wanted)
+        except (TxnError, KafkaApiError) as exc:
+            return dict.fromkeys(wanted, exc.code)
+
+    async def end_txn(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> ErrorCode:
+        """EndTxn: answered once PrepareCommit/PrepareAbort is durable."""
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        shard = self._shard(transactional_id)
+        async with shard.lock:
+            meta = shard.txns.get(transactional_id)
+            if meta is None:
+                return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+            try:
+                target = meta.begin_end(producer_id, producer_epoch, commit, self.clock())
+            except TxnError as exc:
+                return exc.code
+            if target is None:
+                return ErrorCode.NONE
+            error = await self._persist(shard, meta, target)
+            if error == ErrorCode.NONE:
+                self._spawn_finish(shard, meta, target)
+            return error
+
+    def describe(self, transactional_id: str) -> TxnDescription | ErrorCode:
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        try:
+            meta = self._shard(transactional_id).txns.get(transactional_id)
+        except KafkaApiError as exc:
+            return exc.code
+        if meta is None:
+            return ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+        return TxnDescription(
+            transactional_id,
+            meta.state,
+            meta.timeout_ms,
+            meta.start_ms,
+            meta.producer_id,
+            meta.producer_epoch,
+            frozenset(meta.partitions),
+        )
+
+    def transactions(self) -> list[TxnMetadata]:
+        """Every transactional id of every partition we lead (loading those not loaded)."""
+        out: list[TxnMetadata] = []
+        for index in range(self.config.num_partitions):
+            shard = self._shard_at(index)
+            if shard is not None:
+                out.extend(shard.txns.values())
+        return out
+
+    # -- timers ------------------------------------------------------------------------------
+    async def run(self, stopping: asyncio.Event) -> None:
+        """Load led shards, abort timed-out transactions and expire idle ids until
+        ``stopping`` is set."""
+        tick_s = min(self.config.abort_interval_ms / 1000.0, _MAX_TICK_S)
+        try:
+            while not stopping.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stopping.wait(), max(tick_s, 0.01))
+                if stopping.is_set():
+                    break
+                try:
+                    await self.tick()
+                except Exception:
+                    log.exception("Transaction coordinator timers failed")
+        finally:
+            for shard in list(self._shards.values()):
+                self._unload(shard)
+
+    async def tick(self) -> None:
+        now = self.clock()
+        for index in range(self.config.num_partitions):
+            shard = self._shards.get(index)
+            if shard is not None and not self._current(shard):
+                self._unload(shard)
+            self._shard_at(index)
+        if now >= self._next_abort_ms:
+            self._next_abort_ms = now + self.config.abort_interval_ms
+            await self.abort_timed_out()
+        if now >= self._next_expire_ms:
+            self._next_expire_ms = now + self.config.expire_interval_ms
+            await self.expire_ids()
+
+    async def abort_timed_out(self) -> int:
+        """Abort (with an epoch bump) every Ongoing transaction past its timeout."""
+        aborted = 0
+        for shard in list(self._shards.values()):
+            async with shard.lock:
+                for meta in list(shard.txns.values()):
+                    if not self._current(shard) or not meta.timed_out(self.clock()):
+                        continue
+                    target = meta.begin_fence(self.clock())
+                    if await self._persist(shard, meta, target) == ErrorCode.NONE:
+                        log.info(
+                            "Aborting transaction of %s (producer %d): older than its timeout "
+                            "of %d ms",
+                            meta.transactional_id,
+                            meta.producer_id,
+                            meta.timeout_ms,
+                        )
+                        self._spawn_finish(shard, meta, target)
+                        aborted += 1
+        return aborted
+
+    async def expire_ids(self) -> int:
+        """Tombstone the transactional ids unused for transactional.id.expiration.ms."""
+        expired = 0
+        for shard in list(self._shards.values()):
+            async with shard.lock:
+                for meta in list(shard.txns.values()):
+                    now = self.clock()
+                    if not self._current(shard) or not meta.expired(
+                        now, self.config.id_expiration_ms
+                    ):
+                        continue
+                    target = meta.begin_expire()
+                    if await self._persist(shard, meta, target) == ErrorCode.NONE:
+                        expired += 1
+        if expired:
+            log.info("Expired %d transactional id(s)", expired)
+        return expired
