@@ -12,10 +12,14 @@ ids, plus the provenance (last committed offset/epoch/timestamp folded in) and t
 
 :meth:`MetadataImage.to_records` writes an image back as the minimal record list that rebuilds
 it (what a snapshot holds); replaying that list onto an empty image gives an equal image.
+:meth:`MetadataImage.digest` is a SHA-256 over those records' encodings: two images with the
+same content have the same digest whatever log offsets, batches or snapshots led to them
+(provenance and cluster id are not part of it).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -296,6 +300,15 @@ class MetadataImage:
             and not self.configs.resources
             and self.producer_ids.next_producer_id < 0
         )
+
+    def digest(self) -> str:
+        """Hex SHA-256 of the image's content (see the module docstring)."""
+        hasher = hashlib.sha256()
+        for record in self.to_records():
+            encoded = record.encode()
+            hasher.update(len(encoded).to_bytes(4, "big"))
+            hasher.update(encoded)
+        return hasher.hexdigest()
 
     def to_records(self) -> list[MetadataRecord]:
         """The records that rebuild this image from empty (features first, as Kafka does)."""

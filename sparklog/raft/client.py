@@ -16,6 +16,12 @@ Contract, as in Kafka:
   records in ``control_records`` and no ``records``, so listeners can track offsets and epochs.
 - ``handle_leader_change`` is called whenever the leader or epoch changes, after every batch
   of the previous epoch has been delivered.
+- Snapshots (KIP-630): a listener whose next offset is below the log start (a new listener on
+  a replica that deleted old segments, or a replica that downloaded the leader's snapshot) is
+  first handed the latest snapshot through ``handle_load_snapshot`` (a
+  :class:`SnapshotListener`): it must replace its whole state with the snapshot's, then
+  batches follow from the snapshot's end offset. A listener without that method cannot
+  follow such a log and the replica raises.
 - The client is sans-IO and single-threaded: callbacks run synchronously inside the caller's
   call (``register_listener``, ``schedule_append``, ``start``).
 """
@@ -59,10 +65,29 @@ class CommittedBatch(Generic[T_co]):
     size_in_bytes: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class LoadedSnapshot(Generic[T_co]):
+    """A committed snapshot: the state after every record below ``end_offset``."""
+
+    end_offset: int
+    epoch: int
+    last_contained_timestamp: int
+    records: Sequence[T_co] = ()
+    size_in_bytes: int = 0
+
+    @property
+    def last_contained_offset(self) -> int:
+        return self.end_offset - 1
+
+
 class RaftListener(Protocol[T_contra]):
     def handle_commit(self, batch: CommittedBatch[T_contra]) -> None: ...
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None: ...
+
+
+class SnapshotListener(RaftListener[T_contra], Protocol[T_contra]):
+    def handle_load_snapshot(self, snapshot: LoadedSnapshot[T_contra]) -> None: ...
 
 
 class RaftClient(Protocol[T_co]):

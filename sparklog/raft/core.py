@@ -20,6 +20,11 @@ Invariants kept here (the simulator in ``tests/sim`` checks them after every eve
   as they are appended (reverted on truncation); a leader starts a change only when the voter
   set is committed and the epoch has committed an entry; a removed leader keeps replicating
   but stops counting itself, and resigns once the removal is committed.
+- Snapshots (KIP-630, :mod:`~sparklog.raft.snapshot_sync`): a snapshot only ever covers
+  committed entries, so installing one raises the HW to its end; the log start offset is the
+  latest snapshot's end (once every listener read that far), a replica behind it is sent the
+  snapshot id and downloads it with FetchSnapshot, and a restart installs the latest snapshot
+  before it scans the log above it.
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ from sparklog.raft.elections import ElectionMixin
 from sparklog.raft.leader_state import LeaderState
 from sparklog.raft.listeners import ListenerDispatcher
 from sparklog.raft.log import ReplicatedLog
+from sparklog.raft.snapshot_format import SnapshotContents
+from sparklog.raft.snapshot_sync import _Download
+from sparklog.raft.snapshots import MemorySnapshotStore, SnapshotStore
 from sparklog.raft.state import (
     Candidate,
     ElectionStore,
@@ -106,6 +114,7 @@ class RaftReplica(ElectionMixin, Generic[T]):
         *,
         decode: Callable[[bytes], Any] = bytes,
         bootstrap_ids: Sequence[int] = (),
+        snapshots: SnapshotStore | None = None,
     ) -> None:
         self.local = ReplicaKey(node_id, directory_id)
         self.log = log
@@ -126,10 +135,19 @@ class RaftReplica(ElectionMixin, Generic[T]):
         self._parked: dict[int, tuple[rpc.InboundRequest, int]] = {}
         self._last_sent_hw: dict[int, int] = {}
         self.pending_change: PendingChange | None = None
-        self._listeners: ListenerDispatcher[T] = ListenerDispatcher(log, decode)
+        self.snapshots: SnapshotStore = (
+            snapshots if snapshots is not None else MemorySnapshotStore()
+        )
+        self._download: _Download | None = None
+        self._snapshot_cache: SnapshotContents | None = None
+        self._listeners: ListenerDispatcher[T] = ListenerDispatcher(
+            log, decode, self.latest_snapshot
+        )
+        self.quorum = QuorumState(self.local, quorum_store)
+        # A restart loads the latest snapshot, then replays the log above it.
+        self._load_snapshot_on_start()
         self._scan_control(self.log.read(self.log.log_start_offset, 1 << 62))
         now = time()
-        self.quorum = QuorumState(self.local, quorum_store)
         self.quorum.load(self.log.last_epoch, now + self._election_timeout())
 
     # -- RaftClient ---------------------------------------------------------------------------
@@ -212,6 +230,7 @@ class RaftReplica(ElectionMixin, Generic[T]):
                     # An observer that lost its leader asks the voters who leads now.
                     role.fetch_deadline_ms = now_ms + self.config.fetch_timeout_ms
                     role.has_fetched = False
+                    role.leader_lost = True
         elif isinstance(role, Unattached | Resigned):
             if now_ms >= role.election_deadline_ms and self.is_voter:
                 self._start_prospective(now_ms)
@@ -272,6 +291,7 @@ class RaftReplica(ElectionMixin, Generic[T]):
         role = self.quorum.role
         start = role.state.epoch_start_offset + 1 if isinstance(role, Leader) else None
         self._listeners.deliver(self._high_watermark, self.leader_and_epoch, start)
+        self._maybe_advance_log_start()
 
     def _advance_high_watermark(self, offset: int) -> None:
         if offset > self._high_watermark:
@@ -297,7 +317,9 @@ class RaftReplica(ElectionMixin, Generic[T]):
                 deadlines.append(role.backoff_deadline_ms)
         else:
             deadlines.append(role.election_deadline_ms)
-        fetching = any(i.api_key == rpc.FETCH for i in self._inflight.values())
+        fetching = any(
+            i.api_key in (rpc.FETCH, rpc.FETCH_SNAPSHOT) for i in self._inflight.values()
+        )
         if not isinstance(role, Leader | Prospective | Candidate) and not fetching:
             deadlines.append(max(self._retry_at_ms, now_ms + 1))
         return max(min(deadlines), now_ms + 1)
@@ -516,7 +538,7 @@ class RaftReplica(ElectionMixin, Generic[T]):
         elif api == rpc.FETCH:
             self._handle_fetch(now_ms, request)
         elif api == rpc.FETCH_SNAPSHOT:
-            self._handle_fetch_snapshot(request)
+            self._handle_fetch_snapshot(now_ms, request)
         elif api == rpc.DESCRIBE_QUORUM:
             self._handle_describe_quorum(now_ms, request)
         elif api in (rpc.ADD_RAFT_VOTER, rpc.REMOVE_RAFT_VOTER, rpc.UPDATE_RAFT_VOTER):
@@ -531,3 +553,5 @@ class RaftReplica(ElectionMixin, Generic[T]):
             self._handle_epoch_response(now_ms, response)
         elif sent.api_key == rpc.FETCH:
             self._handle_fetch_response(now_ms, response, sent.epoch)
+        elif sent.api_key == rpc.FETCH_SNAPSHOT:
+            self._handle_fetch_snapshot_response(now_ms, response, sent.epoch)

@@ -91,6 +91,17 @@ class LeaderState:
             self.acknowledged.add(key.id)
         return self._recompute()
 
+    def touch(self, key: ReplicaKey, now_ms: int) -> None:
+        """A request from ``key`` that proves it follows us but says nothing of its log (a Fetch
+        answered with a snapshot id, a FetchSnapshot): counts for check-quorum only."""
+        progress = self.replicas.get(key.id)
+        if progress is None or not progress.key.matches(key):
+            progress = ReplicaProgress(key)
+            self.replicas[key.id] = progress
+        progress.last_fetch_ms = now_ms
+        if self._voters.is_voter(key):
+            self.acknowledged.add(key.id)
+
     def _recompute(self) -> bool:
         offsets = []
         for voter in self._voters.voters:

@@ -16,6 +16,12 @@ Invariants every implementation keeps:
 - ``end_offset_for_epoch(e)`` answers OffsetForLeaderEpoch: ``(largest epoch <= e, the offset
   where the next epoch starts, or the LEO for the last epoch)``; ``(0, log_start_offset)`` when
   no batch has an epoch <= e.
+- Snapshots (KIP-630) move the log start: :meth:`delete_before` drops whole batches below a
+  snapshot's end offset; :meth:`reset_to` empties the log to restart at a snapshot the replica
+  downloaded. The epoch of the last dropped record is kept as the *start epoch*: an empty log
+  reports it as ``last_epoch`` and ``end_offset_for_epoch(e >= start epoch)`` answers
+  ``(start epoch, log_start_offset)`` when no batch has an epoch <= e (Kafka's
+  ``KafkaMetadataLog.lastFetchedEpoch``).
 """
 
 from __future__ import annotations
@@ -70,6 +76,14 @@ class ReplicatedLog(Protocol):
 
     def flush(self) -> None: ...
 
+    def delete_before(self, offset: int, epoch: int) -> None:
+        """Raise the log start to ``offset`` (<= LEO), whose preceding record has ``epoch``."""
+        ...
+
+    def reset_to(self, offset: int, epoch: int) -> None:
+        """Drop everything; the log restarts, empty and flushed, at ``offset``."""
+        ...
+
 
 def batch_infos(data: bytes) -> list[BatchInfo]:
     return [_info(h) for _, h in iter_batches(data)]
@@ -87,14 +101,16 @@ class MemoryLog:
         self._infos: list[BatchInfo] = []
         self._data: list[bytes] = []
         self._flushed = 0
+        self._start = 0
+        self._start_epoch = 0
 
     @property
     def log_start_offset(self) -> int:
-        return 0
+        return self._start
 
     @property
     def log_end_offset(self) -> int:
-        return self._infos[-1].last_offset + 1 if self._infos else 0
+        return self._infos[-1].last_offset + 1 if self._infos else self._start
 
     @property
     def flushed_offset(self) -> int:
@@ -102,7 +118,7 @@ class MemoryLog:
 
     @property
     def last_epoch(self) -> int:
-        return self._infos[-1].epoch if self._infos else 0
+        return self._infos[-1].epoch if self._infos else self._start_epoch
 
     def _push(self, info: BatchInfo, data: bytes) -> None:
         if info.base_offset != self.log_end_offset:
@@ -149,6 +165,8 @@ class MemoryLog:
                 break
             found = i
         if found < 0:
+            if self._start > 0 and epoch >= self._start_epoch:
+                return self._start_epoch, self._start
             return 0, 0
         if found == len(self._infos) - 1:
             return self._infos[found].epoch, self.log_end_offset
@@ -161,6 +179,8 @@ class MemoryLog:
 
     def truncate_to(self, offset: int) -> None:
         """Drop every batch holding an offset >= ``offset`` (a whole batch at a time)."""
+        if offset < self._start:
+            raise ValueError(f"cannot truncate to {offset} below the log start {self._start}")
         keep = len(self._infos)
         while keep > 0 and self._infos[keep - 1].last_offset >= offset:
             keep -= 1
@@ -170,9 +190,42 @@ class MemoryLog:
     def flush(self) -> None:
         self._flushed = self.log_end_offset
 
+    def delete_before(self, offset: int, epoch: int) -> None:
+        if offset == self._start:
+            self._start_epoch = epoch
+        if offset <= self._start:
+            return
+        if offset > self.log_end_offset:
+            raise ValueError(f"log start {offset} beyond the log end {self.log_end_offset}")
+        drop = 0
+        while drop < len(self._infos) and self._infos[drop].last_offset < offset:
+            drop += 1
+        del self._bases[:drop], self._infos[:drop], self._data[:drop]
+        self._start = offset
+        self._start_epoch = epoch
+        self._flushed = max(self._flushed, offset)
+
+    def reset_to(self, offset: int, epoch: int) -> None:
+        self._bases.clear()
+        self._infos.clear()
+        self._data.clear()
+        self._start = self._flushed = offset
+        self._start_epoch = epoch
+
     def crash(self) -> None:
         """Lose every batch that was not flushed (the simulator's power cut)."""
-        self.truncate_to(self._flushed)
+        self.truncate_to(max(self._flushed, self._start))
+
+    def index_of(self, base_offset: int) -> int | None:
+        """The index (for :meth:`batch`) of the batch starting at ``base_offset``, if held."""
+        index = bisect.bisect_left(self._bases, base_offset)
+        if index < len(self._bases) and self._bases[index] == base_offset:
+            return index
+        return None
+
+    def first_index_from(self, offset: int) -> int:
+        """The index of the first batch whose base offset is >= ``offset``."""
+        return bisect.bisect_left(self._bases, offset)
 
     def batches(self) -> list[tuple[BatchInfo, bytes]]:
         return list(zip(self._infos, self._data, strict=True))
@@ -190,6 +243,7 @@ class StorageReplicatedLog:
 
     def __init__(self, log: Log) -> None:
         self._log = log
+        self._start_epoch = 0
 
     @property
     def log(self) -> Log:
@@ -209,7 +263,8 @@ class StorageReplicatedLog:
 
     @property
     def last_epoch(self) -> int:
-        return max(self._log.latest_epoch, 0)
+        latest = self._log.latest_epoch
+        return latest if latest >= 0 else self._start_epoch
 
     def append_as_leader(self, batch: bytes, epoch: int) -> BatchInfo:
         result = self._log.append_as_leader(batch, epoch)
@@ -229,7 +284,8 @@ class StorageReplicatedLog:
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         found_epoch, end = self._log.end_offset_for_epoch(epoch)
         if found_epoch < 0:
-            return 0, self._log.log_start_offset
+            start = self._log.log_start_offset
+            return (self._start_epoch if start > 0 and epoch >= self._start_epoch else 0), start
         return found_epoch, end
 
     def truncate_to(self, offset: int) -> None:
@@ -237,3 +293,14 @@ class StorageReplicatedLog:
 
     def flush(self) -> None:
         self._log.flush()
+
+    def delete_before(self, offset: int, epoch: int) -> None:
+        # At the current start too: after a restart the start epoch is known only from the
+        # snapshot there, which the core installs again.
+        if offset >= self._log.log_start_offset:
+            self._log.increment_log_start_offset(offset)
+            self._start_epoch = epoch
+
+    def reset_to(self, offset: int, epoch: int) -> None:
+        self._log.truncate_fully_and_start_at(offset)
+        self._start_epoch = epoch

@@ -2,9 +2,11 @@
 
 The metadata partition lives in ``metadata.log.dir`` (default: the first ``log.dirs`` entry) as
 ``__cluster_metadata-0``, next to its ``quorum-state`` file, with Kafka's MetadataLogConfig:
-segments of ``metadata.log.segment.bytes``/``.ms``, 8 MiB batches, and no time/size retention
-(until metadata snapshots exist, deleting a segment would lose committed metadata).
-It is opened outside the LogManager, so topic retention and deletion never touch it.
+segments of ``metadata.log.segment.bytes``/``.ms``, 8 MiB batches, and no time/size retention:
+segments go only once a snapshot covers them (the raft core raises the log start offset to
+its latest snapshot). Snapshots are ``{end_offset:020d}-{epoch:010d}.checkpoint`` files in the
+same directory (:func:`snapshot_store`). It is opened outside the LogManager, so topic
+retention and deletion never touch it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from sparklog.config import ServerConfig
 from sparklog.protocol.kafka_uuid import METADATA_TOPIC_ID
 from sparklog.raft.quorum_state import QUORUM_STATE_FILENAME, QuorumStateStore
 from sparklog.raft.single_voter import MAX_BATCH_SIZE_BYTES, METADATA_PARTITION, METADATA_TOPIC
+from sparklog.raft.snapshots import FileSnapshotStore
 from sparklog.storage.config import LONG_MAX, LogConfig
 from sparklog.storage.log import Log
 
@@ -51,3 +54,8 @@ def open_metadata_log(config: ServerConfig, clock: Callable[[], int]) -> Log:
 
 def quorum_state_store(config: ServerConfig) -> QuorumStateStore:
     return QuorumStateStore(os.path.join(metadata_partition_dir(config), QUORUM_STATE_FILENAME))
+
+
+def snapshot_store(config: ServerConfig) -> FileSnapshotStore:
+    """This node's metadata snapshots (pass to ``RaftReplica(snapshots=...)``)."""
+    return FileSnapshotStore(metadata_partition_dir(config))

@@ -7,10 +7,13 @@ invariants there). Rules:
   the leader's log does not hold that epoch ending at or after that offset, the follower gets
   ``diverging_epoch`` (the largest epoch <= its epoch and where it ends) and no records, and
   its progress is not updated. Otherwise its progress becomes ``fetch_offset`` (which counts
-  toward the HW if it is a voter) and it gets whole batches from there. A Fetch with nothing
-  to return waits ("long poll") until data or a new HW arrives or ``max_wait_ms`` passes.
-- Follower side: a response from the leader of our epoch either truncates (diverging) or
-  appends at our log end offset; the follower flushes before its next Fetch, and its HW
+  toward the HW if it is a voter) and it gets whole batches from there. Before any of that, a
+  follower below the log start (or behind the snapshot there) gets ``snapshot_id`` instead.
+  A Fetch with nothing to return waits ("long poll") until data or a new HW arrives or
+  ``max_wait_ms`` passes.
+- Follower side: a response from the leader of our epoch either truncates (diverging), names
+  a snapshot to download (see :mod:`~sparklog.raft.snapshot_sync`), or appends at our log end
+  offset; the follower flushes before its next Fetch, and its HW
   becomes ``min(leader HW, log end offset)`` when that is higher.
 - Leader tick: flush after ``append_linger_ms`` (only flushed entries count for the leader),
   check-quorum, re-send BeginQuorumEpoch to voters that have not acknowledged, the idle no-op.
@@ -23,15 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from sparklog.protocol.errors import ErrorCode
 from sparklog.raft import rpc
+from sparklog.raft.snapshot_sync import SnapshotMixin
+from sparklog.raft.snapshots import SnapshotId
 from sparklog.raft.state import Follower, Leader, QuorumState
-from sparklog.raft.voter_changes import VoterChangeMixin
 from sparklog.raft.voters import ReplicaKey
 
 if TYPE_CHECKING:
     from sparklog.raft.log import ReplicatedLog
 
 
-class FetchMixin(VoterChangeMixin):
+class FetchMixin(SnapshotMixin):
     quorum: QuorumState
     log: ReplicatedLog
     _parked: dict[int, tuple[rpc.InboundRequest, int]]
@@ -78,6 +82,20 @@ class FetchMixin(VoterChangeMixin):
         )
         fetch_offset = int(p["fetch_offset"])
         last_fetched_epoch = int(p.get("last_fetched_epoch", -1))
+        snapshot_id = self._snapshot_for_fetch(fetch_offset, last_fetched_epoch)
+        if snapshot_id is not None:
+            if replica.id >= 0:
+                state.touch(replica, now_ms)
+            return rpc.fetch_response(
+                ErrorCode.NONE,
+                ErrorCode.NONE,
+                self.local.id,
+                role.epoch,
+                hw,
+                self.log.log_start_offset,
+                None,
+                snapshot=(snapshot_id.end_offset, snapshot_id.epoch),
+            )
         if fetch_offset > 0 or last_fetched_epoch > 0:
             end_epoch, end_offset = self.log.end_offset_for_epoch(last_fetched_epoch)
             if end_epoch != last_fetched_epoch or fetch_offset > end_offset:
@@ -172,7 +190,7 @@ class FetchMixin(VoterChangeMixin):
 
     def _fetch_target(self, now_ms: int) -> int:
         role = self.quorum.role
-        if isinstance(role, Follower) and now_ms < role.fetch_deadline_ms:
+        if isinstance(role, Follower) and now_ms < role.fetch_deadline_ms and not role.leader_lost:
             return role.leader_id
         candidates = sorted(self.voters.latest.ids - {self.local.id}) or [
             i for i in self._bootstrap_ids if i != self.local.id
@@ -183,8 +201,13 @@ class FetchMixin(VoterChangeMixin):
 
     def _maybe_fetch(self, now_ms: int) -> None:
         if now_ms < self._retry_at_ms or any(
-            i.api_key == rpc.FETCH for i in self._inflight.values()
+            i.api_key in (rpc.FETCH, rpc.FETCH_SNAPSHOT) for i in self._inflight.values()
         ):
+            return
+        download = self._current_download()
+        if download is not None:
+            body = self._fetch_snapshot_body(download)
+            self._send(now_ms, download.leader_id, rpc.FETCH_SNAPSHOT, body)
             return
         target = self._fetch_target(now_ms)
         if target < 0:
@@ -220,11 +243,16 @@ class FetchMixin(VoterChangeMixin):
         if role.leader_id != response.source_id or role.epoch != sent_epoch:
             return
         role.has_fetched = True
+        role.leader_lost = False
         role.fetch_deadline_ms = now_ms + self.config.fetch_timeout_ms
         diverging = p.get("diverging_epoch") or {}
         if int(diverging.get("epoch", -1)) >= 0 and int(diverging.get("end_offset", -1)) >= 0:
             _, local_end = self.log.end_offset_for_epoch(int(diverging["epoch"]))
             self._truncate(min(local_end, int(diverging["end_offset"])))
+            return
+        snapshot = p.get("snapshot_id") or {}
+        if int(snapshot.get("end_offset", -1)) >= 0 and int(snapshot.get("epoch", -1)) >= 0:
+            self._start_download(SnapshotId(int(snapshot["end_offset"]), int(snapshot["epoch"])))
             return
         records = p.get("records")
         if records:
@@ -249,35 +277,6 @@ class FetchMixin(VoterChangeMixin):
         return False
 
     # -- read-only RPCs -----------------------------------------------------------------------
-
-    def _handle_fetch_snapshot(self, request: rpc.InboundRequest) -> None:
-        # No snapshots yet: the log always starts at offset 0.
-        self._respond(
-            request,
-            {
-                "throttle_time_ms": 0,
-                "error_code": 0,
-                "topics": [
-                    {
-                        "name": rpc.METADATA_TOPIC,
-                        "partitions": [
-                            {
-                                "index": rpc.METADATA_PARTITION,
-                                "error_code": int(ErrorCode.SNAPSHOT_NOT_FOUND),
-                                "snapshot_id": {"end_offset": -1, "epoch": -1},
-                                "current_leader": {
-                                    "leader_id": self.quorum.leader_id,
-                                    "leader_epoch": self.quorum.epoch,
-                                },
-                                "size": 0,
-                                "position": 0,
-                                "unaligned_records": b"",
-                            }
-                        ],
-                    }
-                ],
-            },
-        )
 
     def _handle_describe_quorum(self, now_ms: int, request: rpc.InboundRequest) -> None:
         role = self.quorum.role

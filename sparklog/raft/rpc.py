@@ -255,6 +255,7 @@ def fetch_response(
     log_start_offset: int,
     records: bytes | None,
     diverging: tuple[int, int] | None = None,
+    snapshot: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     partition: dict[str, Any] = {
         "partition_index": METADATA_PARTITION,
@@ -269,6 +270,8 @@ def fetch_response(
     }
     if diverging is not None:
         partition["diverging_epoch"] = {"epoch": diverging[0], "end_offset": diverging[1]}
+    if snapshot is not None:
+        partition["snapshot_id"] = {"end_offset": snapshot[0], "epoch": snapshot[1]}
     return {
         "throttle_time_ms": 0,
         "error_code": int(error),
@@ -280,6 +283,72 @@ def fetch_response(
 
 def fetch_partition(body: Body) -> Mapping[str, Any] | None:
     return partition_of(body, "responses")
+
+
+# -- FetchSnapshot ---------------------------------------------------------------------------
+
+
+def fetch_snapshot_request(
+    cluster_id: str | None,
+    replica_id: int,
+    replica_directory_id: bytes,
+    epoch: int,
+    snapshot: tuple[int, int],
+    position: int,
+    max_bytes: int,
+) -> dict[str, Any]:
+    return {
+        "cluster_id": cluster_id,
+        "replica_id": replica_id,
+        "max_bytes": max_bytes,
+        "topics": [
+            {
+                "name": METADATA_TOPIC,
+                "partitions": [
+                    {
+                        "partition": METADATA_PARTITION,
+                        "current_leader_epoch": epoch,
+                        "snapshot_id": {"end_offset": snapshot[0], "epoch": snapshot[1]},
+                        "position": position,
+                        "replica_directory_id": replica_directory_id,
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def fetch_snapshot_response(
+    error: ErrorCode,
+    partition_error: ErrorCode,
+    leader_id: int,
+    epoch: int,
+    snapshot: tuple[int, int],
+    size: int = 0,
+    position: int = 0,
+    chunk: bytes = b"",
+) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(error),
+        "topics": [
+            {
+                "name": METADATA_TOPIC,
+                "partitions": [
+                    {
+                        "index": METADATA_PARTITION,
+                        "error_code": int(partition_error),
+                        "snapshot_id": {"end_offset": snapshot[0], "epoch": snapshot[1]},
+                        "current_leader": {"leader_id": leader_id, "leader_epoch": epoch},
+                        "size": size,
+                        "position": position,
+                        "unaligned_records": chunk,
+                    }
+                ],
+            }
+        ],
+        "node_endpoints": [],
+    }
 
 
 # -- admin: DescribeQuorum, Add/Remove/UpdateRaftVoter ---------------------------------------

@@ -78,6 +78,8 @@ class Follower:
     leader_id: int
     fetch_deadline_ms: int
     has_fetched: bool = False
+    # An observer whose leader stopped answering asks any voter who leads now.
+    leader_lost: bool = False
     name: str = "follower"
 
 

@@ -13,6 +13,8 @@ installed, starting from the bootstrap set (offset -1: ``controller.quorum.voter
 - Truncating the log to ``offset`` drops every entry at ``offset`` or above, reverting to the
   set in force before (uncommitted voter changes can be undone by a new leader).
 - Offsets of entries strictly increase; the bootstrap entry is never removed.
+- A snapshot replaces the entries it covers with the ``VotersRecord`` it holds, filed at its
+  last contained offset (:meth:`VoterSetHistory.install_snapshot`).
 """
 
 from __future__ import annotations
@@ -186,6 +188,15 @@ class VoterSetHistory:
     def truncate_to(self, offset: int) -> None:
         keep = bisect.bisect_left(self._offsets, offset)
         del self._offsets[keep:], self._sets[keep:]
+
+    def install_snapshot(self, last_contained_offset: int, voters: VoterSet | None) -> None:
+        """A snapshot ending after ``last_contained_offset`` replaces every entry at or below
+        it with the voter set it holds (none: the bootstrap set applies up to there)."""
+        keep = bisect.bisect_right(self._offsets, last_contained_offset)
+        del self._offsets[:keep], self._sets[:keep]
+        if voters is not None:
+            self._offsets.insert(0, last_contained_offset)
+            self._sets.insert(0, voters)
 
     def entries(self) -> list[tuple[int, VoterSet]]:
         return list(zip(self._offsets, self._sets, strict=True))

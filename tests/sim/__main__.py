@@ -44,7 +44,9 @@ def run(scenario: str, seeds: range, verbose: bool) -> int:
             f"simulated={sum(s.simulated_ms for s in stats) / 1000:.0f}s "
             f"max_epoch={max(s.max_epoch for s in stats)} "
             f"time_to_leader_after_heal p99={p99}ms "
-            f"max={elect[-1]}ms"
+            f"max={elect[-1]}ms "
+            f"snapshots created={sum(s.snapshots_created for s in stats)} "
+            f"downloaded={sum(s.snapshots_downloaded for s in stats)}"
         )
     return failures
 

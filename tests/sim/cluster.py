@@ -3,8 +3,11 @@
 One seeded ``random.Random`` drives everything (election timeouts, message delays and losses,
 fault choices), and one priority queue of events on a simulated clock orders every step, so a
 seed replays exactly. Per node: a :class:`~sparklog.raft.log.MemoryLog` (a crash loses what was
-not flushed), a :class:`MemoryElectionStore` (written synchronously, survives crashes) and,
-while it is up, a :class:`~sparklog.raft.core.RaftReplica` rebuilt from those on restart.
+not flushed), a :class:`MemoryElectionStore` (written synchronously, survives crashes), a
+:class:`~sparklog.raft.snapshots.MemorySnapshotStore` (frozen snapshots survive crashes) and,
+while it is up, a :class:`~sparklog.raft.core.RaftReplica` rebuilt from those on restart. The
+state machine is a :class:`Recorder`: the list of committed values, which is also what a
+snapshot holds (:meth:`Simulation.take_snapshot`).
 
 The network delivers each message after a random delay (hence reordering), and can drop,
 duplicate, or hold back messages between partitioned groups. A message to a node that is down
@@ -20,10 +23,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from sparklog.raft import rpc
-from sparklog.raft.client import CommittedBatch, LeaderAndEpoch
+from sparklog.raft.client import CommittedBatch, LeaderAndEpoch, LoadedSnapshot
 from sparklog.raft.core import RaftConfig, RaftReplica
 from sparklog.raft.log import MemoryLog
 from sparklog.raft.quorum_state import ElectionState
+from sparklog.raft.snapshots import MemorySnapshotStore, SnapshotId
 from sparklog.raft.state import Leader
 from sparklog.raft.voters import Endpoint, ReplicaKey, VoterNode, VoterSet
 
@@ -60,6 +64,14 @@ class Recorder:
     def __init__(self) -> None:
         self.next_offset = 0
         self.values: list[bytes] = []
+        self.snapshots_loaded = 0
+
+    def handle_load_snapshot(self, snapshot: LoadedSnapshot[bytes]) -> None:
+        if snapshot.end_offset < self.next_offset:
+            raise AssertionError(f"snapshot at {snapshot.end_offset} is behind {self.next_offset}")
+        self.values = list(snapshot.records)
+        self.next_offset = snapshot.end_offset
+        self.snapshots_loaded += 1
 
     def handle_commit(self, batch: CommittedBatch[bytes]) -> None:
         if batch.base_offset != self.next_offset:
@@ -88,6 +100,8 @@ class SimNode:
     bootstrap_ids: tuple[int, ...]
     log: MemoryLog = field(default_factory=MemoryLog)
     store: MemoryElectionStore = field(default_factory=MemoryElectionStore)
+    snapshots: MemorySnapshotStore = field(default_factory=MemorySnapshotStore)
+    created_snapshots: set[SnapshotId] = field(default_factory=set)
     replica: RaftReplica[bytes] | None = None
     recorder: Recorder | None = None
     poll_at: int | None = None
@@ -184,6 +198,7 @@ class Simulation:
             random.Random(self.random.getrandbits(32)),
             lambda: self.now,
             bootstrap_ids=node.bootstrap_ids,
+            snapshots=node.snapshots,
         )
         node.recorder = Recorder()
         node.replica.register_listener(node.recorder)
@@ -198,6 +213,20 @@ class Simulation:
         node.recorder = None
         node.poll_at = None
         node.log.crash()
+
+    def take_snapshot(self, node_id: int) -> SnapshotId | None:
+        """Snapshot what the node's state machine has applied (as a controller would)."""
+        node = self.nodes[node_id]
+        if node.replica is None or node.recorder is None:
+            return None
+        end = node.recorder.next_offset
+        latest = node.snapshots.latest()
+        if end <= node.log.log_start_offset or (latest is not None and end <= latest.end_offset):
+            return None
+        snapshot_id = node.replica.create_snapshot(end, node.recorder.values, self.now)
+        node.created_snapshots.add(snapshot_id)
+        self._poll(node)
+        return snapshot_id
 
     def restart(self, node_id: int) -> None:
         if not self.nodes[node_id].up:

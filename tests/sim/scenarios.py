@@ -30,6 +30,8 @@ class RunStats:
     max_epoch: int
     committed_end: int
     time_to_elect_ms: int
+    snapshots_created: int = 0
+    snapshots_downloaded: int = 0
 
 
 def _finish(sim: Simulation, invariants: Invariants, heal_ms: int) -> RunStats:
@@ -64,6 +66,8 @@ def _finish(sim: Simulation, invariants: Invariants, heal_ms: int) -> RunStats:
         invariants.max_epoch,
         invariants.committed_end,
         elected_at,
+        invariants.snapshots_created,
+        invariants.snapshots_downloaded,
     )
 
 
@@ -173,8 +177,10 @@ def lossy_network(seed: int, voters: int = 3, observers: int = 1) -> RunStats:
     return _finish(sim, invariants, heal)
 
 
-def voter_changes(seed: int) -> RunStats:
-    """Add two controllers and remove an original voter, under loss and a crash."""
+def voter_changes(seed: int, snapshots: bool = False) -> RunStats:
+    """Add two controllers and remove an original voter, under loss and a crash; with
+    ``snapshots`` every node also snapshots often, so the new controllers start from a
+    snapshot (and its VotersRecord) rather than from the first VotersRecord of the log."""
     sim, invariants = _new(seed, 3, 1, spares=2)
     rnd = sim.random
     sim.net.drop = rnd.uniform(0.0, 0.1)
@@ -211,6 +217,14 @@ def voter_changes(seed: int) -> RunStats:
         sim.at(sim.now + 700, step)
 
     sim.at(1500, step)
+    if snapshots:
+
+        def snapshot_all() -> None:
+            for node_id in sim.nodes:
+                sim.take_snapshot(node_id)
+
+        for t in range(1000, heal, 1000):
+            sim.at(t + rnd.randint(0, 300), snapshot_all)
     crash_at = rnd.randint(2000, 5000)
     victim = rnd.randrange(5)
     sim.at(crash_at, lambda: sim.crash(victim))
@@ -229,6 +243,67 @@ def voter_changes(seed: int) -> RunStats:
     return stats
 
 
+def snapshots(seed: int, voters: int = 3, observers: int = 1) -> RunStats:
+    """Every node snapshots often (so logs start above 0) while followers crash for long
+    enough to fall behind the leader's log start and must catch up with FetchSnapshot."""
+    sim, invariants = _new(seed, voters, observers)
+    rnd = sim.random
+    sim.net.drop = rnd.uniform(0.0, 0.1)
+    sim.net.duplicate = rnd.uniform(0.0, 0.05)
+    heal = 4500 if voters <= 3 else 3500
+    sim.workload(200, heal, 80)
+    max_voters_down = (voters - 1) // 2
+
+    def snapshot_some() -> None:
+        for node_id in sim.nodes:
+            if rnd.random() < 0.6:
+                sim.take_snapshot(node_id)
+
+    def voters_down() -> int:
+        return sum(1 for n in sim.nodes.values() if n.node_id < voters and not n.up)
+
+    def crash(node_id: int) -> None:
+        if node_id < voters and voters_down() >= max_voters_down:
+            return
+        sim.crash(node_id)
+        sim.at(sim.now + rnd.randint(800, 2000), functools.partial(sim.restart, node_id))
+
+    def crash_follower() -> None:
+        leaders = {n.node_id for n in sim.leaders()}
+        up = [i for i, n in sim.nodes.items() if n.up and i not in leaders]
+        if up:
+            crash(rnd.choice(up))
+
+    def crash_leader() -> None:
+        for node in sim.leaders():
+            crash(node.node_id)
+
+    for t in range(600, heal, 250):
+        sim.at(t + rnd.randint(0, 200), snapshot_some)
+    for t in range(400, heal - 1000, 1100):
+        sim.at(t + rnd.randint(0, 300), crash_follower)
+    sim.at(rnd.randint(1500, 3500), crash_leader)
+    at_heal: list[int] = []
+    sim.at(heal, lambda: at_heal.append(invariants.committed_end))
+    stats = _finish(sim, invariants, heal)
+    # Every replica caught up (through FetchSnapshot where its log was too far behind), and
+    # its snapshot + log replays to the same state as the committed log.
+    for node in sim.nodes.values():
+        recorder = node.recorder
+        assert recorder is not None
+        if recorder.next_offset < at_heal[0]:
+            raise InvariantViolation(
+                f"node {node.node_id} stuck at {recorder.next_offset} (committed at heal: "
+                f"{at_heal[0]})"
+            )
+        expected = invariants.values_at.get(recorder.next_offset)
+        if expected is None or recorder.values != invariants.values[: expected[0]]:
+            raise InvariantViolation(
+                f"node {node.node_id}'s state at {recorder.next_offset} differs from the log"
+            )
+    return stats
+
+
 SCENARIOS: dict[str, Callable[[int], RunStats]] = {
     "steady": steady,
     "leader_crash": leader_crash,
@@ -238,4 +313,7 @@ SCENARIOS: dict[str, Callable[[int], RunStats]] = {
     "partitions_5": lambda seed: partitions(seed, 5, 1),
     "lossy_network": lossy_network,
     "voter_changes": voter_changes,
+    "snapshots": snapshots,
+    "snapshot_voter_changes": lambda seed: voter_changes(seed, snapshots=True),
+    "snapshots_5": lambda seed: snapshots(seed, 5, 1),
 }

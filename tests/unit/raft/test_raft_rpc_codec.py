@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sparklog.protocol import codec
+from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.raft import rpc
 from tests.sim.cluster import Simulation
@@ -64,3 +65,22 @@ def test_every_outbound_message_round_trips_through_the_codec() -> None:
     sim.run_until(3000)
     for api_key in (rpc.FETCH, rpc.VOTE, rpc.BEGIN_QUORUM_EPOCH):
         assert seen.get((api_key, False)) and seen.get((api_key, True)), (api_key, seen)
+
+
+def test_fetch_snapshot_and_snapshot_id_bodies_round_trip() -> None:
+    api = API_BY_KEY[rpc.FETCH_SNAPSHOT]
+    version = rpc.REQUEST_VERSIONS[rpc.FETCH_SNAPSHOT]
+    request = rpc.fetch_snapshot_request("c", 3, bytes(range(16)), 4, (120, 2), 77, 1000)
+    response = rpc.fetch_snapshot_response(
+        ErrorCode.NONE, ErrorCode.NONE, 1, 4, (120, 2), 500, 77, b"chunk"
+    )
+    for spec, body in ((api.request, request), (api.response, response)):
+        raw = codec.encode_bytes(spec, version, body)
+        assert _subset(body, codec.decode(spec, version, memoryview(raw)))
+    fetch = API_BY_KEY[rpc.FETCH]
+    body = rpc.fetch_response(
+        ErrorCode.NONE, ErrorCode.NONE, 1, 4, 10, 120, None, snapshot=(120, 2)
+    )
+    raw = codec.encode_bytes(fetch.response, rpc.REQUEST_VERSIONS[rpc.FETCH], body)
+    decoded = codec.decode(fetch.response, rpc.REQUEST_VERSIONS[rpc.FETCH], memoryview(raw))
+    assert _subset(body, decoded)
