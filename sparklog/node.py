@@ -1,11 +1,21 @@
 """A running node: the metadata plane, the broker and their listeners on one event loop.
 
+Every ``process.roles`` runs the same KRaft code (:mod:`sparklog.node_plane`): a controller
+is a voter of the quorum (when the voter set names it) with a QuorumController that is active
+only on the raft leader; a broker-only node is an observer that fetches ``__cluster_metadata``
+from the leader.
+
 Start-up order (each step needs the one before): check the directories are formatted, open and
-recover the partition logs, start the metadata plane (replays ``__cluster_metadata`` and
-registers this broker), install the replica manager as a metadata publisher (it opens the
-partitions the image assigns to us), then open the listeners. Shutdown reverses it: stop
-accepting, let in-flight requests finish, flush and checkpoint every log, write the
-clean-shutdown markers.
+recover the partition logs, open the metadata plane, open the controller listener (KRaft RPCs,
+broker lifecycle, admin writes) and start the raft driver, install the replica manager as a
+metadata publisher (it opens the partitions the image assigns to us), register the broker with
+the active controller and wait until it unfences us (caught up with the metadata log), then
+open the client listeners. Admin writes a broker receives go to the active controller over the
+controller listener (:class:`~sparklog.broker.controller_channel.ControllerClient`).
+
+Shutdown reverses it: a controlled shutdown first (the controller moves our leaderships away),
+stop accepting, let in-flight requests finish, flush and checkpoint every log, resign the raft
+leadership, write the clean-shutdown markers.
 
 Background duties run as periodic tasks on the loop: the flush scheduler
 (``log.flush.scheduler.interval.ms``), retention (``log.retention.check.interval.ms``) and the
@@ -20,31 +30,33 @@ import logging
 import signal
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from sparklog.broker.apis import SERVED, BrokerApis
 from sparklog.broker.context import BrokerContext
+from sparklog.broker.controller_channel import ControllerClient
+from sparklog.broker.lifecycle import BrokerLifecycleManager
 from sparklog.broker.producer_ids import ProducerIdManager
 from sparklog.broker.remote_log_manager import RemoteLogManager
 from sparklog.broker.replica_manager import ReplicaManager
+from sparklog.broker.txn_markers import write_txn_markers
 from sparklog.cli.storage_tool import StorageToolError, check_formatted
 from sparklog.config import ServerConfig
-from sparklog.controller.metadata_plane import MetadataPlane, MetadataPlaneError
-from sparklog.controller.result import ControllerResult
+from sparklog.controller.apis import ControllerApis, controller_served_apis
 from sparklog.coordinator.coordinator import GroupCoordinator
-from sparklog.net.server import Connection, KafkaServer
-from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.headers import Request
-from sparklog.protocol.messages import apis_for_listener
+from sparklog.coordinator.txn_coordinator import TransactionCoordinator, TxnConfig
+from sparklog.net.server import KafkaServer
+from sparklog.node_plane import MetadataPlane, MetadataPlaneError
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.kafka_uuid import uuid_from_str
+from sparklog.readservice.server import ReadService, start_read_service
 from sparklog.storage.manager import LogManager
 from sparklog.tiering.config import TieringConfig
 
 log = logging.getLogger(__name__)
 
 _CHECKPOINT_INTERVAL_S = 5.0
-# ApiVersions, CreateTopics, DeleteTopics, DescribeConfigs, CreatePartitions,
-# IncrementalAlterConfigs.
-CONTROLLER_LISTENER_APIS = frozenset({18, 19, 20, 32, 37, 44})
+_CONTROLLED_SHUTDOWN_TIMEOUT_MS = 10_000
+_ALLOCATE_PRODUCER_IDS_KEY = 67
 
 
 def _now_ms() -> int:
@@ -63,34 +75,62 @@ class Node:
         self.plane: MetadataPlane | None = None
         self.replica_manager: ReplicaManager | None = None
         self.remote_log_manager: RemoteLogManager | None = None
-
-    async def _controller_call(
-        self, operation: str, body: dict[str, Any], version: int
-    ) -> dict[str, Any]:
-        plane = self.plane
-        assert plane is not None
-        controller = plane.controller
-        method: Callable[[dict[str, Any], int], ControllerResult[Any]] = getattr(
-            controller, operation
-        )
-        response: dict[str, Any] = controller.run(lambda: method(body, version))
-        return response
+        self.controller_client: ControllerClient | None = None
+        self.lifecycle: BrokerLifecycleManager | None = None
+        self._lifecycle_stop = asyncio.Event()
+        self.read_service: ReadService | None = None
 
     async def _allocate_producer_ids(self) -> tuple[int, int]:
-        plane = self.plane
-        assert plane is not None
-        controller = plane.controller
-        block: tuple[int, int] = controller.run(
-            lambda: controller.allocate_producer_ids(self.config.node_id, plane.broker_epoch)
+        assert self.controller_client is not None and self.lifecycle is not None
+        response = await self.controller_client.request(
+            _ALLOCATE_PRODUCER_IDS_KEY,
+            0,
+            {"broker_id": self.config.node_id, "broker_epoch": self.lifecycle.broker_epoch},
         )
-        return block
+        code = ErrorCode(int(response.get("error_code", 0)))
+        if code != ErrorCode.NONE:
+            raise KafkaApiError(code, f"AllocateProducerIds failed: {code.name}")
+        return int(response["producer_id_start"]), int(response["producer_id_len"])
 
     async def start(self) -> None:
+        config = self.config
+        plane = MetadataPlane.open(config, self.cluster_id, directory_ids=self.directory_ids)
+        self.plane = plane
+        max_request = int(config.get("socket.request.max.bytes"))
+        queued = int(config.get("queued.max.requests"))
+        controller_apis = ControllerApis(
+            plane.driver.handle_request, plane.controller_driver, self.cluster_id
+        )
+        for listener in config.controller_listeners if config.is_controller else ():
+            server = KafkaServer(
+                listener.name,
+                listener.host,
+                listener.port,
+                controller_served_apis(),
+                controller_apis,
+                max_request_bytes=max_request,
+                max_queued_requests=queued,
+            )
+            await server.start()
+            self.servers.append(server)
+        plane.start()
+        if plane.controller_driver is not None:
+            self._tasks.append(asyncio.create_task(plane.controller_driver.run(self._stopping)))
+        if config.is_broker:
+            await self._start_broker(plane)
+        log.info(
+            "sparklog node %d started (cluster %s, roles %s), listeners: %s",
+            config.node_id,
+            self.cluster_id,
+            ",".join(sorted(config.process_roles)),
+            ", ".join(f"{s.name}://{s.host}:{s.port}" for s in self.servers),
+        )
+
+    async def _start_broker(self, plane: MetadataPlane) -> None:
         config = self.config
         default_log_config = config.default_log_config()
         self.log_manager = LogManager(list(config.log_dirs), default_log_config, _now_ms)
         self.log_manager.load()
-        self.plane = MetadataPlane.start(config, self.cluster_id, directory_ids=self.directory_ids)
         replica_manager = ReplicaManager(
             config.node_id,
             self.log_manager,
@@ -98,19 +138,52 @@ class Node:
             producer_id_expiration_ms=int(config.get("producer.id.expiration.ms")),
         )
         self.replica_manager = replica_manager
-        self.plane.loader.install_publisher(replica_manager)
-        plane = self.plane
+        plane.loader.install_publisher(replica_manager)
+        # The hot read service (gRPC) publishes the address it bound through the config
+        # DescribeConfigs serves (sparklog.readservice documents it).
+        self.read_service = await start_read_service(
+            config, replica_manager, lambda: self.remote_log_manager
+        )
+        if self.read_service is not None:
+            config = self.config = self.read_service.config
+        controller_client = ControllerClient(
+            lambda: plane.leader,
+            plane.controller_address,
+            client_id=f"broker-{config.node_id}",
+            retry_backoff_ms=int(config.get("controller.quorum.retry.backoff.ms")) * 5,
+        )
+        self.controller_client = controller_client
         ctx = BrokerContext(
             config=config,
             cluster_id=self.cluster_id,
             replica_manager=replica_manager,
-            controller=self._controller_call,
+            controller=controller_client.forward,
             image_supplier=lambda: plane.loader.image,
             producer_ids=ProducerIdManager(self._allocate_producer_ids),
+            # Kafka's KRaft brokers name a live broker, never a controller, as the controller
+            # in Metadata and DescribeCluster: clients send admin requests there and cannot
+            # reach controllers (librdkafka waits forever for an unknown controller id).
             controller_id=config.node_id,
         )
         ctx.groups = GroupCoordinator.from_config(config, replica_manager)
+        ctx.transactions = TransactionCoordinator(
+            TxnConfig.from_config(config),
+            replica_manager,
+            ctx.producer_ids.next_producer_id,
+            lambda markers: write_txn_markers(ctx, markers),
+        )
         apis = BrokerApis(ctx)
+        log_dirs = [uuid_from_str(d) for d in self.directory_ids.values() if d]
+        self.lifecycle = BrokerLifecycleManager(
+            config,
+            self.cluster_id,
+            controller_client,
+            lambda: plane.loader.image.provenance.last_offset,
+            log_dirs,
+        )
+        lifecycle_task = asyncio.create_task(self.lifecycle.run(self._lifecycle_stop))
+        self._tasks.append(lifecycle_task)
+        await self._wait_unfenced(lifecycle_task)
         max_request = int(config.get("socket.request.max.bytes"))
         queued = int(config.get("queued.max.requests"))
         for listener in config.broker_listeners:
@@ -125,31 +198,7 @@ class Node:
             )
             await server.start()
             self.servers.append(server)
-        # The controller listener answers what Kafka's controllers answer and we implement:
-        # version negotiation and the admin APIs. Raft Fetch arrives with the KRaft quorum.
-        controller_apis = apis_for_listener("controller")
-        controller_served = {
-            k: a
-            for k, a in SERVED.items()
-            if k in controller_apis and k in CONTROLLER_LISTENER_APIS
-        }
-
-        async def controller_handler(request: Request, conn: Connection) -> dict[str, Any] | None:
-            return await apis(request, conn)
-
-        for listener in config.controller_listeners:
-            server = KafkaServer(
-                listener.name,
-                listener.host,
-                listener.port,
-                controller_served,
-                controller_handler,
-                max_request_bytes=max_request,
-                max_queued_requests=queued,
-            )
-            await server.start()
-            self.servers.append(server)
-        self._tasks = [
+        self._tasks += [
             asyncio.create_task(
                 self._every(
                     int(config.get("log.flush.scheduler.interval.ms")) / 1000.0, self._flush
@@ -162,13 +211,14 @@ class Node:
             ),
             asyncio.create_task(self._every(_CHECKPOINT_INTERVAL_S, self._checkpoint)),
             asyncio.create_task(ctx.groups.run(self._stopping)),
+            asyncio.create_task(ctx.transactions.run(self._stopping)),
         ]
         tiering = TieringConfig.from_server_config(config)
         if tiering.enabled:
             self.remote_log_manager = RemoteLogManager(
                 tiering, config.node_id, self.cluster_id, replica_manager, _now_ms
             )
-            ctx.remote_fetch = self.remote_log_manager.fetch
+            ctx.remote_fetch = self.remote_log_manager.read
             ctx.remote_offset_for_timestamp = self.remote_log_manager.offset_for_timestamp
             self._tasks.append(
                 asyncio.create_task(
@@ -180,12 +230,24 @@ class Node:
                 )
             )
             log.info("Tiered storage enabled: %s", tiering.storage_url)
-        log.info(
-            "sparklog node %d started (cluster %s), listeners: %s",
-            config.node_id,
-            self.cluster_id,
-            ", ".join(f"{s.name}://{s.host}:{s.port}" for s in self.servers),
-        )
+
+    async def _wait_unfenced(self, lifecycle_task: asyncio.Task[None]) -> None:
+        """Block start-up until the controller unfences this broker (Kafka does the same)."""
+        assert self.lifecycle is not None
+        waited_s = 0.0
+        while not self.lifecycle.unfenced.is_set():
+            if lifecycle_task.done() or self._stopping.is_set():
+                raise MetadataPlaneError("the broker stopped before it was unfenced")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.lifecycle.unfenced.wait(), 1.0)
+            waited_s += 1.0
+            if waited_s % 10 == 0 and not self.lifecycle.unfenced.is_set():
+                log.info(
+                    "Broker %d still waiting to be unfenced (state %s, controller %d)",
+                    self.config.node_id,
+                    self.lifecycle.state,
+                    self.plane.leader.leader_id if self.plane else -1,
+                )
 
     async def _every(
         self,
@@ -236,8 +298,14 @@ class Node:
 
     async def shutdown(self) -> None:
         log.info("Shutting down node %d", self.config.node_id)
+        if self.lifecycle is not None and self.lifecycle.unfenced.is_set():
+            done = await self.lifecycle.controlled_shutdown(_CONTROLLED_SHUTDOWN_TIMEOUT_MS)
+            log.info("Controlled shutdown %s", "completed" if done else "timed out")
+        self._lifecycle_stop.set()
         for server in self.servers:
             await server.close()
+        if self.read_service is not None:
+            await self.read_service.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -247,8 +315,10 @@ class Node:
             self.replica_manager.close()
         if self.log_manager is not None:
             self.log_manager.shutdown()
+        if self.controller_client is not None:
+            await self.controller_client.close()
         if self.plane is not None:
-            self.plane.close()
+            await self.plane.shutdown()
         log.info("Node %d shut down cleanly", self.config.node_id)
 
 
@@ -267,4 +337,4 @@ def run_node(config: ServerConfig, config_path: str = "server.properties") -> in
     return 0
 
 
-__all__ = ["ErrorCode", "Node", "run_node"]
+__all__ = ["Node", "run_node"]

@@ -2,8 +2,10 @@
 
 CreateTopics (19), DeleteTopics (20), CreatePartitions (37) and IncrementalAlterConfigs (44)
 change metadata, so the broker forwards them to the controller (the only writer of metadata)
-and relays its answer. The controller answers once the records are committed and applied, so a
-client that creates a topic and then asks for metadata sees it.
+and relays its answer. DescribeQuorum (55), AddRaftVoter (80) and RemoveRaftVoter (81) are
+forwarded the same way (``kafka-metadata-quorum --bootstrap-server``). The controller answers
+once the records are committed and applied, so a client that creates a topic and then asks
+for metadata sees it.
 
 DescribeConfigs (32) answers from the latest image: for a topic, every topic-level key with its
 effective value and source (a topic override, a static broker setting in server.properties, or
@@ -30,6 +32,9 @@ async def forward_to_controller(ctx: BrokerContext, request: Request) -> dict[st
         20: "delete_topics",
         37: "create_partitions",
         44: "incremental_alter_configs",
+        55: "describe_quorum",
+        80: "add_raft_voter",
+        81: "remove_raft_voter",
     }[request.api.key]
     return await ctx.controller(operation, request.body, request.header.api_version)
 

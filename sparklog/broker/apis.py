@@ -23,7 +23,9 @@ from sparklog.broker.offsets import (
 )
 from sparklog.broker.produce import handle_produce
 from sparklog.broker.producer_ids import handle_init_producer_id
+from sparklog.broker.txn_markers import handle_write_txn_markers
 from sparklog.coordinator.apis import GROUP_HANDLERS
+from sparklog.coordinator.txn_apis import TXN_HANDLERS
 from sparklog.net.server import Connection
 from sparklog.protocol.headers import Request
 from sparklog.protocol.messages import API_BY_KEY
@@ -35,7 +37,7 @@ Handler = Callable[[BrokerContext, Request, str], Awaitable[dict[str, Any] | Non
 
 
 async def _init_producer_id(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
-    return await handle_init_producer_id(ctx.producer_ids, request)
+    return await handle_init_producer_id(ctx.producer_ids, request, ctx.transactions)
 
 
 def _simple(
@@ -57,12 +59,18 @@ HANDLERS: dict[int, Handler] = {
     21: _simple(handle_delete_records),
     22: _init_producer_id,
     23: _simple(handle_offset_for_leader_epoch),
+    27: _simple(handle_write_txn_markers),
     32: _simple(handle_describe_configs),
     37: _simple(forward_to_controller),
     44: _simple(forward_to_controller),
     60: handle_describe_cluster,
+    # DescribeQuorum, AddRaftVoter, RemoveRaftVoter: answered by the KRaft leader.
+    55: _simple(forward_to_controller),
+    80: _simple(forward_to_controller),
+    81: _simple(forward_to_controller),
 }
 HANDLERS.update(GROUP_HANDLERS)
+HANDLERS.update(TXN_HANDLERS)
 
 # ApiVersions (18) is answered by BrokerApis itself, per listener.
 SERVED: dict[int, Api] = {key: API_BY_KEY[key] for key in sorted({18, *HANDLERS})}

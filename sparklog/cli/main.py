@@ -5,6 +5,10 @@
     sparklog server start server.properties [--override key=value ...]
     sparklog topics --bootstrap-server HOST:PORT --create|--list|--describe|--delete ...
     sparklog log dump --files 00000000000000000000.log [--print-data-log]
+    sparklog metadata-quorum --bootstrap-controller HOST:PORT describe --status|--replication
+    sparklog metadata-quorum --bootstrap-controller HOST:PORT add-controller --command-config F
+    sparklog metadata-quorum --bootstrap-controller HOST:PORT remove-controller --controller-id N \
+        --controller-directory-id D
 
 Every user error (a bad flag, a bad config, an unformatted directory) prints one message that
 says what to fix and exits with status 1; ``--help`` documents every flag.
@@ -17,6 +21,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from sparklog.cli.metadata_quorum_tool import add_metadata_quorum_parser
 from sparklog.cli.storage_tool import StorageToolError
 from sparklog.cli.tiering_tool import add_tiering_parser
 from sparklog.config import ConfigError, ServerConfig, read_properties_file
@@ -143,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     log_cmd.set_defaults(run=_log)
 
     add_tiering_parser(sub)
+    add_metadata_quorum_parser(sub)
     return parser
 
 

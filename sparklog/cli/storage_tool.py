@@ -30,13 +30,17 @@ from sparklog.metadata.bootstrap import (
     metadata_version_name,
     write_bootstrap_checkpoint,
 )
+from sparklog.metadata.bootstrap_voters import write_bootstrap_voters
 from sparklog.protocol.kafka_uuid import (
     RESERVED_UUIDS,
+    ZERO_UUID,
     random_uuid,
     random_uuid_bytes,
     uuid_from_str,
     uuid_to_str,
 )
+from sparklog.raft.voters import Endpoint as RaftEndpoint
+from sparklog.raft.voters import ReplicaKey, VoterNode, VoterSet
 
 __all__ = [
     "META_PROPERTIES",
@@ -257,6 +261,8 @@ def format_storage(
         try:
             path.mkdir(parents=True, exist_ok=True)
             write_bootstrap_checkpoint(path, bootstrap)
+            if is_metadata and (standalone or voters):
+                write_bootstrap_voters(path, _voter_set(config, voters, directory_id))
             meta = MetaProperties(1, cluster_id, config.node_id, directory_id)
             _write_atomically(path / META_PROPERTIES, meta.to_text())
         except OSError as exc:
@@ -264,6 +270,33 @@ def format_storage(
                 f"Error while writing meta.properties file {directory}: {exc}"
             ) from None
     return lines
+
+
+def _voter_set(
+    config: ServerConfig, voters: list[InitialController], own_directory_id: str
+) -> VoterSet:
+    """The first voter set: ``--initial-controllers``, or this node alone (``--standalone``)."""
+    names = config.controller_listener_names
+    name = names[0] if names else "CONTROLLER"
+    if voters:
+        return VoterSet.of(
+            VoterNode(
+                ReplicaKey(v.node_id, uuid_from_str(v.directory_id)),
+                (RaftEndpoint(name, v.host, v.port),),
+            )
+            for v in voters
+        )
+    endpoints = tuple(
+        RaftEndpoint(listener.name, listener.host or "localhost", listener.port)
+        for listener in config.controller_listeners
+    )
+    if not endpoints:
+        raise StorageToolError(
+            "--standalone needs a controller listener: list one of controller.listener.names "
+            "in listeners"
+        )
+    directory_id = uuid_from_str(own_directory_id) if own_directory_id else ZERO_UUID
+    return VoterSet.of([VoterNode(ReplicaKey(config.node_id, directory_id), endpoints)])
 
 
 def _verify_ensemble(

@@ -30,6 +30,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from sparklog.config import ServerConfig
+from sparklog.controller.brokers import (
+    BrokerHeartbeats,
+    fence_records,
+    heartbeat,
+    move_leaderships,
+)
 from sparklog.controller.configs import TopicConfigPolicy, incremental_alter_configs
 from sparklog.controller.result import ControllerResult
 from sparklog.controller.topics import (
@@ -48,9 +54,16 @@ from sparklog.metadata.image import (
     Provenance,
 )
 from sparklog.metadata.records import MetadataRecord, make_record
+from sparklog.metadata.snapshot_image import image_from_snapshot
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import random_uuid_bytes
-from sparklog.raft.client import CommittedBatch, LeaderAndEpoch, RaftClient
+from sparklog.raft.client import (
+    CommittedBatch,
+    LeaderAndEpoch,
+    LoadedSnapshot,
+    NotLeaderError,
+    RaftClient,
+)
 
 R = TypeVar("R")
 
@@ -89,6 +102,8 @@ class QuorumController:
         self._defaults = defaults
         self._image = MetadataImage()
         self._leader = LeaderAndEpoch(-1, 0)
+        session_ms = int(config.get("broker.session.timeout.ms")) if config else 9000
+        self.sessions = BrokerHeartbeats(session_ms)
         raft.register_listener(self)
 
     # -- state -------------------------------------------------------------------------------
@@ -114,6 +129,10 @@ class QuorumController:
             Provenance(batch.last_offset, batch.epoch, batch.append_timestamp)
         )
 
+    def handle_load_snapshot(self, snapshot: LoadedSnapshot[MetadataRecord]) -> None:
+        """A snapshot replaces the whole image (a restart, or a standby far behind)."""
+        self._image = image_from_snapshot(snapshot, self._image.cluster_id)
+
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
         self._leader = leader
 
@@ -123,23 +142,51 @@ class QuorumController:
         return ControllerResult(tuple(records), response, self._image.provenance.last_offset)
 
     def run(self, op: ControllerResult[R] | Callable[[], ControllerResult[R]]) -> R:
-        """Append the result's records (if any), wait for their commit, return the response."""
+        """Append the result's records (if any), wait for their commit, return the response.
+
+        Only for a raft client that commits inside ``schedule_append`` (one voter); with a
+        real quorum the :class:`~sparklog.controller.driver.ControllerDriver` appends with
+        :meth:`append` and awaits the commit.
+        """
+        result = op() if callable(op) else op
+        self.append(result)
+        return result.response
+
+    def check_active(self) -> None:
         if not self.is_active:
             raise KafkaApiError(
                 ErrorCode.NOT_CONTROLLER, f"Node {self._node_id} is not the active controller."
             )
-        result = op() if callable(op) else op
-        if result.records:
-            if result.image_offset != self._image.provenance.last_offset:
-                raise RuntimeError(
-                    "ControllerResult computed on image at offset "
-                    f"{result.image_offset}, but the image is at "
-                    f"{self._image.provenance.last_offset}"
-                )
-            self._raft.schedule_append(
+
+    def append(self, result: ControllerResult[Any]) -> int:
+        """Append the result's records as one atomic batch; their last offset (-1: none)."""
+        self.check_active()
+        if not result.records:
+            return -1
+        if result.image_offset != self._image.provenance.last_offset:
+            raise RuntimeError(
+                "ControllerResult computed on image at offset "
+                f"{result.image_offset}, but the image is at "
+                f"{self._image.provenance.last_offset}"
+            )
+        try:
+            return self._raft.schedule_append(
                 self._leader.epoch, [record.encode() for record in result.records]
             )
-        return result.response
+        except NotLeaderError as exc:
+            # A replica restarted as the resigned leader of its last epoch still names
+            # itself; only the raft client knows it cannot append.
+            raise KafkaApiError(ErrorCode.NOT_CONTROLLER, str(exc)) from None
+
+    @property
+    def leader(self) -> LeaderAndEpoch:
+        return self._leader
+
+    def bootstrap_result(self) -> ControllerResult[None]:
+        """The bootstrap records if the log has none yet (nothing otherwise)."""
+        if METADATA_VERSION_FEATURE in self._image.features.levels:
+            return self._result((), None)
+        return self._result(self._bootstrap.records, None)
 
     def activate(self) -> None:
         """Called once this node leads: bootstrap an empty metadata log."""
@@ -252,7 +299,10 @@ class QuorumController:
                     {"broker_id": broker_id, "broker_epoch": epoch, "fenced": -1},
                 )
             )
-        if previous is not None and previous.incarnation_id != incarnation_id:
+        if previous is not None and previous.incarnation_id != incarnation_id and not unfence:
+            # The old incarnation is gone: its leaderships move until the new one unfences.
+            records.extend(move_leaderships(self._image, broker_id))
+        elif previous is not None and previous.incarnation_id != incarnation_id:
             for topic in self._image.topics.by_id.values():
                 for partition_id, partition in sorted(topic.partitions.items()):
                     if partition.leader == broker_id:
@@ -292,3 +342,90 @@ class QuorumController:
             },
         )
         return self._result([record], (first, PRODUCER_ID_BLOCK_SIZE))
+
+    # -- broker lifecycle (KIP-631) --------------------------------------------------------------
+
+    def broker_registration(
+        self, body: Mapping[str, Any], cluster_id: str | None, now_ms: int
+    ) -> ControllerResult[dict[str, Any]]:
+        """A BrokerRegistration request: a fenced registration and the new broker epoch."""
+        broker_id = int(body["broker_id"])
+
+        def error(code: ErrorCode) -> ControllerResult[dict[str, Any]]:
+            return self._result(
+                (), {"throttle_time_ms": 0, "error_code": int(code), "broker_epoch": -1}
+            )
+
+        if cluster_id is not None and body.get("cluster_id") != cluster_id:
+            return error(ErrorCode.INCONSISTENT_CLUSTER_ID)
+        incarnation = bytes(body["incarnation_id"])
+        previous = self._image.cluster.broker(broker_id)
+        if (
+            previous is not None
+            and previous.incarnation_id != incarnation
+            and self.sessions.heard_from(broker_id, now_ms)
+            and not previous.fenced
+        ):
+            return error(ErrorCode.DUPLICATE_BROKER_REGISTRATION)
+        endpoints = [
+            Endpoint(e["name"], e["host"], int(e["port"]), int(e["security_protocol"]))
+            for e in body["listeners"]
+        ]
+        features = {
+            f["name"]: (int(f["min_supported_version"]), int(f["max_supported_version"]))
+            for f in body["features"]
+        }
+        if previous is not None and previous.incarnation_id == incarnation:
+            # A retried registration of the same process: answer with the epoch it got.
+            return self._result(
+                (), {"throttle_time_ms": 0, "error_code": 0, "broker_epoch": previous.epoch}
+            )
+        try:
+            result = self.register_broker(
+                broker_id,
+                incarnation,
+                endpoints,
+                body.get("rack"),
+                features,
+                log_dirs=[bytes(d) for d in body.get("log_dirs") or ()],
+                unfence=False,
+            )
+        except KafkaApiError as exc:
+            return error(exc.code)
+        self.sessions.touch(broker_id, now_ms)
+        return self._result(
+            result.records,
+            {"throttle_time_ms": 0, "error_code": 0, "broker_epoch": result.response},
+        )
+
+    def broker_heartbeat(
+        self, body: Mapping[str, Any], now_ms: int
+    ) -> ControllerResult[dict[str, Any]]:
+        outcome = heartbeat(self._image, self.sessions, body, now_ms)
+        return self._result(outcome.records, outcome.response)
+
+    def fence_expired_brokers(self, now_ms: int) -> ControllerResult[list[int]]:
+        """Fence every broker whose lease ran out (one at a time: each move reads the image)."""
+        for broker_id in self.sessions.expired(self._image, now_ms):
+            return self._result(fence_records(self._image, broker_id), [broker_id])
+        return self._result((), [])
+
+    def unregister_broker(self, body: Mapping[str, Any]) -> ControllerResult[dict[str, Any]]:
+        broker_id = int(body["broker_id"])
+        broker = self._image.cluster.broker(broker_id)
+        if broker is None:
+            return self._result(
+                (),
+                {
+                    "throttle_time_ms": 0,
+                    "error_code": int(ErrorCode.BROKER_ID_NOT_REGISTERED),
+                    "error_message": f"Broker ID {broker_id} is not currently registered",
+                },
+            )
+        records = [*move_leaderships(self._image, broker_id)]
+        records.append(
+            make_record(
+                "UnregisterBrokerRecord", {"broker_id": broker_id, "broker_epoch": broker.epoch}
+            )
+        )
+        return self._result(records, {"throttle_time_ms": 0, "error_code": 0})

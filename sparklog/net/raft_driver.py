@@ -32,6 +32,7 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -132,6 +133,9 @@ class RaftDriver(Generic[T]):
         self.listener_name = listener_name
         self.client_id = client_id or f"raft-{replica.node_id}"
         self._connections: dict[int, KafkaClientConnection] = {}
+        # Leader endpoints learned from Fetch responses (an observer that knows only the
+        # bootstrap servers is told where the leader is before it has read the voter set).
+        self._learned: dict[int, tuple[str, int]] = {}
         self._answers: dict[int, asyncio.Future[Mapping[str, Any]]] = {}
         self._next_inbound_id = 1
         self._held_fetches: list[rpc.Outbound] = []
@@ -249,20 +253,55 @@ class RaftDriver(Generic[T]):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _address(self, node_id: int) -> tuple[str, int] | None:
+    def address_of(self, node_id: int) -> tuple[str, int] | None:
+        """The controller-listener address of ``node_id``: configured, voter set, or learned."""
         address = self.endpoints.get(node_id)
         if address is not None:
             return address
         node = self.replica.voters.latest.node(node_id)
-        if node is None:
-            return None
-        for endpoint in node.endpoints:
-            if self.listener_name is None or endpoint.name == self.listener_name:
-                return endpoint.host, endpoint.port
-        return None
+        if node is not None:
+            for endpoint in node.endpoints:
+                if self.listener_name is None or endpoint.name == self.listener_name:
+                    return endpoint.host, endpoint.port
+        return self._learned.get(node_id)
+
+    def _learn_endpoints(self, body: Mapping[str, Any]) -> None:
+        for node in body.get("node_endpoints") or ():
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                self._learned[int(node["node_id"])] = (str(node["host"]), int(node["port"]))
+
+    def _voter_nodes(self) -> list[dict[str, Any]]:
+        """DescribeQuorum v2 ``nodes``: every voter's listeners, and the leader's if learned."""
+        nodes = [
+            {
+                "node_id": node.key.id,
+                "listeners": [
+                    {"name": e.name, "host": e.host, "port": e.port} for e in node.endpoints
+                ],
+            }
+            for node in self.replica.voters.latest.voters
+        ]
+        leader_id = self.replica.leader_and_epoch.leader_id
+        address = self._learned.get(leader_id)
+        if address is not None and all(n["node_id"] != leader_id for n in nodes):
+            name = self.listener_name or "CONTROLLER"
+            nodes.append(
+                {
+                    "node_id": leader_id,
+                    "listeners": [{"name": name, "host": address[0], "port": address[1]}],
+                }
+            )
+        return nodes
+
+    def _leader_endpoints(self) -> list[dict[str, Any]]:
+        leader_id = self.replica.leader_and_epoch.leader_id
+        address = self.address_of(leader_id) if leader_id >= 0 else None
+        if address is None:
+            return []
+        return [{"node_id": leader_id, "host": address[0], "port": address[1], "rack": None}]
 
     def _connection(self, node_id: int) -> KafkaClientConnection | None:
-        address = self._address(node_id)
+        address = self.address_of(node_id)
         if address is None:
             return None
         connection = self._connections.get(node_id)
@@ -295,6 +334,8 @@ class RaftDriver(Generic[T]):
             body = {"error_code": int(ErrorCode.NETWORK_EXCEPTION)}
         if self._closed:
             return
+        if outbound.api_key == rpc.FETCH:
+            self._learn_endpoints(body)
         response = rpc.InboundResponse(
             outbound.api_key, outbound.destination_id, outbound.correlation_id, body
         )
@@ -392,7 +433,12 @@ class RaftDriver(Generic[T]):
                 answer = {"error_code": int(ErrorCode.REQUEST_TIMED_OUT)}
         finally:
             del self._answers[correlation_id]
-        return dict(answer)
+        result = dict(answer)
+        if key == rpc.FETCH and not result.get("node_endpoints"):
+            result["node_endpoints"] = self._leader_endpoints()
+        elif key == rpc.DESCRIBE_QUORUM and not result.get("nodes"):
+            result["nodes"] = self._voter_nodes()
+        return result
 
     def _answer_bound_ms(self, key: int, body: Mapping[str, Any]) -> int:
         config = self.replica.config

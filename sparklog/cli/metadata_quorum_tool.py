@@ -1,0 +1,294 @@
+"""``sparklog metadata-quorum``: describe, add-controller, remove-controller (as Kafka's tool).
+
+- ``describe --status`` prints the quorum as Kafka does (LeaderId, LeaderEpoch, HighWatermark,
+  MaxFollowerLag, MaxFollowerLagTimeMs, CurrentVoters with ``id@endpoints``,
+  CurrentObservers); ``describe --replication`` prints one row per replica (NodeId,
+  DirectoryId, LogEndOffset, Lag, LastFetchTimestamp, LastCaughtUpTimestamp, Status).
+- ``add-controller --command-config controller.properties`` adds the (running, formatted with
+  ``--no-initial-controllers``) controller that file describes: its ``node.id``, the directory
+  id in its ``metadata.log.dir``, and its controller listener endpoints.
+- ``remove-controller --controller-id N --controller-directory-id D`` removes a voter.
+
+Requests go to ``--bootstrap-controller`` (a controller listener) or ``--bootstrap-server`` (a
+broker, which forwards them); DescribeQuorum, AddRaftVoter and RemoveRaftVoter must reach the
+KRaft leader, so the tool asks DescribeQuorum first and follows the leader named in the answer
+(``nodes`` carries the voters' endpoints). Failures print ``Error: ...`` and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from sparklog.client.connection import KafkaConnection
+from sparklog.config import ServerConfig
+from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.kafka_uuid import uuid_from_str, uuid_to_str
+
+METADATA_TOPIC = "__cluster_metadata"
+_ATTEMPTS = 20
+
+
+class QuorumCommandError(Exception):
+    pass
+
+
+def _code_name(code: int) -> str:
+    return ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+
+
+def _describe_body() -> dict[str, Any]:
+    return {"topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]}
+
+
+def _split(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host or "localhost", int(port)
+
+
+class QuorumClient:
+    """Talks to the KRaft leader, found through any controller (or a forwarding broker)."""
+
+    def __init__(self, bootstrap: str, *, via_broker: bool) -> None:
+        self.bootstrap = bootstrap
+        self.via_broker = via_broker
+
+    def _on(self, address: tuple[str, int], api: str, body: dict[str, Any]) -> dict[str, Any]:
+        with KafkaConnection(*address, timeout_s=30.0) as conn:
+            response: dict[str, Any] = conn.request(api, body)
+            return response
+
+    def describe(
+        self, attempts: int = _ATTEMPTS
+    ) -> tuple[dict[str, Any], dict[int, list[str]], tuple[str, int]]:
+        """The leader's DescribeQuorum partition, the voters' endpoints, the leader address."""
+        address = _split(self.bootstrap)
+        last_error = "no answer"
+        failures = 0
+        hops = 0
+        while failures < attempts:
+            try:
+                response = self._on(address, "DescribeQuorum", _describe_body())
+            except (OSError, ConnectionError) as exc:
+                last_error = str(exc)
+                address = _split(self.bootstrap)
+                failures += 1
+                if failures < attempts:
+                    time.sleep(0.5)
+                continue
+            nodes = {
+                int(n["node_id"]): [
+                    f"{e['name']}://{e['host']}:{e['port']}" for e in n["listeners"]
+                ]
+                for n in response.get("nodes") or ()
+            }
+            if response.get("error_code"):
+                raise QuorumCommandError(
+                    response.get("error_message") or _code_name(response["error_code"])
+                )
+            partition = response["topics"][0]["partitions"][0]
+            code = int(partition["error_code"])
+            if code == 0:
+                return partition, nodes, address
+            leader_id = int(partition.get("leader_id", -1))
+            last_error = partition.get("error_message") or _code_name(code)
+            leader = next(
+                (n for n in response.get("nodes") or () if int(n["node_id"]) == leader_id), None
+            )
+            if leader is not None and leader["listeners"] and not self.via_broker and hops < 3:
+                # Following the leader the answer names is not a failed attempt.
+                first = leader["listeners"][0]
+                address = (str(first["host"]), int(first["port"]))
+                hops += 1
+                continue
+            hops = 0
+            address = _split(self.bootstrap)
+            failures += 1
+            if failures < attempts:
+                time.sleep(0.5)
+        raise QuorumCommandError(f"could not describe the quorum: {last_error}")
+
+    def leader_request(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
+        last = ""
+        for _ in range(_ATTEMPTS):
+            _, _, address = self.describe()
+            response = self._on(address, api, body)
+            code = int(response.get("error_code", 0))
+            if code == 0:
+                return response
+            last = response.get("error_message") or _code_name(code)
+            if code not in (int(ErrorCode.NOT_LEADER_OR_FOLLOWER), int(ErrorCode.NOT_CONTROLLER)):
+                break
+            time.sleep(0.5)
+        raise QuorumCommandError(f"{api} failed: {last}")
+
+
+def _voter_text(replica: dict[str, Any], nodes: dict[int, list[str]]) -> str:
+    entry: dict[str, Any] = {
+        "id": replica["replica_id"],
+        "directoryId": uuid_to_str(bytes(replica["replica_directory_id"])),
+    }
+    if replica["replica_id"] in nodes:
+        entry["endpoints"] = nodes[replica["replica_id"]]
+    return json.dumps(entry)
+
+
+def status_lines(partition: dict[str, Any], nodes: dict[int, list[str]]) -> list[str]:
+    leader_id = int(partition["leader_id"])
+    voters = partition["current_voters"]
+    observers = partition["observers"]
+    leader = next((v for v in voters if v["replica_id"] == leader_id), None)
+    leader_end = int(leader["log_end_offset"]) if leader else int(partition["high_watermark"])
+    followers = [v for v in voters if v["replica_id"] != leader_id]
+    max_lag = max((leader_end - int(v["log_end_offset"]) for v in followers), default=0)
+    if leader is not None and followers:
+        caught = [int(v["last_caught_up_timestamp"]) for v in followers]
+        max_lag_ms = int(leader["last_caught_up_timestamp"]) - min(caught)
+    else:
+        max_lag_ms = 0
+    rows = [
+        ("LeaderId", str(leader_id)),
+        ("LeaderEpoch", str(partition["leader_epoch"])),
+        ("HighWatermark", str(partition["high_watermark"])),
+        ("MaxFollowerLag", str(max_lag)),
+        ("MaxFollowerLagTimeMs", str(max_lag_ms)),
+        ("CurrentVoters", "[" + ", ".join(_voter_text(v, nodes) for v in voters) + "]"),
+        ("CurrentObservers", "[" + ", ".join(_voter_text(o, {}) for o in observers) + "]"),
+    ]
+    return [f"{name + ':':<24}{value}" for name, value in rows]
+
+
+def replication_lines(partition: dict[str, Any]) -> list[str]:
+    leader_id = int(partition["leader_id"])
+    voters = partition["current_voters"]
+    leader = next((v for v in voters if v["replica_id"] == leader_id), None)
+    leader_end = int(leader["log_end_offset"]) if leader else int(partition["high_watermark"])
+    header = (
+        "NodeId",
+        "DirectoryId",
+        "LogEndOffset",
+        "Lag",
+        "LastFetchTimestamp",
+        "LastCaughtUpTimestamp",
+        "Status",
+    )
+    rows: list[tuple[str, ...]] = [header]
+    replicas = [(v, "Follower") for v in voters] + [(o, "Observer") for o in partition["observers"]]
+    replicas.sort(key=lambda item: (item[0]["replica_id"] != leader_id, item[1] == "Observer"))
+    for replica, status in replicas:
+        if replica["replica_id"] == leader_id:
+            status = "Leader"
+        rows.append(
+            (
+                str(replica["replica_id"]),
+                uuid_to_str(bytes(replica["replica_directory_id"])),
+                str(replica["log_end_offset"]),
+                str(max(leader_end - int(replica["log_end_offset"]), 0)),
+                str(replica["last_fetch_timestamp"]),
+                str(replica["last_caught_up_timestamp"]),
+                status,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+
+
+def _add_controller_body(config_path: str) -> dict[str, Any]:
+    from sparklog.cli.storage_tool import read_meta_properties
+
+    config = ServerConfig.from_file(config_path)
+    if not config.is_controller:
+        raise QuorumCommandError(f"{config_path} does not describe a controller (process.roles)")
+    meta = read_meta_properties(config.metadata_log_dir)
+    if meta is None or not meta.directory_id:
+        raise QuorumCommandError(
+            f"{config.metadata_log_dir} is not formatted: run sparklog storage format "
+            "--no-initial-controllers first"
+        )
+    names = set(config.controller_listener_names)
+    advertised = {listener.name: listener for listener in config.advertised_listeners}
+    listeners = []
+    for listener in config.controller_listeners:
+        chosen = advertised.get(listener.name, listener)
+        listeners.append(
+            {"name": chosen.name, "host": chosen.host or "localhost", "port": chosen.port}
+        )
+    if not listeners:
+        raise QuorumCommandError(f"no listener of {sorted(names)} in {config_path}")
+    return {
+        "cluster_id": meta.cluster_id,
+        "timeout_ms": 30000,
+        "voter_id": config.node_id,
+        "voter_directory_id": uuid_from_str(meta.directory_id),
+        "listeners": listeners,
+        "ack_when_committed": True,
+    }
+
+
+def run_metadata_quorum(args: argparse.Namespace) -> int:
+    via_broker = args.bootstrap_server is not None
+    client = QuorumClient(args.bootstrap_server or args.bootstrap_controller, via_broker=via_broker)
+    try:
+        if args.command == "describe":
+            partition, nodes, _ = client.describe()
+            lines = (
+                replication_lines(partition) if args.replication else status_lines(partition, nodes)
+            )
+            print("\n".join(lines))
+        elif args.command == "add-controller":
+            if not args.command_config:
+                raise QuorumCommandError("add-controller needs --command-config")
+            body = _add_controller_body(args.command_config)
+            client.leader_request("AddRaftVoter", body)
+            print(
+                f"Added controller {body['voter_id']} with directory id "
+                f"{uuid_to_str(body['voter_directory_id'])} and endpoints: "
+                + ", ".join(f"{e['name']}://{e['host']}:{e['port']}" for e in body["listeners"])
+            )
+        else:
+            client.leader_request(
+                "RemoveRaftVoter",
+                {
+                    "cluster_id": None,
+                    "voter_id": args.controller_id,
+                    "voter_directory_id": uuid_from_str(args.controller_directory_id),
+                },
+            )
+            print(
+                f"Removed KRaft controller {args.controller_id} with directory id "
+                f"{args.controller_directory_id}"
+            )
+    except (QuorumCommandError, OSError, ValueError) as exc:
+        print(f"Error: {exc}")
+        return 1
+    return 0
+
+
+def add_metadata_quorum_parser(sub: Any) -> None:
+    quorum = sub.add_parser("metadata-quorum", help="describe and change the KRaft quorum")
+    target = quorum.add_mutually_exclusive_group(required=True)
+    target.add_argument("--bootstrap-server", help="HOST:PORT of a broker")
+    target.add_argument("--bootstrap-controller", help="HOST:PORT of a controller listener")
+    quorum.add_argument(
+        "--command-config", help="add-controller: the new controller's server.properties"
+    )
+    commands = quorum.add_subparsers(dest="command", required=True)
+    describe = commands.add_parser("describe", help="describe the quorum")
+    what = describe.add_mutually_exclusive_group(required=True)
+    what.add_argument("--status", action="store_true", help="leader, epoch, voters, observers")
+    what.add_argument("--replication", action="store_true", help="one row per replica")
+    add = commands.add_parser("add-controller", help="add a running controller as a voter")
+    add.add_argument(
+        "--command-config",
+        default=argparse.SUPPRESS,
+        help="the new controller's server.properties (also accepted before the command)",
+    )
+    remove = commands.add_parser("remove-controller", help="remove a voter")
+    remove.add_argument("--controller-id", type=int, required=True)
+    remove.add_argument("--controller-directory-id", required=True)
+    quorum.set_defaults(run=run_metadata_quorum)

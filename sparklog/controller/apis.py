@@ -1,0 +1,189 @@
+"""The controller listener's request handler: KRaft RPCs, broker lifecycle, admin writes.
+
+What a request on a ``controller.listener.names`` listener reaches:
+
+- ApiVersions: the APIs this listener serves (:data:`CONTROLLER_APIS` that this node can
+  answer: a broker-only node serves none, it has no controller listener).
+- KRaft RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch of ``__cluster_metadata``,
+  FetchSnapshot, DescribeQuorum, Add/Remove/UpdateRaftVoter): the node's raft driver
+  (``RaftDriver.handle_request``, injected: this package does not import ``net``).
+- BrokerRegistration, BrokerHeartbeat, UnregisterBroker, AllocateProducerIds, CreateTopics,
+  DeleteTopics, CreatePartitions, IncrementalAlterConfigs: the
+  :class:`~sparklog.controller.driver.ControllerDriver`, answered once committed. An inactive
+  controller answers NOT_CONTROLLER in the places a Kafka client looks for it (top level, or
+  per topic / resource), which the forwarding broker retries elsewhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+from sparklog.controller.driver import ControllerDriver
+from sparklog.controller.result import ControllerResult
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.headers import API_VERSIONS_KEY, Request
+from sparklog.protocol.messages import API_BY_KEY
+from sparklog.protocol.schema import Api
+from sparklog.raft import rpc
+
+# The KRaft RPCs (the node's RaftDriver serves them; kept equal to its RAFT_API_KEYS).
+RAFT_API_KEYS: Final = frozenset(
+    {
+        rpc.FETCH,
+        rpc.VOTE,
+        rpc.BEGIN_QUORUM_EPOCH,
+        rpc.END_QUORUM_EPOCH,
+        rpc.DESCRIBE_QUORUM,
+        rpc.FETCH_SNAPSHOT,
+        rpc.ADD_RAFT_VOTER,
+        rpc.REMOVE_RAFT_VOTER,
+        rpc.UPDATE_RAFT_VOTER,
+    }
+)
+# (request, connection) -> response: the RaftDriver's handler, which also answers ApiVersions.
+RaftHandler = Callable[[Request, Any], Awaitable[dict[str, Any]]]
+
+log = logging.getLogger(__name__)
+
+BROKER_REGISTRATION: Final = 62
+BROKER_HEARTBEAT: Final = 63
+UNREGISTER_BROKER: Final = 64
+ALLOCATE_PRODUCER_IDS: Final = 67
+CREATE_TOPICS: Final = 19
+DELETE_TOPICS: Final = 20
+CREATE_PARTITIONS: Final = 37
+INCREMENTAL_ALTER_CONFIGS: Final = 44
+
+ADMIN_OPERATIONS: Final = {
+    CREATE_TOPICS: "create_topics",
+    DELETE_TOPICS: "delete_topics",
+    CREATE_PARTITIONS: "create_partitions",
+    INCREMENTAL_ALTER_CONFIGS: "incremental_alter_configs",
+}
+LIFECYCLE_KEYS: Final = frozenset(
+    {BROKER_REGISTRATION, BROKER_HEARTBEAT, UNREGISTER_BROKER, ALLOCATE_PRODUCER_IDS}
+)
+CONTROLLER_APIS: Final = frozenset(
+    {API_VERSIONS_KEY, *RAFT_API_KEYS, *LIFECYCLE_KEYS, *ADMIN_OPERATIONS}
+)
+
+
+def controller_served_apis() -> dict[int, Api]:
+    return {key: API_BY_KEY[key] for key in sorted(CONTROLLER_APIS)}
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def error_body(
+    api_key: int, body: Mapping[str, Any], code: ErrorCode, message: str
+) -> dict[str, Any]:
+    """The response a Kafka client expects when the whole request failed with ``code``."""
+    c = int(code)
+    if api_key == CREATE_TOPICS:
+        topics = [
+            {"name": t["name"], "error_code": c, "error_message": message}
+            for t in body.get("topics") or ()
+        ]
+        return {"throttle_time_ms": 0, "topics": topics}
+    if api_key == DELETE_TOPICS:
+        names = list(body.get("topic_names") or ())
+        names += [t.get("name") for t in body.get("topics") or ()]
+        return {
+            "throttle_time_ms": 0,
+            "responses": [{"name": n, "error_code": c, "error_message": message} for n in names],
+        }
+    if api_key == CREATE_PARTITIONS:
+        return {
+            "throttle_time_ms": 0,
+            "results": [
+                {"name": t["name"], "error_code": c, "error_message": message}
+                for t in body.get("topics") or ()
+            ],
+        }
+    if api_key == INCREMENTAL_ALTER_CONFIGS:
+        return {
+            "throttle_time_ms": 0,
+            "responses": [
+                {
+                    "error_code": c,
+                    "error_message": message,
+                    "resource_type": r["resource_type"],
+                    "resource_name": r["resource_name"],
+                }
+                for r in body.get("resources") or ()
+            ],
+        }
+    return {"throttle_time_ms": 0, "error_code": c, "error_message": message}
+
+
+class ControllerApis:
+    """Binds a node's raft driver and (on a controller) controller driver to the listener."""
+
+    def __init__(
+        self,
+        raft: RaftHandler,
+        controller: ControllerDriver | None,
+        cluster_id: str,
+        *,
+        clock_ms: Callable[[], int] = _now_ms,
+    ) -> None:
+        self.raft = raft
+        self.controller = controller
+        self.cluster_id = cluster_id
+        self.clock_ms = clock_ms
+
+    async def __call__(self, request: Request, conn: Any) -> dict[str, Any] | None:
+        key = request.header.api_key
+        if key == API_VERSIONS_KEY or key in RAFT_API_KEYS:
+            return await self.raft(request, conn)
+        body = request.body
+        version = request.header.api_version
+        try:
+            if self.controller is None:
+                raise KafkaApiError(ErrorCode.NOT_CONTROLLER, "This node is not a controller.")
+            return await self.controller.call(self._operation(key, body, version))
+        except KafkaApiError as exc:
+            return error_body(key, body, exc.code, exc.message or exc.code.name)
+
+    def _operation(
+        self, key: int, body: Mapping[str, Any], version: int
+    ) -> Callable[[], ControllerResult[Any]]:
+        assert self.controller is not None
+        controller = self.controller.controller
+        if key == BROKER_REGISTRATION:
+            return lambda: controller.broker_registration(body, self.cluster_id, self.clock_ms())
+        if key == BROKER_HEARTBEAT:
+            return lambda: controller.broker_heartbeat(body, self.clock_ms())
+        if key == UNREGISTER_BROKER:
+            return lambda: controller.unregister_broker(body)
+        if key == ALLOCATE_PRODUCER_IDS:
+            return lambda: _allocate(controller, body)
+        operation: Callable[[Mapping[str, Any], int], ControllerResult[Any]] = getattr(
+            controller, ADMIN_OPERATIONS[key]
+        )
+        return lambda: operation(body, version)
+
+
+def _allocate(controller: Any, body: Mapping[str, Any]) -> ControllerResult[dict[str, Any]]:
+    try:
+        result: ControllerResult[tuple[int, int]] = controller.allocate_producer_ids(
+            int(body["broker_id"]), int(body["broker_epoch"])
+        )
+    except KafkaApiError as exc:
+        return ControllerResult((), {"throttle_time_ms": 0, "error_code": int(exc.code)}, -1)
+    start, length = result.response
+    return ControllerResult(
+        result.records,
+        {
+            "throttle_time_ms": 0,
+            "error_code": 0,
+            "producer_id_start": start,
+            "producer_id_len": length,
+        },
+        result.image_offset,
+    )

@@ -1,0 +1,217 @@
+"""Broker lifecycle on the controller (KIP-631): heartbeats, leases, fencing, leader moves.
+
+Everything here is a pure function of the controller's committed image plus the in-memory
+:class:`BrokerHeartbeats` table, returning the records to append and the response, the way
+every controller operation works (see :mod:`sparklog.controller.quorum_controller`).
+
+Rules, as in Kafka's ``BrokerHeartbeatManager`` and ``ReplicationControlManager``:
+
+- A broker registers fenced; its epoch is the offset of its ``RegisterBrokerRecord``. It is
+  unfenced by a heartbeat that does not ask to stay fenced once its reported metadata offset has
+  reached that registration offset (it has replayed its own registration).
+- The lease: a broker whose last heartbeat is older than ``broker.session.timeout.ms`` is
+  fenced. Heartbeat times live only in the active controller's memory; a newly active
+  controller starts every broker's lease afresh (it cannot know when the old one last heard).
+- A registration with a new incarnation id is refused (DUPLICATE_BROKER_REGISTRATION) while
+  the old incarnation is unfenced and has heartbeated to this controller within the session.
+- Fencing, a controlled shutdown or a re-registration moves leaderships off the broker: the new
+  leader is the first replica (in assignment order) in the ISR that is unfenced and not
+  shutting down; the broker leaves the ISR when others remain. With nobody eligible the
+  partition is offline (leader -1) and keeps its ISR, so the broker leads again once unfenced.
+- Controlled shutdown: the first ``want_shut_down`` heartbeat of an active broker records
+  ``in_controlled_shutdown`` (PENDING_CONTROLLED_SHUTDOWN) and moves its leaderships; the next
+  one, when it leads nothing, fences it and answers ``should_shut_down``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparklog.metadata.image import MetadataImage, PartitionRegistration
+from sparklog.metadata.records import MetadataRecord, make_record
+from sparklog.protocol.errors import ErrorCode
+
+
+@dataclass(slots=True)
+class BrokerHeartbeats:
+    """The active controller's view of broker sessions: last contact per broker, in ms."""
+
+    session_timeout_ms: int
+    last_contact_ms: dict[int, int] = field(default_factory=dict)
+    # Brokers that heartbeated to this controller since it became active.
+    heard: set[int] = field(default_factory=set)
+
+    def touch(self, broker_id: int, now_ms: int) -> None:
+        self.last_contact_ms[broker_id] = now_ms
+        self.heard.add(broker_id)
+
+    def reset(self, broker_ids: Iterable[int], now_ms: int) -> None:
+        self.last_contact_ms = {broker_id: now_ms for broker_id in broker_ids}
+        self.heard = set()
+
+    def heard_from(self, broker_id: int, now_ms: int) -> bool:
+        """A live session this controller has itself seen a heartbeat for.
+
+        A new registration is refused as a duplicate only then: the leases a newly active
+        controller grants on activation are guesses, and a broker restarted right after a
+        controller failover must not wait a whole session timeout to register again.
+        """
+        return broker_id in self.heard and self.has_valid_session(broker_id, now_ms)
+
+    def has_valid_session(self, broker_id: int, now_ms: int) -> bool:
+        last = self.last_contact_ms.get(broker_id)
+        return last is not None and now_ms - last < self.session_timeout_ms
+
+    def expired(self, image: MetadataImage, now_ms: int) -> list[int]:
+        """Unfenced brokers whose lease ran out, by id."""
+        return sorted(
+            broker.broker_id
+            for broker in image.cluster.brokers.values()
+            if not broker.fenced and not self.has_valid_session(broker.broker_id, now_ms)
+        )
+
+
+def _change(broker_id: int, epoch: int, fenced: int, shutdown: int = 0) -> MetadataRecord:
+    return make_record(
+        "BrokerRegistrationChangeRecord",
+        {
+            "broker_id": broker_id,
+            "broker_epoch": epoch,
+            "fenced": fenced,
+            "in_controlled_shutdown": shutdown,
+            "log_dirs": [],
+        },
+    )
+
+
+def _eligible(image: MetadataImage, excluded: frozenset[int]) -> set[int]:
+    return {
+        b.broker_id
+        for b in image.cluster.brokers.values()
+        if not b.fenced and not b.in_controlled_shutdown and b.broker_id not in excluded
+    }
+
+
+def _partition_change(
+    topic_id: bytes, partition_id: int, changes: Mapping[str, Any]
+) -> MetadataRecord:
+    return make_record(
+        "PartitionChangeRecord", {"topic_id": topic_id, "partition_id": partition_id, **changes}
+    )
+
+
+def move_leaderships(image: MetadataImage, broker_id: int) -> list[MetadataRecord]:
+    """Records taking ``broker_id`` out of leadership and (where others remain) the ISR."""
+    eligible = _eligible(image, frozenset({broker_id}))
+    records = []
+    for topic in image.topics.by_id.values():
+        for partition_id, partition in sorted(topic.partitions.items()):
+            if broker_id not in partition.replicas and partition.leader != broker_id:
+                continue
+            changes = _without(partition, broker_id, eligible)
+            if changes:
+                records.append(_partition_change(topic.topic_id, partition_id, changes))
+    return records
+
+
+def _without(
+    partition: PartitionRegistration, broker_id: int, eligible: set[int]
+) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    isr = [r for r in partition.isr if r != broker_id]
+    if isr and len(isr) != len(partition.isr):
+        changes["isr"] = isr
+    else:
+        isr = list(partition.isr)
+    if partition.leader == broker_id:
+        candidates = [r for r in partition.replicas if r in isr and r in eligible]
+        changes["leader"] = candidates[0] if candidates else -1
+    return changes
+
+
+def elect_offline_leaders(image: MetadataImage, broker_id: int) -> list[MetadataRecord]:
+    """Records making ``broker_id`` (just unfenced) lead its leaderless partitions."""
+    records = []
+    for topic in image.topics.by_id.values():
+        for partition_id, partition in sorted(topic.partitions.items()):
+            if partition.leader == -1 and broker_id in partition.isr:
+                records.append(
+                    _partition_change(topic.topic_id, partition_id, {"leader": broker_id})
+                )
+    return records
+
+
+def leads_anything(image: MetadataImage, broker_id: int) -> bool:
+    return any(
+        p.leader == broker_id for t in image.topics.by_id.values() for p in t.partitions.values()
+    )
+
+
+def fence_records(image: MetadataImage, broker_id: int) -> list[MetadataRecord]:
+    """Fence ``broker_id`` (lease expired, or asked to) and move its leaderships."""
+    broker = image.cluster.broker(broker_id)
+    if broker is None or broker.fenced:
+        return []
+    return [_change(broker_id, broker.epoch, 1), *move_leaderships(image, broker_id)]
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatOutcome:
+    records: tuple[MetadataRecord, ...]
+    response: dict[str, Any]
+
+
+def heartbeat(
+    image: MetadataImage,
+    sessions: BrokerHeartbeats,
+    body: Mapping[str, Any],
+    now_ms: int,
+) -> HeartbeatOutcome:
+    """Decide a BrokerHeartbeat: renew the lease, maybe (un)fence or shut down the broker."""
+    broker_id = int(body["broker_id"])
+    broker = image.cluster.broker(broker_id)
+    if broker is None:
+        return HeartbeatOutcome((), _heartbeat_error(ErrorCode.BROKER_ID_NOT_REGISTERED))
+    if broker.epoch != int(body["broker_epoch"]):
+        return HeartbeatOutcome((), _heartbeat_error(ErrorCode.STALE_BROKER_EPOCH))
+    sessions.touch(broker_id, now_ms)
+    caught_up = int(body["current_metadata_offset"]) >= broker.epoch
+    fenced = broker.fenced
+    records: list[MetadataRecord] = []
+    should_shut_down = False
+    if body.get("want_shut_down"):
+        if fenced:
+            should_shut_down = True
+        elif not broker.in_controlled_shutdown:
+            records.append(_change(broker_id, broker.epoch, 0, 1))
+            records.extend(move_leaderships(image, broker_id))
+        elif not leads_anything(image, broker_id):
+            records.append(_change(broker_id, broker.epoch, 1))
+            fenced = should_shut_down = True
+    elif fenced and caught_up and not body.get("want_fence"):
+        records.append(_change(broker_id, broker.epoch, -1))
+        records.extend(elect_offline_leaders(image, broker_id))
+        fenced = False
+    elif not fenced and body.get("want_fence"):
+        records.extend(fence_records(image, broker_id))
+        fenced = True
+    response = {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "is_caught_up": caught_up,
+        "is_fenced": fenced,
+        "should_shut_down": should_shut_down,
+    }
+    return HeartbeatOutcome(tuple(records), response)
+
+
+def _heartbeat_error(code: ErrorCode) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(code),
+        "is_caught_up": False,
+        "is_fenced": True,
+        "should_shut_down": False,
+    }

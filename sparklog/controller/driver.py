@@ -1,0 +1,164 @@
+"""ControllerDriver: the QuorumController's event loop on top of a real KRaft quorum.
+
+The controller's operations are pure (image in, records + response out); this driver gives
+them Kafka's write -> commit -> apply discipline on an asyncio loop:
+
+- One operation at a time (an ``asyncio.Lock``): compute on the committed image, append the
+  records as one atomic batch through the raft client, await their commit (the controller's
+  image reaching the batch's last offset), then answer. Because the next operation starts only
+  after the previous one is applied, no operation ever decides on uncommitted state, so
+  losing leadership has nothing to revert: the waiting operation fails with NOT_CONTROLLER and
+  the records it appended are committed or truncated by the new leader, as raft decides.
+- Activation: when the raft listener contract announces this node as leader (only after the
+  controller has replayed everything before the new epoch), the driver starts every broker's
+  lease afresh and appends the bootstrap records if the log has none. Operations wait for the
+  activation of the current epoch.
+- Only the active controller writes; every other call fails with NOT_CONTROLLER at once.
+- :meth:`run` fences brokers whose lease expired, every ``check_interval_ms``, while active.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from sparklog.controller.quorum_controller import QuorumController
+from sparklog.controller.result import ControllerResult
+from sparklog.metadata.records import MetadataRecord
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.raft.client import CommittedBatch, LeaderAndEpoch, RaftClient
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class ControllerDriver:
+    def __init__(
+        self,
+        controller: QuorumController,
+        raft: RaftClient[MetadataRecord],
+        wakeup: Callable[[], None],
+        *,
+        clock_ms: Callable[[], int] = _wall_clock_ms,
+        commit_timeout_ms: int = 30_000,
+    ) -> None:
+        """``raft`` must already have ``controller`` registered as a listener."""
+        self.controller = controller
+        self._raft = raft
+        self._wakeup = wakeup
+        self._clock_ms = clock_ms
+        self._commit_timeout_ms = commit_timeout_ms
+        self._lock = asyncio.Lock()
+        self._changed = asyncio.Event()
+        self._activated_epoch = -1
+        self._activation: asyncio.Task[None] | None = None
+        raft.register_listener(self)
+
+    # -- RaftListener (registered after the controller, so it sees applied state) ------------
+
+    def handle_commit(self, batch: CommittedBatch[MetadataRecord]) -> None:
+        self._changed.set()
+
+    def handle_load_snapshot(self, snapshot: Any) -> None:
+        self._changed.set()
+
+    def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
+        self._changed.set()
+        if leader.leader_id == self._raft.node_id and leader.epoch > self._activated_epoch:
+            loop = asyncio.get_running_loop()
+            self._activation = loop.create_task(self._activate(leader.epoch))
+        elif leader.leader_id != self._raft.node_id and self._activated_epoch >= 0:
+            log.info("Controller %d is no longer active (%s)", self._raft.node_id, leader)
+
+    @property
+    def is_active(self) -> bool:
+        leader = self.controller.leader
+        return self.controller.is_active and self._activated_epoch == leader.epoch
+
+    # -- operations ---------------------------------------------------------------------------
+
+    async def call(self, op: Callable[[], ControllerResult[R]]) -> R:
+        """Run one controller operation to its committed end; NOT_CONTROLLER if not active."""
+        self.controller.check_active()
+        activation = self._activation
+        if activation is not None and not activation.done():
+            await asyncio.shield(activation)
+        async with self._lock:
+            return await self._run_locked(op)
+
+    async def _run_locked(self, op: Callable[[], ControllerResult[R]]) -> R:
+        self.controller.check_active()
+        epoch = self.controller.leader.epoch
+        result = op()
+        last_offset = self.controller.append(result)
+        if last_offset >= 0:
+            self._wakeup()
+            await self._await_commit(last_offset, epoch)
+        return result.response
+
+    async def _await_commit(self, last_offset: int, epoch: int) -> None:
+        deadline_ms = self._clock_ms() + self._commit_timeout_ms
+        while self.controller.image.provenance.last_offset < last_offset:
+            leader = self.controller.leader
+            if leader.epoch != epoch or leader.leader_id != self._raft.node_id:
+                raise KafkaApiError(
+                    ErrorCode.NOT_CONTROLLER,
+                    f"Node {self._raft.node_id} lost the leadership of epoch {epoch} before "
+                    "the operation committed.",
+                )
+            remaining_ms = deadline_ms - self._clock_ms()
+            if remaining_ms <= 0:
+                raise KafkaApiError(
+                    ErrorCode.REQUEST_TIMED_OUT,
+                    f"Metadata records up to offset {last_offset} were not committed in "
+                    f"{self._commit_timeout_ms} ms.",
+                )
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining_ms / 1000)
+
+    async def _activate(self, epoch: int) -> None:
+        async with self._lock:
+            leader = self.controller.leader
+            if leader.epoch != epoch or leader.leader_id != self._raft.node_id:
+                return
+            now = self._clock_ms()
+            self.controller.sessions.reset(self.controller.image.cluster.brokers, now)
+            try:
+                await self._run_locked(self.controller.bootstrap_result)
+            except KafkaApiError as exc:
+                log.warning("Controller activation in epoch %d failed: %s", epoch, exc)
+                return
+            self._activated_epoch = epoch
+            log.info("Controller %d is active in epoch %d", self._raft.node_id, epoch)
+
+    # -- lease expiry -------------------------------------------------------------------------
+
+    async def run(self, stopping: asyncio.Event, check_interval_ms: int = 250) -> None:
+        """Fence brokers whose session expired, while this controller is active."""
+        while not stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), check_interval_ms / 1000)
+            if stopping.is_set() or not self.is_active:
+                continue
+            try:
+                fenced: list[int] = [-1]
+                while fenced and self.is_active:
+                    fenced = await self.call(
+                        lambda: self.controller.fence_expired_brokers(self._clock_ms())
+                    )
+                    for broker_id in fenced:
+                        log.info("Fenced broker %d: its session expired", broker_id)
+            except KafkaApiError as exc:
+                log.debug("fencing pass stopped: %s", exc)
+            except Exception:
+                log.exception("fencing pass failed")

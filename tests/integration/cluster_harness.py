@@ -1,0 +1,324 @@
+"""Run a real multi-process KRaft cluster (dedicated controllers + brokers) for integration tests.
+
+Contract:
+- ``Cluster(root, controllers=3, brokers=3, overrides=...)`` picks free loopback ports and
+  writes one ``server.properties`` per node with Kafka's property names: controllers
+  ``process.roles=controller`` (ids 1..C), brokers ``process.roles=broker`` (ids 101..),
+  all with ``controller.quorum.bootstrap.servers`` naming every initial controller.
+- ``format()`` does what an operator does (KIP-853): one ``storage random-uuid`` cluster id, one
+  directory id per controller, controllers with ``--initial-controllers``, brokers with
+  ``--no-initial-controllers``. ``start()`` formats on first use and starts every process
+  through ``python -m sparklog.cli.main server start``; it returns once every controller
+  answers ApiVersions on its controller listener and every broker on its client listener
+  (brokers open it only once unfenced). Every wait is bounded.
+- ``add_controller()`` formats and starts one more controller with
+  ``--no-initial-controllers`` (an observer until ``metadata-quorum add-controller``).
+- Nodes keep their ports and directories across ``kill()`` (SIGKILL) / ``start()``. Children
+  get PR_SET_PDEATHSIG; ``close()`` never raises and leaves no process behind.
+- ``describe()`` runs ``sparklog metadata-quorum describe --status`` (the real CLI, as a
+  subprocess) against the running controllers and parses its lines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sparklog.cli.metadata_quorum_tool import QuorumClient, QuorumCommandError
+from tests.integration.node_harness import (
+    REPO_ROOT,
+    NodeError,
+    _die_with_parent,
+    free_port,
+    probe_api_versions,
+)
+
+READY_TIMEOUT_S = 45.0
+CLI_TIMEOUT_S = 60.0
+HOST = "127.0.0.1"
+
+
+def cli(*args: str, timeout_s: float = CLI_TIMEOUT_S, check: bool = True) -> str:
+    """Run ``sparklog <args>``; stdout (stderr appended on failure)."""
+    cmd = [sys.executable, "-m", "sparklog.cli.main", *args]
+    done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, timeout=timeout_s, check=False)
+    out = done.stdout.decode(errors="replace")
+    if check and done.returncode != 0:
+        raise NodeError(
+            f"sparklog {' '.join(args)} failed (rc={done.returncode}):\n"
+            + out
+            + done.stderr.decode(errors="replace")[-4000:]
+        )
+    return out.strip()
+
+
+@dataclass
+class ClusterNode:
+    node_id: int
+    role: str  # "controller" or "broker"
+    workdir: Path
+    port: int
+    props: dict[str, str] = field(default_factory=dict)
+    process: subprocess.Popen[bytes] | None = None
+    directory_id: str | None = None
+    starts: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.role}-{self.node_id}"
+
+    @property
+    def address(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    @property
+    def properties_path(self) -> Path:
+        return self.workdir / "server.properties"
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "node.log"
+
+    def write_properties(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        text = "\n".join(f"{k}={v}" for k, v in self.props.items()) + "\n"
+        self.properties_path.write_text(text)
+
+    def launch(self) -> None:
+        if self.is_running():
+            raise NodeError(f"{self.name} already running")
+        self.starts += 1
+        with self.log_path.open("ab") as log:
+            log.write(f"=== start #{self.starts} at {time.strftime('%H:%M:%S')}\n".encode())
+            log.flush()
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "sparklog.cli.main",
+                    "server",
+                    "start",
+                    str(self.properties_path),
+                ],
+                cwd=REPO_ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
+            )
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not probe_api_versions(HOST, self.port):
+            if self.process is None or self.process.poll() is not None:
+                raise NodeError(f"{self.name} exited during start-up:\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                raise NodeError(f"{self.name} not ready after {timeout_s}s:\n{self.log_tail()}")
+            time.sleep(0.1)
+
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=30)
+        self.process = None
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.process = None
+
+    def log_tail(self, max_bytes: int = 8000) -> str:
+        try:
+            data = self.log_path.read_bytes()
+        except OSError:
+            return "<no log>"
+        return data[-max_bytes:].decode(errors="replace")
+
+
+class Cluster:
+    def __init__(
+        self,
+        root: Path,
+        controllers: int = 3,
+        brokers: int = 3,
+        overrides: Mapping[str, object] | None = None,
+        controller_overrides: Mapping[str, object] | None = None,
+        broker_overrides: Mapping[str, object] | None = None,
+    ) -> None:
+        self.root = root
+        self.overrides = {k: str(v) for k, v in (overrides or {}).items()}
+        self.controller_overrides = {k: str(v) for k, v in (controller_overrides or {}).items()}
+        self.broker_overrides = {k: str(v) for k, v in (broker_overrides or {}).items()}
+        self.controllers = [
+            ClusterNode(i, "controller", root / f"controller-{i}", free_port())
+            for i in range(1, controllers + 1)
+        ]
+        self.brokers = [
+            ClusterNode(100 + i, "broker", root / f"broker-{100 + i}", free_port())
+            for i in range(1, brokers + 1)
+        ]
+        self.bootstrap_controllers = ",".join(c.address for c in self.controllers)
+        self.cluster_id: str | None = None
+        for node in self.nodes:
+            node.props = self._properties(node)
+            node.write_properties()
+
+    @property
+    def nodes(self) -> list[ClusterNode]:
+        return [*self.controllers, *self.brokers]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(b.address for b in self.brokers)
+
+    def _properties(self, node: ClusterNode) -> dict[str, str]:
+        props = {
+            "process.roles": node.role,
+            "node.id": str(node.node_id),
+            "controller.listener.names": "CONTROLLER",
+            "controller.quorum.bootstrap.servers": self.bootstrap_controllers,
+            "log.dirs": str(node.workdir / "data"),
+        }
+        if node.role == "controller":
+            props.update(
+                {
+                    "listeners": f"CONTROLLER://{node.address}",
+                    "advertised.listeners": f"CONTROLLER://{node.address}",
+                    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+                }
+            )
+            props.update(self.overrides)
+            props.update(self.controller_overrides)
+        else:
+            props.update(
+                {
+                    "listeners": f"PLAINTEXT://{node.address}",
+                    "advertised.listeners": f"PLAINTEXT://{node.address}",
+                    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                    "inter.broker.listener.name": "PLAINTEXT",
+                    "num.partitions": "3",
+                    "offsets.topic.replication.factor": "1",
+                    "transaction.state.log.replication.factor": "1",
+                    "transaction.state.log.min.isr": "1",
+                }
+            )
+            props.update(self.overrides)
+            props.update(self.broker_overrides)
+        return props
+
+    def format(self) -> None:
+        self.cluster_id = cli("storage", "random-uuid").splitlines()[-1]
+        for controller in self.controllers:
+            controller.directory_id = cli("storage", "random-uuid").splitlines()[-1]
+        initial = ",".join(f"{c.node_id}@{c.address}:{c.directory_id}" for c in self.controllers)
+        for controller in self.controllers:
+            self._format(controller, "--initial-controllers", initial)
+        for broker in self.brokers:
+            self._format(broker, "--no-initial-controllers")
+
+    def _format(self, node: ClusterNode, *flags: str) -> None:
+        assert self.cluster_id is not None
+        cli(
+            "storage",
+            "format",
+            "--cluster-id",
+            self.cluster_id,
+            "--config",
+            str(node.properties_path),
+            *flags,
+        )
+
+    def start(self) -> None:
+        if self.cluster_id is None:
+            self.format()
+        for node in self.nodes:
+            if not node.is_running():
+                node.launch()
+        for node in self.nodes:
+            node.wait_ready()
+
+    def add_controller(self, node_id: int) -> ClusterNode:
+        """Format (``--no-initial-controllers``) and start one more controller."""
+        node = ClusterNode(node_id, "controller", self.root / f"controller-{node_id}", free_port())
+        node.props = self._properties(node)
+        node.write_properties()
+        self._format(node, "--no-initial-controllers")
+        meta = (node.workdir / "data" / "meta.properties").read_text()
+        node.directory_id = next(
+            line.split("=", 1)[1] for line in meta.splitlines() if line.startswith("directory.id=")
+        )
+        self.controllers.append(node)
+        node.launch()
+        node.wait_ready()
+        return node
+
+    def running_controllers(self) -> list[ClusterNode]:
+        return [c for c in self.controllers if c.is_running()]
+
+    def metadata_quorum(self, *args: str, check: bool = True) -> str:
+        target = self.running_controllers()[0]
+        return cli("metadata-quorum", "--bootstrap-controller", target.address, *args, check=check)
+
+    def describe(self) -> dict[str, Any]:
+        """``describe --status`` parsed: LeaderId etc. as ints, the voter/observer lists."""
+        out = self.metadata_quorum("describe", "--status")
+        status: dict[str, Any] = {}
+        for line in out.splitlines():
+            name, _, value = line.partition(":")
+            value = value.strip()
+            if name in ("CurrentVoters", "CurrentObservers"):
+                status[name] = json.loads(value)
+            elif name:
+                status[name] = int(value)
+        return status
+
+    def leader_id(self, timeout_s: float = 30.0, *, other_than: int | None = None) -> int:
+        """The KRaft leader once one is elected (and differs from ``other_than``).
+
+        Polls DescribeQuorum in-process (the CLI's own client, without a Python start-up per
+        poll) so kill -> new-leader times are measured finely.
+        """
+        deadline = time.monotonic() + timeout_s
+        last: object = None
+        while time.monotonic() < deadline:
+            for node in self.running_controllers():
+                try:
+                    partition, _, _ = QuorumClient(node.address, via_broker=False).describe(
+                        attempts=1
+                    )
+                except (QuorumCommandError, OSError, ConnectionError) as exc:
+                    last = exc
+                    continue
+                leader = int(partition["leader_id"])
+                if leader >= 0 and leader != other_than:
+                    return leader
+                last = leader
+            time.sleep(0.02)
+        raise NodeError(f"no new KRaft leader after {timeout_s}s (last: {last})")
+
+    def controller(self, node_id: int) -> ClusterNode:
+        return next(c for c in self.controllers if c.node_id == node_id)
+
+    def close(self) -> None:
+        for node in self.nodes:
+            with contextlib.suppress(Exception):
+                node.stop(timeout_s=15.0)
+            with contextlib.suppress(Exception):
+                node.kill()
