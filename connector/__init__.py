@@ -1,10 +1,19 @@
 """The PySpark data source `sparklog` (imported as ``sparklog.connector``).
 
-Batch reads with Spark's Kafka source schema and options: cold offset ranges straight from the
-tiered object store, hot ranges from brokers, honouring the high watermark and the last stable
-offset. ``from sparklog.connector import SparklogDataSource``;
-``spark.dataSource.register(SparklogDataSource)``. Streaming, the sink and the gRPC hot-read
-service are not built yet (see the connector issue).
+A drop-in for Spark's Kafka source and sink (same schema, same options), registered under the
+short name ``sparklog``: ``from sparklog.connector import SparklogDataSource``;
+``spark.dataSource.register(SparklogDataSource)``.
+
+- Batch reads (:mod:`.source`) and Structured Streaming micro-batches (:mod:`.stream`, with
+  admission control in :mod:`.admission`) execute one plan (:mod:`.planning`, offsets from
+  :mod:`.offsets`): cold pieces read straight from the tiered object store by executors
+  (:mod:`.cold`, also with the brokers down), hot pieces from the partition leaders up to the
+  high watermark or the last stable offset (:mod:`.hot`: the brokers' gRPC hot read service,
+  or Kafka Fetch), decoded into Arrow batches (:mod:`.arrow_decode`).
+- The sink (:mod:`.sink`) writes ``df.write`` / ``df.writeStream`` rows with Spark's Kafka sink
+  columns through the Kafka protocol.
+
+Nothing here imports pyspark until the data source is asked for.
 """
 
 from __future__ import annotations

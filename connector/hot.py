@@ -1,37 +1,231 @@
-"""Executor-side hot reader: a partition's offset range fetched from its leader.
+"""Executor-side hot reader: a partition's offset range from its leader, as Arrow batches.
 
 Contract of :func:`read_hot`: yields batches in the schema of :mod:`.schema` holding the data
-records with ``start <= offset < end`` in offset order. Control batches are skipped; under
-read_committed records of aborted transactions are skipped using the Fetch response's aborted
-transaction list, as Kafka consumers do. Offsets that vanish under the read (retention) fail with
-:class:`~.planning.DataLossError` when ``failOnDataLoss`` is true, else the read skips to the log
-start. For now this uses Kafka Fetch; the gRPC read service comes later.
+records with ``start <= offset < end`` in offset order; control records never appear and under
+read_committed the records of aborted transactions are dropped. Offsets that vanish under the
+read (retention) fail with :class:`~.offsets.DataLossError` when ``failOnDataLoss`` is true,
+else the read skips to the log start.
+
+Two transports (``sparklog.hot.protocol``, the piece's ``hot_protocol``):
+
+- ``grpc`` (default): the leader's hot read service (:mod:`sparklog.readservice`), streaming
+  stored batches without control batches and with the aborted ranges (first and last offset).
+  Its address is the ``sparklog.read.listener`` value the leader reports in DescribeConfigs
+  (BROKER resource) over its Kafka listener, looked up once per broker and worker process. A
+  broker whose service is disabled is read with Kafka Fetch instead.
+- ``kafka``: Kafka Fetch over :class:`~sparklog.client.connection.KafkaConnection`, the way
+  Kafka consumers read (aborted list with first offsets, closed by the ABORT markers).
+
+Both decode with :class:`.arrow_decode.ArrowRecordBuilder` into batches of about
+:data:`BATCH_ROWS` rows built from contiguous buffers.
 """
 
 from __future__ import annotations
 
-import heapq
-import struct
+import logging
+import threading
+import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
 
 import pyarrow as pa
 
 from sparklog.client.connection import KafkaConnection
-from sparklog.protocol.record_codec import decode_batch
-from sparklog.protocol.records import RECORDS_OFFSET
 
-from .planning import DataLossError, HotPiece
-from .schema import build_batch, headers_array
+from .arrow_decode import AbortedTransactions, ArrowRecordBuilder
+from .offsets import DataLossError
+from .planning import HotPiece
 
-__all__ = ["read_hot"]
+__all__ = ["BATCH_ROWS", "HOT_PROTOCOLS", "read_hot", "read_service_address"]
 
-FETCH_MAX_BYTES = 8 << 20
-OFFSET_OUT_OF_RANGE = 1
-ABORT_MARKER = 0
-MAX_EMPTY_FETCHES = 20
-_LENGTH = struct.Struct(">i")
-_LOG_OVERHEAD = 12
+log = logging.getLogger(__name__)
+
+HOT_PROTOCOLS: Final = ("grpc", "kafka")
+BATCH_ROWS: Final = 1 << 16
+BATCH_BYTES: Final = 32 << 20
+FETCH_MAX_BYTES: Final = 8 << 20
+CHUNK_BYTES: Final = 4 << 20
+OFFSET_OUT_OF_RANGE: Final = 1
+MAX_EMPTY_READS: Final = 20
+MAX_RECONNECTS: Final = 3
+_LISTENER_KEY: Final = "sparklog.read.listener"
+_BROKER_RESOURCE: Final = 4
+_RECEIVE_LIMIT: Final = 512 << 20
+
+# Per worker process (Spark reuses Python workers across tasks): broker -> gRPC address or None.
+_addresses: dict[str, str | None] = {}
+_channels: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def read_service_address(broker: str) -> str | None:
+    """The hot read service address of the broker whose Kafka listener is ``broker``."""
+    with _lock:
+        if broker in _addresses:
+            return _addresses[broker]
+    with KafkaConnection.connect(broker, client_id="sparklog-connector") as conn:
+        response = conn.request(
+            "DescribeConfigs",
+            {
+                "resources": [
+                    {
+                        "resource_type": _BROKER_RESOURCE,
+                        "resource_name": "",
+                        "configuration_keys": [_LISTENER_KEY],
+                    }
+                ],
+                "include_synonyms": False,
+                "include_documentation": False,
+            },
+        )
+    address: str | None = None
+    for result in response["results"]:
+        if result["error_code"] != 0:
+            continue
+        for entry in result["configs"]:
+            if entry["name"] == _LISTENER_KEY and entry["value"]:
+                value = str(entry["value"])
+                address = None if value.lower() == "disabled" else value
+    with _lock:
+        _addresses[broker] = address
+    return address
+
+
+def _channel(address: str) -> Any:
+    import grpc
+
+    with _lock:
+        channel = _channels.get(address)
+        if channel is None:
+            channel = grpc.insecure_channel(
+                address, options=[("grpc.max_receive_message_length", _RECEIVE_LIMIT)]
+            )
+            _channels[address] = channel
+        return channel
+
+
+def _stub(address: str) -> Any:
+    from sparklog.readservice import hot_read_pb2 as pb
+
+    return _channel(address).unary_stream(
+        "/sparklog.readservice.HotRead/ReadRange",
+        request_serializer=pb.ReadRangeRequest.SerializeToString,
+        response_deserializer=pb.RecordChunk.FromString,
+    )
+
+
+def _forget(broker: str) -> None:
+    with _lock:
+        _addresses.pop(broker, None)
+
+
+def _data_loss(piece: HotPiece, offset: int, log_start: int) -> DataLossError:
+    return DataLossError(
+        f"Cannot read offset {offset} of {piece.topic}-{piece.partition} (log start"
+        f" {log_start}); records [{offset}, {log_start}) are lost. Some data may have been lost"
+        " because they are not available any more. Set failOnDataLoss to false to skip them."
+    )
+
+
+def read_hot(piece: HotPiece, protocol: str | None = None) -> Iterator[pa.RecordBatch]:
+    """Read ``piece`` over ``protocol`` (default: the piece's ``hot_protocol``, else grpc)."""
+    chosen = protocol or getattr(piece, "hot_protocol", None) or "grpc"
+    if chosen not in HOT_PROTOCOLS:
+        raise ValueError(
+            f"Invalid value {chosen!r} for option 'sparklog.hot.protocol', must be one of"
+            f" {', '.join(HOT_PROTOCOLS)}"
+        )
+    if chosen == "grpc":
+        address = read_service_address(piece.broker)
+        if address is not None:
+            yield from _read_grpc(piece, address)
+            return
+        log.warning("%s has no hot read service; reading with Kafka Fetch", piece.broker)
+    yield from _read_kafka(piece)
+
+
+def _read_grpc(piece: HotPiece, address: str) -> Iterator[pa.RecordBatch]:
+    import grpc
+
+    from sparklog.readservice import hot_read_pb2 as pb
+
+    stub = _stub(address)
+    reconnects = 0
+    builder = ArrowRecordBuilder(piece.topic, piece.partition, piece.include_headers)
+    offset, empty = piece.start, 0
+    while offset < piece.end:
+        request = pb.ReadRangeRequest(
+            topic=piece.topic,
+            partition=piece.partition,
+            start_offset=offset,
+            end_offset=piece.end,
+            isolation_level=pb.READ_COMMITTED if piece.read_committed else pb.READ_UNCOMMITTED,
+            max_chunk_bytes=CHUNK_BYTES,
+            current_leader_epoch=-1,
+        )
+        before = offset
+        try:
+            for chunk in stub(request):
+                # Per chunk, as Kafka consumers do per fetch: each lists what overlaps it.
+                aborted = AbortedTransactions() if piece.read_committed else None
+                if aborted is not None:
+                    for txn in chunk.aborted_transactions:
+                        aborted.add(txn.producer_id, txn.first_offset, txn.last_offset)
+                builder.add(chunk.records, offset, piece.end, aborted)
+                offset = max(offset, chunk.next_offset)
+                if builder.rows >= BATCH_ROWS or builder.data_bytes >= BATCH_BYTES:
+                    yield builder.build()
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.UNAVAILABLE and reconnects < MAX_RECONNECTS:
+                # The broker may have restarted on a new ephemeral port: ask it again.
+                reconnects += 1
+                _forget(piece.broker)
+                fresh = read_service_address(piece.broker)
+                if fresh is None:
+                    raise RuntimeError(
+                        f"{piece.broker} stopped offering the hot read service"
+                    ) from None
+                address = fresh
+                stub = _stub(address)
+                time.sleep(0.2 * reconnects)
+                continue
+            if exc.code() != grpc.StatusCode.OUT_OF_RANGE:
+                raise RuntimeError(
+                    f"Hot read of {piece.topic}-{piece.partition} at {offset} from {address}"
+                    f" failed: {exc.code().name} {exc.details()}"
+                ) from None
+            log_start = _log_start(exc)
+            if piece.fail_on_data_loss or log_start <= offset:
+                raise _data_loss(piece, offset, log_start) from None
+            log.warning(
+                "failOnDataLoss=false: skipping %s-%d [%d, %d)",
+                piece.topic,
+                piece.partition,
+                offset,
+                log_start,
+            )
+            offset = log_start
+            continue
+        if offset == before:
+            # The bound (HW/LSO) is below the planned end, e.g. just after a leader change.
+            empty += 1
+            if empty >= MAX_EMPTY_READS:
+                raise RuntimeError(
+                    f"{piece.topic}-{piece.partition}: no records at offset {offset} below"
+                    f" {piece.end} after {empty} reads"
+                )
+            time.sleep(0.1)
+        else:
+            empty = 0
+    if builder.rows:
+        yield builder.build()
+
+
+def _log_start(exc: Any) -> int:
+    for key, value in exc.trailing_metadata() or ():
+        if key == "sparklog-log-start-offset":
+            return int(value)
+    return -1
 
 
 def _fetch(conn: KafkaConnection, piece: HotPiece, offset: int) -> Any:
@@ -64,44 +258,16 @@ def _fetch(conn: KafkaConnection, piece: HotPiece, offset: int) -> Any:
     return response["responses"][0]["partitions"][0]
 
 
-class _Columns:
-    def __init__(self) -> None:
-        self.offsets: list[int] = []
-        self.timestamps: list[int] = []
-        self.types: list[int] = []
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.headers: list[tuple[tuple[str, bytes | None], ...]] = []
-
-    def batch(self, piece: HotPiece) -> pa.RecordBatch:
-        return build_batch(
-            topic=piece.topic,
-            partition=piece.partition,
-            keys=pa.array(self.keys, pa.binary()),
-            values=pa.array(self.values, pa.binary()),
-            offsets=pa.array(self.offsets, pa.int64()),
-            timestamps_ms=pa.array(self.timestamps, pa.int64()),
-            timestamp_types=pa.array(self.types, pa.int32()),
-            headers=headers_array(self.headers) if piece.include_headers else None,
-            include_headers=piece.include_headers,
-        )
-
-
-def read_hot(piece: HotPiece) -> Iterator[pa.RecordBatch]:
-    offset = piece.start
-    aborted_pids: set[int] = set()
-    empty = 0
+def _read_kafka(piece: HotPiece) -> Iterator[pa.RecordBatch]:
+    builder = ArrowRecordBuilder(piece.topic, piece.partition, piece.include_headers)
+    offset, empty = piece.start, 0
     with KafkaConnection.connect(piece.broker, client_id="sparklog-connector") as conn:
         while offset < piece.end:
             part = _fetch(conn, piece, offset)
             if part["error_code"] == OFFSET_OUT_OF_RANGE:
                 log_start = int(part["log_start_offset"])
                 if piece.fail_on_data_loss or log_start <= offset:
-                    raise DataLossError(
-                        f"Cannot fetch offset {offset} of {piece.topic}-{piece.partition}"
-                        f" (log start {log_start}); records [{offset}, {log_start}) are lost."
-                        " Set failOnDataLoss to false to skip them."
-                    )
+                    raise _data_loss(piece, offset, log_start)
                 offset = log_start
                 continue
             if part["error_code"] != 0:
@@ -109,59 +275,25 @@ def read_hot(piece: HotPiece) -> Iterator[pa.RecordBatch]:
                     f"Fetch {piece.topic}-{piece.partition} at {offset} failed with error"
                     f" {part['error_code']}"
                 )
-            # Aborted transactions start at first_offset; a pid stays aborted until its marker.
-            pending = [
-                (int(a["first_offset"]), int(a["producer_id"]))
-                for a in part["aborted_transactions"] or ()
-            ]
-            heapq.heapify(pending)
+            aborted = AbortedTransactions() if piece.read_committed else None
+            if aborted is not None:
+                for txn in part["aborted_transactions"] or ():
+                    aborted.add(int(txn["producer_id"]), int(txn["first_offset"]))
             data = part["records"]
-            columns = _Columns()
-            pos, progressed = 0, False
-            while data is not None and pos + RECORDS_OFFSET <= len(data):
-                # A size-limited response may end with a partial batch: leave it for next time.
-                if pos + _LOG_OVERHEAD + _LENGTH.unpack_from(data, pos + 8)[0] > len(data):
-                    break
-                header, records = decode_batch(data, pos)
-                pos += header.size_in_bytes
-                if header.next_offset <= offset:
-                    continue
-                progressed = True
-                while pending and pending[0][0] <= header.last_offset:
-                    aborted_pids.add(heapq.heappop(pending)[1])
-                if header.is_control:
-                    if records and _is_abort(records[0].key):
-                        aborted_pids.discard(header.producer_id)
-                elif not (
-                    piece.read_committed
-                    and header.is_transactional
-                    and header.producer_id in aborted_pids
-                ):
-                    for record in records:
-                        if offset <= record.offset < piece.end:
-                            columns.offsets.append(record.offset)
-                            columns.timestamps.append(record.timestamp)
-                            columns.types.append(header.timestamp_type)
-                            columns.keys.append(record.key)
-                            columns.values.append(record.value)
-                            columns.headers.append(record.headers)
-                offset = max(offset, header.next_offset)
-                if offset >= piece.end:
-                    break
-            if columns.offsets:
-                yield columns.batch(piece)
-            if not progressed:
+            next_offset = -1
+            if data:
+                _, next_offset = builder.add(bytes(data), offset, piece.end, aborted)
+            if next_offset > offset:
+                offset, empty = next_offset, 0
+                if builder.rows >= BATCH_ROWS or builder.data_bytes >= BATCH_BYTES:
+                    yield builder.build()
+            else:
                 empty += 1
-                if empty >= MAX_EMPTY_FETCHES:
+                if empty >= MAX_EMPTY_READS:
                     raise RuntimeError(
                         f"{piece.topic}-{piece.partition}: no records at offset {offset} below"
                         f" {piece.end} after {empty} fetches (high watermark"
                         f" {part['high_watermark']})"
                     )
-            else:
-                empty = 0
-
-
-def _is_abort(key: bytes | None) -> bool:
-    # Control record key: version int16, type int16 (0 = ABORT, 1 = COMMIT).
-    return key is not None and len(key) >= 4 and int.from_bytes(key[2:4], "big") == ABORT_MARKER
+    if builder.rows:
+        yield builder.build()

@@ -1,21 +1,49 @@
 """Options of the ``sparklog`` source: Spark's Kafka source names and semantics, plus ours.
 
 :func:`parse_options` turns Spark's option map (keys are case-insensitive, values strings) into
-a frozen :class:`SourceOptions` or raises :class:`OptionError` whose message names the option;
-where Spark's Kafka source has a message for the same mistake, the message is Spark's.
+a frozen :class:`SourceOptions`, or raises :class:`OptionError` whose message names the option.
+Where Spark's Kafka source (``KafkaSourceProvider``) has a message for the same mistake, the
+message is Spark's; where Spark's message would not name the option (a bad number, bad JSON),
+Spark's text is followed by ``(option 'name')``.
 
-Supported (batch): ``kafka.bootstrap.servers``, exactly one of ``subscribe`` /
-``subscribePattern`` / ``assign``, ``startingOffsets`` (earliest or JSON, -2 = earliest),
-``endingOffsets`` (latest or JSON, -1 = latest), ``kafka.isolation.level``, ``includeHeaders``,
-``minPartitions``, ``maxRecordsPerPartition``, ``failOnDataLoss``. Ours: ``sparklog.store.url``
-and ``sparklog.store.s3.{endpoint.url,access.key.id,secret.access.key,region}`` (the tiered
-store), ``sparklog.read.from`` = ``both`` (default) | ``brokers`` | ``store``. With ``store``
-the brokers are never contacted, so ``kafka.bootstrap.servers`` is optional.
+Spark's options (both batch and streaming unless noted):
+
+- ``kafka.bootstrap.servers`` (required unless ``sparklog.read.from=store``); exactly one of
+  ``subscribe`` / ``subscribePattern`` / ``assign``.
+- Where to start, in Spark's order of precedence: ``startingTimestamp`` (ms, every partition),
+  ``startingOffsetsByTimestamp`` (JSON ``{"t": {"0": ms}}``), ``startingOffsets`` (``earliest``,
+  ``latest`` (streaming only) or JSON with -2 = earliest, -1 = latest). Default: earliest for
+  batch, latest for streaming. ``startingOffsetsByTimestampStrategy`` = ``error`` (default) |
+  ``latest``: what a starting timestamp without a matching offset does.
+- Where to end (batch only; any of them on a stream fails as in Spark): ``endingTimestamp``,
+  ``endingOffsetsByTimestamp``, ``endingOffsets`` (``latest`` or JSON, -1 = latest). A timestamp
+  without a matching offset means latest.
+- ``failOnDataLoss`` (true), ``includeHeaders`` (false), ``kafka.isolation.level``
+  (read_uncommitted | read_committed), ``minPartitions`` and ``maxRecordsPerPartition`` (> 0).
+- Streaming admission control: ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger`` (> 0, min <=
+  max) and ``maxTriggerDelay`` (a Spark time string such as ``15m``, ``30s``, ``500ms``; default
+  15m). In batch queries they are ignored with a warning, as in Spark.
+- ``groupIdPrefix``; ``kafka.group.id`` is accepted with Spark's warning (no group is joined);
+  ``fetchOffset.numRetries`` (3), ``fetchOffset.retryIntervalMs`` (1000),
+  ``kafkaConsumer.pollTimeoutMs`` (120000). Other ``kafka.*`` keys are kept in ``kafka_params``.
+- Rejected with Spark's messages: ``kafka.auto.offset.reset``, ``kafka.key.deserializer``,
+  ``kafka.value.deserializer``, ``kafka.enable.auto.commit``, ``kafka.interceptor.classes``.
+
+Ours: ``sparklog.store.url`` and ``sparklog.store.s3.{endpoint.url,access.key.id,
+secret.access.key,region}`` (the tiered store), ``sparklog.read.from`` = ``both`` (default) |
+``brokers`` | ``store``. With ``store`` the brokers are never contacted, so
+``kafka.bootstrap.servers`` is optional. ``sparklog.hot.protocol`` = ``grpc`` (default: the
+brokers' hot read service) | ``kafka`` (Kafka Fetch) for the hot pieces.
+
+Invariants of the result: an :class:`OffsetSpec` is exactly one of "every partition at
+earliest/latest", "specific offsets", "one timestamp" or "per-partition timestamps"; a batch
+starting spec never holds latest and a batch ending spec never holds earliest.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,44 +58,112 @@ __all__ = [
     "OptionError",
     "SourceOptions",
     "parse_options",
+    "parse_time_ms",
 ]
+
+log = logging.getLogger(__name__)
 
 EARLIEST: Final = -2
 LATEST: Final = -1
 READ_FROM_CHOICES: Final = ("both", "brokers", "store")
+HOT_PROTOCOL_CHOICES: Final = ("grpc", "kafka")
+NO_MATCH_STRATEGIES: Final = ("error", "latest")
+DEFAULT_MAX_TRIGGER_DELAY: Final = "15m"
 _STRATEGY_OPTIONS: Final = ("subscribe", "subscribepattern", "assign")
-_STRATEGY_NAMES: Final = "subscribe, subscribePattern, assign"
+_STRATEGY_NAMES: Final = "subscribe, subscribepattern, assign"
+_OFFSETS_EXAMPLE: Final = '{"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}'
+_TIMESTAMPS_EXAMPLE: Final = (
+    '{"topicA": {"0": 123456789, "1": 123456789},\n"topicB": {"0": 123456789, "1": 123456789}}'
+)
 
-# Spark's Kafka source refuses these consumer settings because it manages them itself.
+# Spark's Kafka source refuses these consumer settings because it manages them itself; the
+# messages are Spark's, line breaks included.
 _UNSUPPORTED_KAFKA: Final = {
-    "group.id": "Kafka option 'group.id' is not supported as user-specified consumer groups "
-    "are not used to track offsets.",
-    "auto.offset.reset": "Kafka option 'auto.offset.reset' is not supported. Instead set the "
-    "source option 'startingOffsets' to 'earliest' or 'latest' to specify where to start.",
-    "key.deserializer": "Kafka option 'key.deserializer' is not supported, as keys are always "
-    "deserialized as byte arrays with ByteArrayDeserializer.",
-    "value.deserializer": "Kafka option 'value.deserializer' is not supported, as values are "
-    "always deserialized as byte arrays with ByteArrayDeserializer.",
-    "enable.auto.commit": "Kafka option 'enable.auto.commit' is not supported, as offsets are "
-    "not committed to Kafka.",
-    "interceptor.classes": "Kafka option 'interceptor.classes' is not supported as the source "
-    "does not call interceptors.",
+    "auto.offset.reset": (
+        "\nKafka option 'auto.offset.reset' is not supported.\n"
+        "Instead set the source option 'startingoffsets' to 'earliest' or 'latest'\n"
+        "to specify where to start. Structured Streaming manages which offsets are consumed\n"
+        "internally, rather than relying on the kafkaConsumer to do it. This will ensure that no\n"
+        "data is missed when new topics/partitions are dynamically subscribed. Note that\n"
+        "'startingoffsets' only applies when a new Streaming query is started, and\n"
+        "that resuming will always pick up from where the query left off. See the docs for more\n"
+        "details.\n"
+    ),
+    "key.deserializer": (
+        "Kafka option 'key.deserializer' is not supported as keys are deserialized as byte"
+        " arrays with ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize"
+        " the keys."
+    ),
+    "value.deserializer": (
+        "Kafka option 'value.deserializer' is not supported as values are deserialized as byte"
+        " arrays with ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize"
+        " the values."
+    ),
+    "enable.auto.commit": "Kafka option 'enable.auto.commit' is not supported",
+    "interceptor.classes": "Kafka option 'interceptor.classes' is not supported",
 }
+
+CUSTOM_GROUP_ID_WARNING: Final = (
+    "Kafka option 'kafka.group.id' has been set on this query, it is\n"
+    " not recommended to set this option. This option is unsafe to use since multiple"
+    " concurrent\n queries or sources using the same group id will interfere with each other"
+    " as they are part\n of the same consumer group. Restarted queries may also suffer"
+    " interference from the\n previous run having the same group id. The user should have only"
+    " one query per group id,\n and/or set the option 'kafka.session.timeout.ms' to be very"
+    " small so that the Kafka\n consumers from the previous query are marked dead by the Kafka"
+    " group coordinator before the\n restarted query starts running.\n"
+)
+
+_TIME_UNITS_MS: Final = {
+    "us": 0.001,
+    "ms": 1,
+    "s": 1000,
+    "m": 60_000,
+    "min": 60_000,
+    "h": 3_600_000,
+    "d": 86_400_000,
+}
+_TIME_PATTERN: Final = re.compile(r"(-?[0-9]+)([a-z]+)?")
 
 
 class OptionError(ValueError):
     """A missing, conflicting or malformed option; the message names it."""
 
 
+TopicPartitionValue = tuple[str, int, int]
+
+
 @dataclass(frozen=True, slots=True)
 class OffsetSpec:
-    """``default`` (EARLIEST or LATEST) for every partition, or per-partition offsets."""
+    """Where a read starts or ends, before resolution against the log.
+
+    Exactly one form: ``default`` (EARLIEST or LATEST) for every partition; ``per_partition``
+    offsets (-2 / -1 allowed per partition); ``timestamp_ms`` for every partition; or
+    ``per_partition_timestamps``.
+    """
 
     default: int | None
-    per_partition: tuple[tuple[str, int, int], ...] = ()
+    per_partition: tuple[TopicPartitionValue, ...] = ()
+    timestamp_ms: int | None = None
+    per_partition_timestamps: tuple[TopicPartitionValue, ...] = ()
+
+    @property
+    def by_timestamp(self) -> bool:
+        return self.timestamp_ms is not None or bool(self.per_partition_timestamps)
 
     def lookup(self) -> dict[tuple[str, int], int]:
         return {(t, p): o for t, p, o in self.per_partition}
+
+    def timestamp_lookup(self) -> dict[tuple[str, int], int]:
+        return {(t, p): ts for t, p, ts in self.per_partition_timestamps}
+
+    def specified_partitions(self) -> set[tuple[str, int]] | None:
+        """The partitions a specific spec names; None when it applies to every partition."""
+        if self.per_partition:
+            return {(t, p) for t, p, _ in self.per_partition}
+        if self.per_partition_timestamps:
+            return {(t, p) for t, p, _ in self.per_partition_timestamps}
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +182,20 @@ class SourceOptions:
     store_url: str | None
     store_options: Mapping[str, Any] = field(default_factory=dict)
     read_from: str = "both"
+    hot_protocol: str = "grpc"
+    streaming: bool = False
+    #: startingOffsetsByTimestampStrategy: "error" or "latest".
+    no_match_strategy: str = "error"
+    max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 900_000
+    group_id: str | None = None
+    group_id_prefix: str | None = None
+    fetch_offset_num_retries: int = 3
+    fetch_offset_retry_interval_ms: int = 1000
+    poll_timeout_ms: int = 120_000
+    #: Every other ``kafka.*`` option, without the prefix (kept for parity; not interpreted).
+    kafka_params: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def uses_brokers(self) -> bool:
@@ -106,76 +216,166 @@ def _bool(options: Mapping[str, str], key: str, name: str, default: bool) -> boo
     return value == "true"
 
 
-def _positive(options: Mapping[str, str], key: str, name: str) -> int | None:
+def _int(options: Mapping[str, str], key: str, name: str, minimum: int) -> int | None:
     raw = options.get(key)
     if raw is None:
         return None
     try:
-        value = int(raw.strip())
+        return_value = int(raw.strip())
     except ValueError:
-        value = 0
-    if value <= 0:
-        raise OptionError(f"Invalid value '{raw}' for option '{name}', must be a positive integer")
-    return value
+        raise OptionError(
+            f"Invalid value '{raw}' for option '{name}', must be an integer"
+        ) from None
+    if return_value < minimum:
+        if minimum == 1:
+            raise OptionError(f"{name} must be positive (got {return_value})")
+        raise OptionError(f"Invalid value '{raw}' for option '{name}', must be at least {minimum}")
+    return return_value
 
 
-def _partition_json(raw: str, name: str) -> dict[str, Any]:
+def _int_or(options: Mapping[str, str], key: str, name: str, minimum: int, default: int) -> int:
+    value = _int(options, key, name, minimum)
+    return default if value is None else value
+
+
+def parse_time_ms(text: str, name: str) -> int:
+    """A Spark time string (``15m``, ``30s``, ``500ms``, ``2h``, ``1d``; a bare number is ms)."""
+    match = _TIME_PATTERN.fullmatch(text.strip().lower())
+    unit = match.group(2) if match else None
+    if match is None or (unit is not None and unit not in _TIME_UNITS_MS):
+        raise OptionError(
+            f"Invalid value '{text}' for option '{name}': expected a time such as 15m, 30s,"
+            " 500ms, 2h or 1d"
+        )
+    value = int(match.group(1)) * _TIME_UNITS_MS[unit or "ms"]
+    if value < 0:
+        raise OptionError(f"Invalid value '{text}' for option '{name}': must not be negative")
+    return int(value)
+
+
+def _partition_json(raw: str, name: str, example: str) -> dict[str, dict[str, Any]]:
+    """Spark's ``{"topic": {"partition": long}}`` JSON, with Spark's message when malformed."""
+    bad = OptionError(f"Expected e.g. {example}, got {raw} (option '{name}')")
     try:
         doc = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise OptionError(
-            f'Expected e.g. {{"topicA":{{"0":23,"1":-1}},"topicB":{{"0":-2}}}}, got {raw}'
-            f" (option '{name}': {exc.msg})"
-        ) from None
-    if not isinstance(doc, dict):
-        raise OptionError(f"Option '{name}' must be a JSON object, got {raw}")
+    except json.JSONDecodeError:
+        raise bad from None
+    if not isinstance(doc, dict) or not all(isinstance(v, dict) for v in doc.values()):
+        raise bad
     return doc
 
 
-def _offsets(options: Mapping[str, str], key: str, name: str, ending: bool) -> OffsetSpec:
-    default = LATEST if ending else EARLIEST
-    raw = options.get(key)
-    if raw is None:
-        return OffsetSpec(default)
-    text = raw.strip()
+def _partition_values(raw: str, name: str, example: str) -> list[TopicPartitionValue]:
+    entries: list[TopicPartitionValue] = []
+    for topic, parts in _partition_json(raw, name, example).items():
+        for part, value in parts.items():
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise OptionError(f"Expected e.g. {example}, got {raw} (option '{name}')")
+            try:
+                partition = int(part)
+            except ValueError:
+                raise OptionError(f"Expected e.g. {example}, got {raw} (option '{name}')") from None
+            entries.append((str(topic), partition, value))
+    return sorted(entries)
+
+
+def _offset_spec(
+    options: Mapping[str, str],
+    keys: tuple[str, str, str],
+    names: tuple[str, str, str],
+    default: int,
+) -> tuple[OffsetSpec, str | None]:
+    """Spark's precedence: global timestamp, then per-partition timestamps, then offsets.
+    Returns the spec and the name of the option it came from (None for the default)."""
+    timestamp_key, by_timestamp_key, offsets_key = keys
+    timestamp_name, by_timestamp_name, offsets_name = names
+    if timestamp_key in options:
+        text = options[timestamp_key].strip()
+        try:
+            timestamp = int(text)
+        except ValueError:
+            raise OptionError(
+                f"Expected a single long value, got {text} (option '{timestamp_name}')"
+            ) from None
+        if timestamp < 0:
+            raise OptionError(
+                f"Invalid value '{text}' for option '{timestamp_name}': a timestamp in"
+                " milliseconds since the epoch must not be negative"
+            )
+        return OffsetSpec(None, timestamp_ms=timestamp), timestamp_name
+    if by_timestamp_key in options:
+        raw = options[by_timestamp_key].strip()
+        entries = _partition_values(raw, by_timestamp_name, _TIMESTAMPS_EXAMPLE)
+        for topic, partition, timestamp in entries:
+            if timestamp < 0:
+                raise OptionError(
+                    f"Invalid timestamp {timestamp} for {topic}-{partition} in option"
+                    f" '{by_timestamp_name}': must not be negative"
+                )
+        if not entries:
+            raise OptionError(f"Option '{by_timestamp_name}' names no partition: {raw}")
+        return OffsetSpec(None, per_partition_timestamps=tuple(entries)), by_timestamp_name
+    if offsets_key not in options:
+        return OffsetSpec(default), None
+    text = options[offsets_key].strip()
     word = text.lower()
     if word == "earliest":
-        if ending:
-            raise OptionError("ending offset can't be earliest for batch queries on Kafka")
-        return OffsetSpec(EARLIEST)
+        return OffsetSpec(EARLIEST), offsets_name
     if word == "latest":
-        if not ending:
-            raise OptionError("starting offset can't be latest for batch queries on Kafka")
-        return OffsetSpec(LATEST)
-    if not text.startswith("{"):
-        raise OptionError(
-            f"Invalid value '{raw}' for option '{name}': expected earliest, latest or a JSON object"
-        )
-    entries: list[tuple[str, int, int]] = []
-    for topic, parts in _partition_json(text, name).items():
-        if not isinstance(parts, dict):
-            raise OptionError(f"Option '{name}': topic {topic!r} must map partitions to offsets")
-        for part, offset in parts.items():
-            try:
-                partition, value = int(part), int(offset)
-            except (TypeError, ValueError):
+        return OffsetSpec(LATEST), offsets_name
+    entries = _partition_values(text, offsets_name, _OFFSETS_EXAMPLE)
+    for topic, partition, offset in entries:
+        if offset < EARLIEST:
+            raise OptionError(
+                f"Invalid offset {offset} for {topic}-{partition} in option '{offsets_name}':"
+                " use an offset >= 0, -1 for latest or -2 for earliest"
+            )
+    if not entries:
+        raise OptionError(f"Option '{offsets_name}' names no partition: {text}")
+    return OffsetSpec(None, tuple(entries)), offsets_name
+
+
+def _check_batch_specs(starting: OffsetSpec, ending: OffsetSpec) -> None:
+    if starting.default == LATEST:
+        raise OptionError("starting offset can't be latest for batch queries on Kafka")
+    for topic, partition, offset in starting.per_partition:
+        if offset == LATEST:
+            raise OptionError(
+                f"startingOffsets for {topic}-{partition} can't be latest for batch queries on"
+                " Kafka"
+            )
+    if ending.default == EARLIEST:
+        raise OptionError("ending offset can't be earliest for batch queries on Kafka")
+    for topic, partition, offset in ending.per_partition:
+        if offset == EARLIEST:
+            raise OptionError(
+                f"ending offset for {topic}-{partition} can't be earliest for batch queries on"
+                " Kafka"
+            )
+    # Spark's checkOffsetLimitValidity: like with like, same partitions, start <= end.
+    pairs: list[tuple[dict[tuple[str, int], int], dict[tuple[str, int], int], str]] = []
+    if starting.per_partition and ending.per_partition:
+        pairs.append((starting.lookup(), ending.lookup(), "offset"))
+    if starting.per_partition_timestamps and ending.per_partition_timestamps:
+        pairs.append((starting.timestamp_lookup(), ending.timestamp_lookup(), "timestamp"))
+    for start, end, what in pairs:
+        if set(start) != set(end):
+            raise OptionError(
+                "The specified start offset and end offset should have the same"
+                " topic-partitions. Topic-partitions for start offset:"
+                f" {_tp_set(start)}, topic-partitions for end offset: {_tp_set(end)}."
+            )
+        for (topic, partition), first in sorted(start.items()):
+            last = end[(topic, partition)]
+            if first > last and first >= 0 and last >= 0:
                 raise OptionError(
-                    f"Option '{name}': bad partition/offset {part!r}: {offset!r} for {topic}"
-                ) from None
-            if ending and value == EARLIEST:
-                raise OptionError(
-                    f"{name} for {topic}-{partition} can't be earliest for batch queries on Kafka"
+                    f"The specified start {what} {first} is greater than the end {what} {last}"
+                    f" for topic {topic} partition {partition}."
                 )
-            if not ending and value == LATEST:
-                raise OptionError(
-                    f"{name} for {topic}-{partition} can't be latest for batch queries on Kafka"
-                )
-            if value < EARLIEST:
-                raise OptionError(
-                    f"Option '{name}': invalid offset {value} for {topic}-{partition}"
-                )
-            entries.append((str(topic), partition, value))
-    return OffsetSpec(None, tuple(sorted(entries)))
+
+
+def _tp_set(values: Mapping[tuple[str, int], int]) -> str:
+    return "{" + ", ".join(f"{t}-{p}" for t, p in sorted(values)) + "}"
 
 
 def _strategy(
@@ -215,10 +415,21 @@ def _strategy(
         raise OptionError(
             f"No topicpartitions to assign as specified value for option 'assign' is '{raw}'"
         )
+    bad = OptionError(
+        f'Expected e.g. {{"topicA":[0,1],"topicB":[0,1]}}, got {raw} (option \'assign\')'
+    )
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError:
+        raise bad from None
+    if not isinstance(doc, dict):
+        raise bad
     assigned: list[tuple[str, int]] = []
-    for topic, parts in _partition_json(raw.strip(), "assign").items():
-        if not isinstance(parts, list) or not all(isinstance(p, int) for p in parts):
-            raise OptionError(f"Option 'assign': topic {topic!r} must map to a list of partitions")
+    for topic, parts in doc.items():
+        if not isinstance(parts, list) or not all(
+            isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in parts
+        ):
+            raise bad
         assigned.extend((str(topic), p) for p in parts)
     if not assigned:
         raise OptionError(
@@ -227,23 +438,96 @@ def _strategy(
     return None, None, tuple(sorted(set(assigned)))
 
 
-def parse_options(raw_options: Mapping[str, str]) -> SourceOptions:
-    """Validate Spark's option map for a batch read."""
-    options = {str(k).lower(): str(v) for k, v in raw_options.items()}
+def _check_kafka_params(options: Mapping[str, str]) -> tuple[str | None, dict[str, str]]:
+    """Spark's checks of user ``kafka.*`` options; returns group.id and the rest."""
+    group_id = options.get("kafka.group.id")
+    if group_id is not None:
+        log.warning(CUSTOM_GROUP_ID_WARNING)
+        if "groupidprefix" in options:
+            log.warning(
+                "Option groupIdPrefix will be ignored as option kafka.group.id has been set."
+            )
     for key, message in _UNSUPPORTED_KAFKA.items():
         if f"kafka.{key}" in options:
             raise OptionError(message)
+    rest = {
+        key[len("kafka.") :]: value
+        for key, value in options.items()
+        if key.startswith("kafka.") and key not in ("kafka.bootstrap.servers", "kafka.group.id")
+    }
+    return group_id, rest
+
+
+def parse_options(raw_options: Mapping[str, str], *, streaming: bool = False) -> SourceOptions:
+    """Validate Spark's option map for a batch read (or, with ``streaming``, a stream)."""
+    options = {str(k).lower(): str(v) for k, v in raw_options.items()}
+    starting, _ = _offset_spec(
+        options,
+        ("startingtimestamp", "startingoffsetsbytimestamp", "startingoffsets"),
+        ("startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets"),
+        LATEST if streaming else EARLIEST,
+    )
+    if streaming:
+        if "endingoffsets" in options:
+            raise OptionError("ending offset not valid in streaming queries")
+        # Spark checks only endingOffsetsByTimestamp; an endingTimestamp a stream would
+        # silently ignore is refused too.
+        if "endingoffsetsbytimestamp" in options or "endingtimestamp" in options:
+            raise OptionError("ending timestamp not valid in streaming queries")
+        ending = OffsetSpec(LATEST)
+    else:
+        ending, _ = _offset_spec(
+            options,
+            ("endingtimestamp", "endingoffsetsbytimestamp", "endingoffsets"),
+            ("endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets"),
+            LATEST,
+        )
+        _check_batch_specs(starting, ending)
+    strategy_raw = options.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if strategy_raw not in NO_MATCH_STRATEGIES:
+        raise OptionError(
+            f"Invalid value '{options['startingoffsetsbytimestampstrategy']}' for option"
+            " 'startingOffsetsByTimestampStrategy', must be error or latest"
+        )
+    subscribe, pattern, assign = _strategy(options)
+    min_partitions = _int(options, "minpartitions", "minPartitions", 1)
+    max_records = _int(options, "maxrecordsperpartition", "maxRecordsPerPartition", 1)
+    group_id, kafka_params = _check_kafka_params(options)
     read_from = options.get("sparklog.read.from", "both").strip().lower()
     if read_from not in READ_FROM_CHOICES:
         raise OptionError(
             f"Invalid value '{options['sparklog.read.from']}' for option 'sparklog.read.from',"
             f" must be one of {', '.join(READ_FROM_CHOICES)}"
         )
+    hot_protocol = options.get("sparklog.hot.protocol", "grpc").strip().lower()
+    if hot_protocol not in HOT_PROTOCOL_CHOICES:
+        raise OptionError(
+            f"Invalid value '{options['sparklog.hot.protocol']}' for option"
+            f" 'sparklog.hot.protocol', must be one of {', '.join(HOT_PROTOCOL_CHOICES)}"
+        )
     bootstrap = options.get("kafka.bootstrap.servers", "").strip() or None
     if bootstrap is None and read_from != "store":
         raise OptionError(
             "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer"
         )
+    max_offsets = _int(options, "maxoffsetspertrigger", "maxOffsetsPerTrigger", 1)
+    min_offsets = _int(options, "minoffsetspertrigger", "minOffsetsPerTrigger", 1)
+    if min_offsets is not None and max_offsets is not None and min_offsets > max_offsets:
+        raise OptionError(
+            f"The value of minOffsetPerTrigger({min_offsets}) is higher than the"
+            f" maxOffsetsPerTrigger({max_offsets})."
+        )
+    delay_ms = parse_time_ms(
+        options.get("maxtriggerdelay", DEFAULT_MAX_TRIGGER_DELAY), "maxTriggerDelay"
+    )
+    if not streaming:
+        for key, name in (
+            ("maxoffsetspertrigger", "maxOffsetsPerTrigger"),
+            ("minoffsetspertrigger", "minOffsetsPerTrigger"),
+            ("maxtriggerdelay", "maxTriggerDelay"),
+        ):
+            if key in options:
+                log.warning("%s option ignored in batch queries", name)
     store_url = options.get("sparklog.store.url", "").strip() or None
     if store_url is None and read_from == "store":
         raise OptionError(
@@ -255,7 +539,6 @@ def parse_options(raw_options: Mapping[str, str]) -> SourceOptions:
             f"Invalid value '{options['kafka.isolation.level']}' for option "
             "'kafka.isolation.level', must be read_uncommitted or read_committed"
         )
-    subscribe, pattern, assign = _strategy(options)
     prefix = "sparklog.store.s3."
     store_options = s3_storage_options(
         endpoint_url=options.get(prefix + "endpoint.url"),
@@ -268,16 +551,32 @@ def parse_options(raw_options: Mapping[str, str]) -> SourceOptions:
         subscribe=subscribe,
         subscribe_pattern=pattern,
         assign=assign,
-        starting=_offsets(options, "startingoffsets", "startingOffsets", ending=False),
-        ending=_offsets(options, "endingoffsets", "endingOffsets", ending=True),
+        starting=starting,
+        ending=ending,
         read_committed=isolation == "read_committed",
         include_headers=_bool(options, "includeheaders", "includeHeaders", False),
-        min_partitions=_positive(options, "minpartitions", "minPartitions"),
-        max_records_per_partition=_positive(
-            options, "maxrecordsperpartition", "maxRecordsPerPartition"
-        ),
+        min_partitions=min_partitions,
+        max_records_per_partition=max_records,
         fail_on_data_loss=_bool(options, "failondataloss", "failOnDataLoss", True),
         store_url=store_url,
         store_options=store_options,
         read_from=read_from,
+        hot_protocol=hot_protocol,
+        streaming=streaming,
+        no_match_strategy=strategy_raw,
+        max_offsets_per_trigger=max_offsets,
+        min_offsets_per_trigger=min_offsets,
+        max_trigger_delay_ms=delay_ms,
+        group_id=group_id,
+        group_id_prefix=options.get("groupidprefix"),
+        fetch_offset_num_retries=_int_or(
+            options, "fetchoffset.numretries", "fetchOffset.numRetries", 1, 3
+        ),
+        fetch_offset_retry_interval_ms=_int_or(
+            options, "fetchoffset.retryintervalms", "fetchOffset.retryIntervalMs", 0, 1000
+        ),
+        poll_timeout_ms=_int_or(
+            options, "kafkaconsumer.polltimeoutms", "kafkaConsumer.pollTimeoutMs", 1, 120_000
+        ),
+        kafka_params=kafka_params,
     )

@@ -209,7 +209,7 @@ def test_json_offsets_and_splitting(env: Env) -> None:
         ({"includeHeaders": "maybe"}, "includeHeaders"),
         ({"kafka.isolation.level": "dirty"}, "kafka.isolation.level"),
         ({"sparklog.read.from": "tape"}, "sparklog.read.from"),
-        ({"kafka.group.id": "g"}, "group.id"),
+        ({"kafka.auto.offset.reset": "earliest"}, "option 'auto.offset.reset' is not supported"),
         ({"startingOffsets": "{bad"}, "startingOffsets"),
     ],
 )
