@@ -24,7 +24,11 @@ and the range of the 1-minute load average:
   hot       format sparklog, ``sparklog.read.from=brokers`` on ``hot`` (gRPC read service)
   hot/kafka the same over Kafka Fetch, when the connector offers ``sparklog.hot.protocol``
 Ratios of cold and hot are printed against parquet (the issue's targets) and against the
-ceiling. Then the decoder alone (``ArrowRecordBuilder`` over segment bytes, one core) and the
+ceiling. Read ``count()`` with care: Spark's Parquet scan reads no column for it, while a
+Python data source cannot prune columns (Spark's ``PythonScanBuilder`` offers no
+``SupportsPushDownRequiredColumns``) and ships all seven through Arrow IPC, so the ceiling
+itself sits far below parquet there; ``sum(length(value))`` makes both read the data. Then
+the decoder alone (``ArrowRecordBuilder`` over segment bytes, one core) and the
 cold reader alone (``read_cold`` over the planned pieces, one core) for scale.
 """
 
