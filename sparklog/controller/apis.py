@@ -7,7 +7,8 @@ What a request on a ``controller.listener.names`` listener reaches:
 - KRaft RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch of ``__cluster_metadata``,
   FetchSnapshot, DescribeQuorum, Add/Remove/UpdateRaftVoter): the node's raft driver
   (``RaftDriver.handle_request``, injected: this package does not import ``net``).
-- BrokerRegistration, BrokerHeartbeat, UnregisterBroker, AllocateProducerIds, CreateTopics,
+- BrokerRegistration, BrokerHeartbeat, UnregisterBroker, AllocateProducerIds, AlterPartition
+  (sent by partition leaders straight to the controller, never forwarded), CreateTopics,
   DeleteTopics, CreatePartitions, IncrementalAlterConfigs: the
   :class:`~sparklog.controller.driver.ControllerDriver`, answered once committed. An inactive
   controller answers NOT_CONTROLLER in the places a Kafka client looks for it (top level, or
@@ -52,6 +53,7 @@ BROKER_REGISTRATION: Final = 62
 BROKER_HEARTBEAT: Final = 63
 UNREGISTER_BROKER: Final = 64
 ALLOCATE_PRODUCER_IDS: Final = 67
+ALTER_PARTITION: Final = 56
 CREATE_TOPICS: Final = 19
 DELETE_TOPICS: Final = 20
 CREATE_PARTITIONS: Final = 37
@@ -64,7 +66,13 @@ ADMIN_OPERATIONS: Final = {
     INCREMENTAL_ALTER_CONFIGS: "incremental_alter_configs",
 }
 LIFECYCLE_KEYS: Final = frozenset(
-    {BROKER_REGISTRATION, BROKER_HEARTBEAT, UNREGISTER_BROKER, ALLOCATE_PRODUCER_IDS}
+    {
+        BROKER_REGISTRATION,
+        BROKER_HEARTBEAT,
+        UNREGISTER_BROKER,
+        ALLOCATE_PRODUCER_IDS,
+        ALTER_PARTITION,
+    }
 )
 CONTROLLER_APIS: Final = frozenset(
     {API_VERSIONS_KEY, *RAFT_API_KEYS, *LIFECYCLE_KEYS, *ADMIN_OPERATIONS}
@@ -163,6 +171,8 @@ class ControllerApis:
             return lambda: controller.unregister_broker(body)
         if key == ALLOCATE_PRODUCER_IDS:
             return lambda: _allocate(controller, body)
+        if key == ALTER_PARTITION:
+            return lambda: controller.alter_partition(body, version)
         operation: Callable[[Mapping[str, Any], int], ControllerResult[Any]] = getattr(
             controller, ADMIN_OPERATIONS[key]
         )

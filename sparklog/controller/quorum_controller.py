@@ -37,6 +37,7 @@ from sparklog.controller.brokers import (
     move_leaderships,
 )
 from sparklog.controller.configs import TopicConfigPolicy, incremental_alter_configs
+from sparklog.controller.partition_change import alter_partition
 from sparklog.controller.result import ControllerResult
 from sparklog.controller.topics import (
     TopicDefaults,
@@ -248,6 +249,13 @@ class QuorumController:
         records, response = incremental_alter_configs(
             self._image, request, self._defaults.config_policy
         )
+        return self._result(records, response)
+
+    def alter_partition(
+        self, request: Mapping[str, Any], version: int
+    ) -> ControllerResult[dict[str, Any]]:
+        """A partition leader's ISR change (see :mod:`sparklog.controller.partition_change`)."""
+        records, response = alter_partition(self._image, request, version)
         return self._result(records, response)
 
     def register_broker(
