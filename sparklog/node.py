@@ -13,6 +13,11 @@ the active controller and wait until it unfences us (caught up with the metadata
 open the client listeners. Admin writes a broker receives go to the active controller over the
 controller listener (:class:`~sparklog.broker.controller_channel.ControllerClient`).
 
+Every node registers its metrics (:mod:`sparklog.node_metrics`, Kafka's names) and, with
+``sparklog.metrics.listener=host:port``, serves them over HTTP
+(:mod:`sparklog.net.metrics_http`); a controller with ``controller.quorum.auto.join.enable``
+adds itself to the voters once caught up (:mod:`sparklog.node_auto_join`).
+
 Shutdown reverses it: a controlled shutdown first (the controller moves our leaderships away),
 stop accepting, let in-flight requests finish, flush and checkpoint every log, resign the raft
 leadership, write the clean-shutdown markers.
@@ -44,7 +49,11 @@ from sparklog.config import ServerConfig
 from sparklog.controller.apis import ControllerApis, controller_served_apis
 from sparklog.coordinator.coordinator import GroupCoordinator
 from sparklog.coordinator.txn_coordinator import TransactionCoordinator, TxnConfig
+from sparklog.metrics import MetricsRegistry
+from sparklog.net.metrics_http import MetricsListenerError, MetricsServer, start_metrics_server
 from sparklog.net.server import KafkaServer
+from sparklog.node_auto_join import AutoJoin, auto_join_enabled
+from sparklog.node_metrics import register_node_metrics
 from sparklog.node_plane import MetadataPlane, MetadataPlaneError
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import uuid_from_str
@@ -55,6 +64,9 @@ from sparklog.tiering.config import TieringConfig
 log = logging.getLogger(__name__)
 
 _CHECKPOINT_INTERVAL_S = 5.0
+# How often metadata log segments below a snapshot are looked at for deletion (they go after
+# file.delete.delay.ms, as partition segments do).
+_METADATA_HOUSEKEEPING_S = 10.0
 _CONTROLLED_SHUTDOWN_TIMEOUT_MS = 10_000
 _ALLOCATE_PRODUCER_IDS_KEY = 67
 
@@ -79,6 +91,9 @@ class Node:
         self.lifecycle: BrokerLifecycleManager | None = None
         self._lifecycle_stop = asyncio.Event()
         self.read_service: ReadService | None = None
+        self.metrics = MetricsRegistry()
+        self.metrics_server: MetricsServer | None = None
+        self._auto_join_client: ControllerClient | None = None
 
     async def _allocate_producer_ids(self) -> tuple[int, int]:
         assert self.controller_client is not None and self.lifecycle is not None
@@ -114,8 +129,14 @@ class Node:
             await server.start()
             self.servers.append(server)
         plane.start()
+        self._tasks.append(
+            asyncio.create_task(self._every(_METADATA_HOUSEKEEPING_S, self._metadata_housekeeping))
+        )
         if plane.controller_driver is not None:
             self._tasks.append(asyncio.create_task(plane.controller_driver.run(self._stopping)))
+        await self._start_metrics(plane)
+        if auto_join_enabled(config):
+            self._start_auto_join(plane)
         if config.is_broker:
             await self._start_broker(plane)
         log.info(
@@ -125,6 +146,34 @@ class Node:
             ",".join(sorted(config.process_roles)),
             ", ".join(f"{s.name}://{s.host}:{s.port}" for s in self.servers),
         )
+
+    async def _start_metrics(self, plane: MetadataPlane) -> None:
+        """Register the node's metrics; serve them if ``sparklog.metrics.listener`` is set."""
+        register_node_metrics(
+            self.metrics,
+            plane,
+            broker_state=self._broker_state if self.config.is_broker else None,
+        )
+        listener = self.config.get("sparklog.metrics.listener")
+        if listener:
+            try:
+                self.metrics_server = await start_metrics_server(self.metrics, str(listener))
+            except (MetricsListenerError, OSError) as exc:
+                raise MetadataPlaneError(f"cannot open the metrics listener: {exc}") from exc
+
+    def _start_auto_join(self, plane: MetadataPlane) -> None:
+        client = ControllerClient(
+            lambda: plane.leader,
+            plane.controller_address,
+            client_id=f"auto-join-{self.config.node_id}",
+            retry_backoff_ms=int(self.config.get("controller.quorum.retry.backoff.ms")) * 5,
+        )
+        self._auto_join_client = client
+        auto_join = AutoJoin(self.config, plane, self.cluster_id, client.request)
+        self._tasks.append(asyncio.create_task(auto_join.run(self._stopping)))
+
+    def _broker_state(self) -> str:
+        return self.lifecycle.state if self.lifecycle is not None else "STARTING"
 
     async def _start_broker(self, plane: MetadataPlane) -> None:
         config = self.config
@@ -281,6 +330,10 @@ class Node:
         if deleted:
             log.info("Retention deleted %d segment(s)", deleted)
 
+    def _metadata_housekeeping(self) -> None:
+        assert self.plane is not None
+        self.plane.delete_expired_files(_now_ms())
+
     def _checkpoint(self) -> None:
         assert self.log_manager is not None
         self.log_manager.checkpoint()
@@ -306,6 +359,8 @@ class Node:
             await server.close()
         if self.read_service is not None:
             await self.read_service.stop()
+        if self.metrics_server is not None:
+            await self.metrics_server.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -315,8 +370,9 @@ class Node:
             self.replica_manager.close()
         if self.log_manager is not None:
             self.log_manager.shutdown()
-        if self.controller_client is not None:
-            await self.controller_client.close()
+        for client in (self.controller_client, self._auto_join_client):
+            if client is not None:
+                await client.close()
         if self.plane is not None:
             await self.plane.shutdown()
         log.info("Node %d shut down cleanly", self.config.node_id)

@@ -11,7 +11,17 @@
 - on a controller, the :class:`QuorumController` (active only on the raft leader) and its
   :class:`~sparklog.controller.driver.ControllerDriver`;
 - the broker's :class:`MetadataLoader` (its own image; publishers installed on it later get a
-  catch-up delta first).
+  catch-up delta first), with the :class:`SnapshotGenerator` installed on it: every node writes
+  its own snapshots of the committed image into ``metadata.log.dir`` (``{end}-{epoch}.checkpoint``
+  files) after ``metadata.log.max.record.bytes.between.snapshots`` or
+  ``metadata.log.max.snapshot.interval.ms``, and the raft replica then deletes the log
+  segments below them.
+
+Snapshots on start: the replica installs its latest snapshot before it scans the log, and each
+raft listener (the controller, its driver, the loader) whose next offset is below the log start
+loads that snapshot first (``handle_load_snapshot``), then replays the log above it. A replica
+further behind than the leader's log start downloads the leader's snapshot (FetchSnapshot) and
+its listeners load it the same way.
 
 The voter set comes from ``controller.quorum.voters`` (static quorum, ``kraft.version`` 0) or
 from the one ``sparklog storage format`` wrote (``bootstrap.voters``, KIP-853); without either
@@ -38,12 +48,13 @@ from sparklog.metadata.bootstrap import BootstrapMetadata, read_bootstrap_checkp
 from sparklog.metadata.bootstrap_voters import read_bootstrap_voters
 from sparklog.metadata.loader import MetadataLoader
 from sparklog.metadata.records import MetadataRecord, decode_record, make_record
+from sparklog.metadata.snapshot_generator import SnapshotGenerator, raft_snapshot_emitter
 from sparklog.net.raft_driver import RaftDriver
 from sparklog.net.raft_flush import OffloadedFlushLog
 from sparklog.protocol.kafka_uuid import ZERO_UUID, uuid_from_str
 from sparklog.raft.client import LeaderAndEpoch
 from sparklog.raft.core import RaftConfig, RaftReplica
-from sparklog.raft.metadata_log import open_metadata_log, quorum_state_store
+from sparklog.raft.metadata_log import open_metadata_log, quorum_state_store, snapshot_store
 from sparklog.raft.state import Resigned, Unattached
 from sparklog.raft.voters import Endpoint, ReplicaKey, VoterNode, VoterSet
 from sparklog.storage.log import Log
@@ -114,6 +125,18 @@ def quorum_setup(config: ServerConfig) -> QuorumSetup:
 
 
 @dataclass(slots=True)
+class ErrorCount:
+    """How many times something failed, and the last failure (for metrics and logs)."""
+
+    count: int = 0
+    last: str = ""
+
+    def record(self, exc: Exception) -> None:
+        self.count += 1
+        self.last = repr(exc)
+
+
+@dataclass(slots=True)
 class MetadataPlane:
     config: ServerConfig
     log: Log
@@ -123,6 +146,8 @@ class MetadataPlane:
     controller: QuorumController | None
     controller_driver: ControllerDriver | None
     executor: ThreadPoolExecutor
+    snapshot_generator: SnapshotGenerator
+    snapshot_errors: ErrorCount
 
     @classmethod
     def open(
@@ -155,6 +180,7 @@ class MetadataPlane:
             clock_ms,
             decode=decode_record,
             bootstrap_ids=setup.bootstrap_ids,
+            snapshots=snapshot_store(config),
         )
         if replica.voters.latest.ids == {config.node_id} and config.is_controller:
             role = replica.quorum.role
@@ -176,11 +202,34 @@ class MetadataPlane:
                 controller, replica, driver.wakeup, clock_ms=clock_ms
             )
         loader = MetadataLoader(cluster_id=cluster_id)
+        snapshot_errors = ErrorCount()
+        generator = SnapshotGenerator.from_config(
+            config,
+            raft_snapshot_emitter(replica),
+            clock_ms=clock_ms,
+            on_error=snapshot_errors.record,
+        )
+        loader.install_snapshot_generator(generator)
         replica.register_listener(loader)
-        return cls(config, log, replica, driver, loader, controller, controller_driver, executor)
+        return cls(
+            config,
+            log,
+            replica,
+            driver,
+            loader,
+            controller,
+            controller_driver,
+            executor,
+            generator,
+            snapshot_errors,
+        )
 
     def start(self) -> None:
         self.driver.start()
+
+    def delete_expired_files(self, now_ms: int) -> None:
+        """Remove metadata log segments a snapshot made obsolete, once their delay passed."""
+        self.log.delete_expired_files(now_ms)
 
     @property
     def leader(self) -> LeaderAndEpoch:

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from sparklog.cli.metadata_quorum_tool import add_metadata_quorum_parser
+from sparklog.cli.metrics_tool import add_metrics_parser
 from sparklog.cli.storage_tool import StorageToolError
 from sparklog.cli.tiering_tool import add_tiering_parser
 from sparklog.config import ConfigError, ServerConfig, read_properties_file
@@ -149,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_tiering_parser(sub)
     add_metadata_quorum_parser(sub)
+    add_metrics_parser(sub)
     return parser
 
 

@@ -198,6 +198,18 @@ def replication_lines(partition: dict[str, Any]) -> list[str]:
     ]
 
 
+def controller_endpoints(config: ServerConfig) -> list[dict[str, Any]]:
+    """The controller listeners of ``config`` as AddRaftVoter ``listeners`` (advertised first)."""
+    advertised = {listener.name: listener for listener in config.advertised_listeners}
+    endpoints = []
+    for listener in config.controller_listeners:
+        chosen = advertised.get(listener.name, listener)
+        endpoints.append(
+            {"name": chosen.name, "host": chosen.host or "localhost", "port": chosen.port}
+        )
+    return endpoints
+
+
 def _add_controller_body(config_path: str) -> dict[str, Any]:
     from sparklog.cli.storage_tool import read_meta_properties
 
@@ -211,13 +223,7 @@ def _add_controller_body(config_path: str) -> dict[str, Any]:
             "--no-initial-controllers first"
         )
     names = set(config.controller_listener_names)
-    advertised = {listener.name: listener for listener in config.advertised_listeners}
-    listeners = []
-    for listener in config.controller_listeners:
-        chosen = advertised.get(listener.name, listener)
-        listeners.append(
-            {"name": chosen.name, "host": chosen.host or "localhost", "port": chosen.port}
-        )
+    listeners = controller_endpoints(config)
     if not listeners:
         raise QuorumCommandError(f"no listener of {sorted(names)} in {config_path}")
     return {

@@ -11,8 +11,10 @@ them Kafka's write -> commit -> apply discipline on an asyncio loop:
   the records it appended are committed or truncated by the new leader, as raft decides.
 - Activation: when the raft listener contract announces this node as leader (only after the
   controller has replayed everything before the new epoch), the driver starts every broker's
-  lease afresh and appends the bootstrap records if the log has none. Operations wait for the
-  activation of the current epoch.
+  lease afresh and appends the bootstrap records if the log has none (a NoOpRecord otherwise:
+  a replica restarted as the resigned leader of its last epoch names itself leader until the
+  next election, and only a committed append proves the leadership, as Kafka's activation
+  records do). Operations wait for the activation of the current epoch.
 - Only the active controller writes; every other call fails with NOT_CONTROLLER at once.
 - :meth:`run` fences brokers whose lease expired, every ``check_interval_ms``, while active.
 """
@@ -28,7 +30,8 @@ from typing import Any, TypeVar
 
 from sparklog.controller.quorum_controller import QuorumController
 from sparklog.controller.result import ControllerResult
-from sparklog.metadata.records import MetadataRecord
+from sparklog.metadata.records import MetadataRecord, make_record
+from sparklog.metrics import LatencyWindow
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.raft.client import CommittedBatch, LeaderAndEpoch, RaftClient
 
@@ -61,6 +64,10 @@ class ControllerDriver:
         self._changed = asyncio.Event()
         self._activated_epoch = -1
         self._activation: asyncio.Task[None] | None = None
+        # Metrics (sparklog.node_metrics): append-to-commit time of our own operations, and
+        # brokers fenced because their session expired.
+        self.commit_latency = LatencyWindow()
+        self.timed_out_broker_heartbeats = 0
         raft.register_listener(self)
 
     # -- RaftListener (registered after the controller, so it sees applied state) ------------
@@ -101,8 +108,10 @@ class ControllerDriver:
         result = op()
         last_offset = self.controller.append(result)
         if last_offset >= 0:
+            appended_ms = self._clock_ms()
             self._wakeup()
             await self._await_commit(last_offset, epoch)
+            self.commit_latency.record(self._clock_ms() - appended_ms)
         return result.response
 
     async def _await_commit(self, last_offset: int, epoch: int) -> None:
@@ -134,12 +143,19 @@ class ControllerDriver:
             now = self._clock_ms()
             self.controller.sessions.reset(self.controller.image.cluster.brokers, now)
             try:
-                await self._run_locked(self.controller.bootstrap_result)
+                await self._run_locked(self._activation_result)
             except KafkaApiError as exc:
                 log.warning("Controller activation in epoch %d failed: %s", epoch, exc)
                 return
             self._activated_epoch = epoch
             log.info("Controller %d is active in epoch %d", self._raft.node_id, epoch)
+
+    def _activation_result(self) -> ControllerResult[None]:
+        result = self.controller.bootstrap_result()
+        if result.records:
+            return result
+        image_offset = self.controller.image.provenance.last_offset
+        return ControllerResult((make_record("NoOpRecord", {}),), None, image_offset)
 
     # -- lease expiry -------------------------------------------------------------------------
 
@@ -156,6 +172,7 @@ class ControllerDriver:
                     fenced = await self.call(
                         lambda: self.controller.fence_expired_brokers(self._clock_ms())
                     )
+                    self.timed_out_broker_heartbeats += len(fenced)
                     for broker_id in fenced:
                         log.info("Fenced broker %d: its session expired", broker_id)
             except KafkaApiError as exc:

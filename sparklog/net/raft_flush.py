@@ -14,7 +14,9 @@ core's rule "followers flush before fetching again".
 
 Invariant: ``flushed_offset`` never covers an offset whose current bytes were not fsynced. A
 truncation while a plan runs may replace offsets the plan was meant to cover, so a plan that
-completes after a truncation to ``t`` advances the recovery point to at most ``t``.
+completes after a truncation to ``t`` advances the recovery point to at most ``t``. The same
+holds for :meth:`~OffloadedFlushLog.reset_to` (a snapshot download restarting the log at
+``t``): the old plan's segments are gone, and the offsets above ``t`` will hold new bytes.
 """
 
 from __future__ import annotations
@@ -77,6 +79,13 @@ class OffloadedFlushLog(StorageReplicatedLog):
 
     def truncate_to(self, offset: int) -> None:
         super().truncate_to(offset)
+        self._cap_running(offset)
+
+    def reset_to(self, offset: int, epoch: int) -> None:
+        super().reset_to(offset, epoch)
+        self._cap_running(offset)
+
+    def _cap_running(self, offset: int) -> None:
         for key, limit in self._running.items():
             self._running[key] = min(limit, offset)
         self._requested_target = min(self._requested_target, offset)

@@ -15,6 +15,9 @@ Contract:
   ``--no-initial-controllers`` (an observer until ``metadata-quorum add-controller``).
 - Nodes keep their ports and directories across ``kill()`` (SIGKILL) / ``start()``. Children
   get PR_SET_PDEATHSIG; ``close()`` never raises and leaves no process behind.
+- Every node serves its metrics on ``sparklog.metrics.listener`` (a free loopback port of its
+  own): ``node.metrics()`` reads them (``{mbean: {attribute: value}}``) through the CLI's client,
+  ``node.metric(mbean, attribute)`` one value (``None`` while unreachable).
 - ``describe()`` runs ``sparklog metadata-quorum describe --status`` (the real CLI, as a
   subprocess) against the running controllers and parses its lines.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from sparklog.cli.metadata_quorum_tool import QuorumClient, QuorumCommandError
+from sparklog.cli.metrics_tool import MetricsToolError, fetch_metrics
 from tests.integration.node_harness import (
     REPO_ROOT,
     NodeError,
@@ -70,6 +75,7 @@ class ClusterNode:
     process: subprocess.Popen[bytes] | None = None
     directory_id: str | None = None
     starts: int = 0
+    metrics_port: int = field(default_factory=free_port)
 
     @property
     def name(self) -> str:
@@ -144,6 +150,25 @@ class ClusterNode:
                 self.kill()
         self.process = None
 
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{HOST}:{self.metrics_port}"
+
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        return fetch_metrics(self.metrics_url, timeout_s=5.0)
+
+    def metric(self, mbean: str, attribute: str = "Value") -> Any:
+        try:
+            return self.metrics().get(mbean, {}).get(attribute)
+        except MetricsToolError:
+            return None
+
+    def wipe_metadata_log(self) -> None:
+        """Delete this (stopped) node's ``__cluster_metadata-0`` (log, snapshots, quorum state)."""
+        if self.is_running():
+            raise NodeError(f"{self.name} is running")
+        shutil.rmtree(self.workdir / "data" / "__cluster_metadata-0")
+
     def log_tail(self, max_bytes: int = 8000) -> str:
         try:
             data = self.log_path.read_bytes()
@@ -195,6 +220,7 @@ class Cluster:
             "controller.listener.names": "CONTROLLER",
             "controller.quorum.bootstrap.servers": self.bootstrap_controllers,
             "log.dirs": str(node.workdir / "data"),
+            "sparklog.metrics.listener": f"{HOST}:{node.metrics_port}",
         }
         if node.role == "controller":
             props.update(
@@ -254,10 +280,13 @@ class Cluster:
         for node in self.nodes:
             node.wait_ready()
 
-    def add_controller(self, node_id: int) -> ClusterNode:
+    def add_controller(
+        self, node_id: int, extra_props: Mapping[str, object] | None = None
+    ) -> ClusterNode:
         """Format (``--no-initial-controllers``) and start one more controller."""
         node = ClusterNode(node_id, "controller", self.root / f"controller-{node_id}", free_port())
         node.props = self._properties(node)
+        node.props.update({k: str(v) for k, v in (extra_props or {}).items()})
         node.write_properties()
         self._format(node, "--no-initial-controllers")
         meta = (node.workdir / "data" / "meta.properties").read_text()

@@ -6,12 +6,19 @@ The tests share one cluster (module fixture) and run in file order:
    a row (restarted each time): a new leader is elected every time (kill -> new leader time is
    printed), every topic committed before stays, a new topic can be created, and the brokers
    keep serving produce and fetch (confluent-kafka).
-2. A broker is SIGKILLed: after the (short) session timeout the controller fences it; its RF=1
-   partitions go offline (leader -1, as Kafka does) and its RF=3 leaderships move to other
-   brokers; restarted, it is unfenced and leads its RF=1 partitions again.
+2. Metrics (``sparklog.metrics.listener`` on every node): exactly one controller reports
+   ActiveControllerCount=1, every node reports number-of-voters=3 and the same leader. A broker
+   is SIGKILLed: after the (short) session timeout the controller fences it (FencedBrokerCount
+   and TimedOutBrokerHeartbeatCount rise, OfflinePartitionsCount counts its RF=1 partitions);
+   its RF=1 partitions go offline (leader -1, as Kafka does) and its RF=3 leaderships move to
+   other brokers; restarted, it is unfenced (FencedBrokerCount back to 0) and leads its RF=1
+   partitions again.
 3. While a producer runs, a fourth controller (formatted with --no-initial-controllers) joins
    with ``metadata-quorum add-controller`` and a voter leaves with ``remove-controller``; the
    producer sees no error.
+4. A fifth controller formatted with --no-initial-controllers and
+   ``controller.quorum.auto.join.enable=true`` becomes a voter on its own (KIP-853 auto-join),
+   without any metadata-quorum command.
 """
 
 from __future__ import annotations
@@ -169,7 +176,49 @@ def test_active_controller_sigkill_five_times(cluster: Cluster) -> None:
     )
 
 
+CONTROLLER_BEAN = "kafka.controller:type=KafkaController,name="
+RAFT_BEAN = "kafka.server:type=raft-metrics"
+
+
+def controller_metric(node: ClusterNode, name: str, attribute: str = "Value") -> Any:
+    return node.metric(CONTROLLER_BEAN + name, attribute)
+
+
+def wait_metric(
+    node: ClusterNode, name: str, wanted: int, *, attribute: str = "Value", timeout_s: float = 30
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while (value := controller_metric(node, name, attribute)) != wanted:
+        assert time.monotonic() < deadline, f"{node.name} {name}={value}, wanted {wanted}"
+        time.sleep(0.2)
+
+
+def check_quorum_metrics(cluster: Cluster) -> ClusterNode:
+    """Exactly one active controller, 3 voters and one leader seen by every node; the active."""
+    deadline = time.monotonic() + 30
+    while True:
+        active = [c for c in cluster.controllers if controller_metric(c, "ActiveControllerCount")]
+        counts = [controller_metric(c, "ActiveControllerCount") for c in cluster.controllers]
+        raft = [node.metrics().get(RAFT_BEAN, {}) for node in cluster.nodes]
+        leaders = {r.get("current-leader") for r in raft}
+        if sum(counts) == 1 and len(leaders) == 1:
+            break
+        assert time.monotonic() < deadline, (counts, raft)
+        time.sleep(0.2)
+    assert all(r["number-of-voters"] == 3 for r in raft), raft
+    assert all(r["number-unknown-voter-connections"] == 0 for r in raft), raft
+    assert leaders == {active[0].node_id}
+    states = sorted(r["current-state"] for r in raft)
+    assert states == ["follower", "follower", "leader", "observer", "observer", "observer"]
+    return active[0]
+
+
 def test_killed_broker_is_fenced_and_its_leaderships_move(cluster: Cluster) -> None:
+    active = check_quorum_metrics(cluster)
+    wait_metric(active, "FencedBrokerCount", 0)
+    wait_metric(active, "ActiveBrokerCount", len(cluster.brokers))
+    assert controller_metric(active, "OfflinePartitionsCount") == 0
+    timed_out = controller_metric(active, "TimedOutBrokerHeartbeatCount", "Count")
     victim = cluster.brokers[-1]
     survivor = cluster.brokers[0].address
     create_topic(cluster, "kraft-fence-rf1", 6)
@@ -204,6 +253,16 @@ def test_killed_broker_is_fenced_and_its_leaderships_move(cluster: Cluster) -> N
     # Untouched partitions keep serving.
     for p, leader in rf1_now.items():
         assert leader == rf1[p] or p in victim_rf1
+    wait_metric(active, "FencedBrokerCount", 1)
+    wait_metric(active, "ActiveBrokerCount", len(cluster.brokers) - 1)
+    # Every RF=1 partition on the victim is offline (those of earlier topics too).
+    assert controller_metric(active, "OfflinePartitionsCount") >= len(victim_rf1)
+    assert controller_metric(active, "TimedOutBrokerHeartbeatCount", "Count") == timed_out + 1
+    # Standby controllers replay the same log: they report the fencing too, but are not active.
+    for standby in cluster.controllers:
+        if standby is not active:
+            wait_metric(standby, "FencedBrokerCount", 1)
+            assert controller_metric(standby, "ActiveControllerCount") == 0
 
     victim.launch()
     victim.wait_ready()
@@ -213,6 +272,10 @@ def test_killed_broker_is_fenced_and_its_leaderships_move(cluster: Cluster) -> N
     ):
         assert time.monotonic() < deadline, "the restarted broker did not lead again"
         time.sleep(0.2)
+    wait_metric(active, "FencedBrokerCount", 0)
+    wait_metric(active, "OfflinePartitionsCount", 0)
+    lag = victim.metric("kafka.server:type=broker-metadata-metrics", "last-applied-record-lag-ms")
+    assert lag is not None and lag < 30_000
 
 
 class BackgroundProducer(threading.Thread):
@@ -283,3 +346,22 @@ def test_add_and_remove_controller_while_producing(cluster: Cluster) -> None:
     assert producer.errors == []
     assert producer.acked > 0
     print(f"{producer.acked} records acknowledged during the voter changes")
+
+
+def test_auto_join_controller_becomes_a_voter_by_itself(cluster: Cluster) -> None:
+    voters_before = {v["id"] for v in cluster.describe()["CurrentVoters"]}
+    joined_at = time.monotonic()
+    new = cluster.add_controller(5, {"controller.quorum.auto.join.enable": "true"})
+    deadline = time.monotonic() + 60
+    while 5 not in {v["id"] for v in cluster.describe()["CurrentVoters"]}:
+        assert time.monotonic() < deadline, f"controller 5 did not auto-join:\n{new.log_tail()}"
+        time.sleep(0.3)
+    print(f"controller 5 auto-joined {time.monotonic() - joined_at:.1f} s after start")
+    wait_caught_up(cluster, new)
+    voters = {v["id"] for v in cluster.describe()["CurrentVoters"]}
+    assert voters == voters_before | {5}
+    deadline = time.monotonic() + 30
+    while new.metric(RAFT_BEAN, "number-of-voters") != len(voters):
+        assert time.monotonic() < deadline, new.metrics().get(RAFT_BEAN)
+        time.sleep(0.3)
+    create_topic(cluster, "kraft-after-auto-join", 1)
