@@ -30,20 +30,8 @@ from sparklog.protocol.messages import API_BY_KEY
 from sparklog.protocol.schema import Api
 from sparklog.raft import rpc
 
-# The KRaft RPCs (the node's RaftDriver serves them; kept equal to its RAFT_API_KEYS).
-RAFT_API_KEYS: Final = frozenset(
-    {
-        rpc.FETCH,
-        rpc.VOTE,
-        rpc.BEGIN_QUORUM_EPOCH,
-        rpc.END_QUORUM_EPOCH,
-        rpc.DESCRIBE_QUORUM,
-        rpc.FETCH_SNAPSHOT,
-        rpc.ADD_RAFT_VOTER,
-        rpc.REMOVE_RAFT_VOTER,
-        rpc.UPDATE_RAFT_VOTER,
-    }
-)
+# The KRaft RPCs: the node's RaftDriver serves them.
+RAFT_API_KEYS: Final = rpc.RAFT_API_KEYS
 # (request, connection) -> response: the RaftDriver's handler, which also answers ApiVersions.
 RaftHandler = Callable[[Request, Any], Awaitable[dict[str, Any]]]
 

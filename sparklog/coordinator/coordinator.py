@@ -50,6 +50,7 @@ from sparklog.coordinator.group_metadata import (
     JoinResult,
     SyncResult,
 )
+from sparklog.coordinator.log_replay import replay_batches
 from sparklog.coordinator.offsets import (
     CommitPartition,
     CommittedOffset,
@@ -78,21 +79,18 @@ from sparklog.protocol.record_codec import (
     CONTROL_COMMIT,
     RecordInput,
     build_batch,
-    decode_batch,
     decode_control_record,
 )
 from sparklog.protocol.records import (
     NO_SEQUENCE,
     BatchHeader,
     CorruptRecordError,
-    iter_batches,
 )
 
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 _MAX_TIMER_WAIT_S = 1.0
-_REPLAY_READ_BYTES = 1 << 20
 
 
 def java_string_hash(text: str) -> int:
@@ -204,62 +202,35 @@ class GroupCoordinator:
         shard = GroupShard(self.config, self.clock)
         consumer = ConsumerGroups(self.consumer_config, self.clock)
         pending: PendingOffsets = {}
-        offset = partition.log_start_offset
         replayed = 0
-        while offset < partition.high_watermark:
-            result = self.replica_manager.read(
-                partition, offset, _REPLAY_READ_BYTES, isolation_level=0, min_one_batch=True
-            )
-            data = result.read_bytes()
-            advanced = offset
-            for pos, header in iter_batches(data):
-                if header.last_offset < offset:
-                    continue
-                advanced = header.last_offset + 1
+        name = f"{OFFSETS_TOPIC}-{partition.index}"
+        for header, records in replay_batches(self.replica_manager, partition, name):
+            if header.is_control:
+                self._replay_marker(shard, pending, header, records)
+                continue
+            for record in records:
                 try:
-                    _, records = decode_batch(data, pos)
-                except CorruptRecordError as exc:
-                    log.error(
-                        "Skipping corrupt batch of %s-%d: %s", OFFSETS_TOPIC, partition.index, exc
-                    )
+                    key = record.key or b""
+                    if len(key) >= 2 and int.from_bytes(key[:2]) in CONSUMER_RECORD_TYPES:
+                        consumer_record = decode_consumer_record(key, record.value)
+                        if consumer_record is not None:
+                            consumer.replay(consumer_record)
+                            replayed += 1
+                        continue
+                    decoded = decode_record(record.key, record.value)
+                except CoordinatorRecordError as exc:
+                    log.warning("Skipping record %d of %s: %s", record.offset, name, exc)
                     continue
-                if header.is_control:
-                    self._replay_marker(shard, pending, header, records)
+                if decoded is None:
                     continue
-                for record in records:
-                    if record.offset < offset:
-                        continue
-                    try:
-                        key = record.key or b""
-                        if len(key) >= 2 and int.from_bytes(key[:2]) in CONSUMER_RECORD_TYPES:
-                            consumer_record = decode_consumer_record(key, record.value)
-                            if consumer_record is not None:
-                                consumer.replay(consumer_record)
-                                replayed += 1
-                            continue
-                        decoded = decode_record(record.key, record.value)
-                    except CoordinatorRecordError as exc:
-                        log.warning(
-                            "Skipping record %d of %s-%d: %s",
-                            record.offset,
-                            OFFSETS_TOPIC,
-                            partition.index,
-                            exc,
-                        )
-                        continue
-                    if decoded is None:
-                        continue
-                    replayed += 1
-                    if header.is_transactional and isinstance(decoded, OffsetRecord):
-                        if decoded.value is not None:
-                            staged = pending.setdefault(header.producer_id, {})
-                            offsets = staged.setdefault(decoded.group, {})
-                            offsets[(decoded.topic, decoded.partition)] = decoded.value
-                        continue
-                    shard.replay(decoded)
-            if advanced == offset:
-                break
-            offset = advanced
+                replayed += 1
+                if header.is_transactional and isinstance(decoded, OffsetRecord):
+                    if decoded.value is not None:
+                        staged = pending.setdefault(header.producer_id, {})
+                        offsets = staged.setdefault(decoded.group, {})
+                        offsets[(decoded.topic, decoded.partition)] = decoded.value
+                    continue
+                shard.replay(decoded)
         # Offset records recreate a classic shell for their group; a consumer group owns them.
         for group_id in consumer.groups:
             shard.groups.pop(group_id, None)

@@ -72,16 +72,49 @@ def commit_error(
     if generation_id < 0 and group.state is GroupState.EMPTY:
         return None
     if generation_id >= 0 or member_id or instance_id is not None:
-        error = GroupShard.validate_member(group, member_id, instance_id)
+        error = _member_error(group, generation_id, member_id, instance_id)
         if error is not None:
             return error
-        if generation_id != group.generation:
-            return ErrorCode.ILLEGAL_GENERATION
     elif group.state is not GroupState.EMPTY:
         return ErrorCode.UNKNOWN_MEMBER_ID
     if group.state is GroupState.COMPLETING_REBALANCE:
         return ErrorCode.REBALANCE_IN_PROGRESS
     return None
+
+
+def _member_error(
+    group: ClassicGroup, generation_id: int, member_id: str, instance_id: str | None
+) -> ErrorCode | None:
+    """Whether the committer is a current member of the group's current generation."""
+    error = GroupShard.validate_member(group, member_id, instance_id)
+    if error is not None:
+        return error
+    if generation_id != group.generation:
+        return ErrorCode.ILLEGAL_GENERATION
+    return None
+
+
+def _store_offsets(
+    shard: GroupShard,
+    group_id: str,
+    partitions: list[CommitPartition],
+    now: int,
+    into: dict[TopicPartition, OffsetCommitValue],
+    records: list[tuple[bytes, bytes | None]],
+) -> list[ErrorCode]:
+    """Puts each partition's offset in ``into`` and its record in ``records``; one error per
+    partition (a metadata string too long fails only its own partition)."""
+    errors: list[ErrorCode] = []
+    for p in partitions:
+        metadata = p.metadata or ""
+        if len(metadata.encode()) > shard.config.offset_metadata_max_bytes:
+            errors.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
+            continue
+        value = OffsetCommitValue(p.offset, p.leader_epoch, metadata, now)
+        into[(p.topic, p.partition)] = value
+        records.append((offset_key(group_id, p.topic, p.partition), offset_value(value)))
+        errors.append(ErrorCode.NONE)
+    return errors
 
 
 def commit_offsets(
@@ -101,16 +134,7 @@ def commit_offsets(
     if member is not None:
         member.last_heartbeat_ms = now
     stored = shard.offsets.setdefault(group_id, {})
-    errors: list[ErrorCode] = []
-    for p in partitions:
-        metadata = p.metadata or ""
-        if len(metadata.encode()) > shard.config.offset_metadata_max_bytes:
-            errors.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
-            continue
-        value = OffsetCommitValue(p.offset, p.leader_epoch, metadata, now)
-        stored[(p.topic, p.partition)] = value
-        fx.records.append((offset_key(group_id, p.topic, p.partition), offset_value(value)))
-        errors.append(ErrorCode.NONE)
+    errors = _store_offsets(shard, group_id, partitions, now, stored, fx.records)
     if not stored:
         shard.offsets.pop(group_id, None)
     return errors
@@ -130,11 +154,9 @@ def txn_commit_error(
     if group.state is GroupState.DEAD:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     if generation_id >= 0 or member_id or instance_id is not None:
-        error = GroupShard.validate_member(group, member_id, instance_id)
+        error = _member_error(group, generation_id, member_id, instance_id)
         if error is not None:
             return error
-        if generation_id != group.generation:
-            return ErrorCode.ILLEGAL_GENERATION
     return None
 
 
@@ -150,17 +172,7 @@ def stage_txn_offsets(
     (in the producer's transactional batch) are appended to ``records``."""
     now = shard.clock()
     staged = pending.setdefault(producer_id, {}).setdefault(group_id, {})
-    errors: list[ErrorCode] = []
-    for p in partitions:
-        metadata = p.metadata or ""
-        if len(metadata.encode()) > shard.config.offset_metadata_max_bytes:
-            errors.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
-            continue
-        value = OffsetCommitValue(p.offset, p.leader_epoch, metadata, now)
-        staged[(p.topic, p.partition)] = value
-        records.append((offset_key(group_id, p.topic, p.partition), offset_value(value)))
-        errors.append(ErrorCode.NONE)
-    return errors
+    return _store_offsets(shard, group_id, partitions, now, staged, records)
 
 
 def complete_txn_offsets(

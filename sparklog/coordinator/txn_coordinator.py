@@ -41,6 +41,7 @@ from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.broker.txn_markers import TxnMarker
 from sparklog.config import ServerConfig
 from sparklog.coordinator.coordinator import partition_for
+from sparklog.coordinator.log_replay import replay_batches
 from sparklog.coordinator.txn_records import (
     TxnLogValue,
     TxnRecordError,
@@ -58,13 +59,11 @@ from sparklog.coordinator.txn_state import (
     new_metadata,
 )
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.record_codec import RecordInput, build_batch, decode_batch
-from sparklog.protocol.records import CorruptRecordError, iter_batches
+from sparklog.protocol.record_codec import RecordInput, build_batch
 
 log = logging.getLogger(__name__)
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-_REPLAY_READ_BYTES = 1 << 20
 _MARKER_RETRY_MIN_S = 0.02
 _MARKER_RETRY_MAX_S = 1.0
 _MAX_TICK_S = 1.0
@@ -201,41 +200,20 @@ class TransactionCoordinator:
 
     def _load(self, partition: Partition) -> _Shard:
         shard = _Shard(partition.index, partition.leader_epoch)
-        offset = partition.log_start_offset
         replayed = 0
-        while offset < partition.high_watermark:
-            result = self.replica_manager.read(
-                partition, offset, _REPLAY_READ_BYTES, isolation_level=0, min_one_batch=True
-            )
-            data = result.read_bytes()
-            advanced = offset
-            for pos, header in iter_batches(data):
-                if header.last_offset < offset:
-                    continue
-                advanced = header.last_offset + 1
-                if header.is_control:
-                    continue
+        batches = replay_batches(self.replica_manager, partition, str(partition), control=False)
+        for _, records in batches:
+            for record in records:
                 try:
-                    _, records = decode_batch(data, pos)
-                except CorruptRecordError as exc:
-                    log.error("Skipping corrupt batch of %s: %s", partition, exc)
+                    transactional_id, value = decode_txn_record(record.key, record.value)
+                except TxnRecordError as exc:
+                    log.warning("Skipping record %d of %s: %s", record.offset, partition, exc)
                     continue
-                for record in records:
-                    if record.offset < offset:
-                        continue
-                    try:
-                        transactional_id, value = decode_txn_record(record.key, record.value)
-                    except TxnRecordError as exc:
-                        log.warning("Skipping record %d of %s: %s", record.offset, partition, exc)
-                        continue
-                    replayed += 1
-                    if value is None or value.state is TxnState.DEAD:
-                        shard.txns.pop(transactional_id, None)
-                    else:
-                        shard.txns[transactional_id] = TxnMetadata.from_log(transactional_id, value)
-            if advanced == offset:
-                break
-            offset = advanced
+                replayed += 1
+                if value is None or value.state is TxnState.DEAD:
+                    shard.txns.pop(transactional_id, None)
+                else:
+                    shard.txns[transactional_id] = TxnMetadata.from_log(transactional_id, value)
         previous = self._shards.get(partition.index)
         if previous is not None:
             self._unload(previous)
@@ -404,22 +382,14 @@ class TransactionCoordinator:
         partitions: Iterable[TopicPartition],
     ) -> ErrorCode:
         """AddPartitionsToTxn (and AddOffsetsToTxn, with the group's offsets partition)."""
-        if not transactional_id:
-            return ErrorCode.INVALID_REQUEST
-        shard = self._shard(transactional_id)
-        async with shard.lock:
-            meta = shard.txns.get(transactional_id)
-            if meta is None:
-                return ErrorCode.INVALID_PRODUCER_ID_MAPPING
-            try:
-                target = meta.begin_add_partitions(
-                    producer_id, producer_epoch, set(partitions), self.clock()
-                )
-            except TxnError as exc:
-                return exc.code
-            if target is None:
-                return ErrorCode.NONE
-            return await self._persist(shard, meta, target)
+        wanted = set(partitions)
+        return await self._transition(
+            transactional_id,
+            lambda meta: meta.begin_add_partitions(
+                producer_id, producer_epoch, wanted, self.clock()
+            ),
+            finish=False,
+        )
 
     def verify_partitions(
         self,
@@ -444,6 +414,22 @@ class TransactionCoordinator:
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
     ) -> ErrorCode:
         """EndTxn: answered once PrepareCommit/PrepareAbort is durable."""
+        return await self._transition(
+            transactional_id,
+            lambda meta: meta.begin_end(producer_id, producer_epoch, commit, self.clock()),
+            finish=True,
+        )
+
+    async def _transition(
+        self,
+        transactional_id: str,
+        begin: Callable[[TxnMetadata], TxnLogValue | None],
+        *,
+        finish: bool,
+    ) -> ErrorCode:
+        """Runs a client request's ``begin`` on the id's metadata under its shard's lock and
+        persists the state it returns (None: nothing to write, as for a retry); with
+        ``finish``, the markers phase starts once that state is durable."""
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
         shard = self._shard(transactional_id)
@@ -452,13 +438,13 @@ class TransactionCoordinator:
             if meta is None:
                 return ErrorCode.INVALID_PRODUCER_ID_MAPPING
             try:
-                target = meta.begin_end(producer_id, producer_epoch, commit, self.clock())
+                target = begin(meta)
             except TxnError as exc:
                 return exc.code
             if target is None:
                 return ErrorCode.NONE
             error = await self._persist(shard, meta, target)
-            if error == ErrorCode.NONE:
+            if finish and error == ErrorCode.NONE:
                 self._spawn_finish(shard, meta, target)
             return error
 

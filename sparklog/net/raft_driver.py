@@ -55,19 +55,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-RAFT_API_KEYS: Final = frozenset(
-    {
-        rpc.FETCH,
-        rpc.VOTE,
-        rpc.BEGIN_QUORUM_EPOCH,
-        rpc.END_QUORUM_EPOCH,
-        rpc.DESCRIBE_QUORUM,
-        rpc.FETCH_SNAPSHOT,
-        rpc.ADD_RAFT_VOTER,
-        rpc.REMOVE_RAFT_VOTER,
-        rpc.UPDATE_RAFT_VOTER,
-    }
-)
+RAFT_API_KEYS: Final = rpc.RAFT_API_KEYS
 
 # How long past a request's own bound (max_wait_ms, timeout_ms) the handler waits for the core.
 _ANSWER_GRACE_MS: Final = 1000

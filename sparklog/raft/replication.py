@@ -227,14 +227,8 @@ class FetchMixin(SnapshotMixin):
     def _handle_fetch_response(
         self, now_ms: int, response: rpc.InboundResponse, sent_epoch: int
     ) -> None:
-        p = rpc.fetch_partition(response.body)
-        if response.body.get("error_code", 0) or p is None:
-            self._retry_at_ms = now_ms + self.config.retry_backoff_ms
-            return
-        leader = p.get("current_leader") or {}
-        if self._observe_leader(
-            now_ms, int(leader.get("leader_epoch", -1)), int(leader.get("leader_id", -1))
-        ):
+        p = self._usable_partition(now_ms, response.body, rpc.fetch_partition(response.body))
+        if p is None:
             return
         role = self.quorum.role
         if p["error_code"] or not isinstance(role, Follower):

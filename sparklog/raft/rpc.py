@@ -35,6 +35,21 @@ ADD_RAFT_VOTER: Final = 80
 REMOVE_RAFT_VOTER: Final = 81
 UPDATE_RAFT_VOTER: Final = 82
 
+# Every KRaft RPC: what a controller listener routes to the consensus core.
+RAFT_API_KEYS: Final = frozenset(
+    {
+        FETCH,
+        VOTE,
+        BEGIN_QUORUM_EPOCH,
+        END_QUORUM_EPOCH,
+        DESCRIBE_QUORUM,
+        FETCH_SNAPSHOT,
+        ADD_RAFT_VOTER,
+        REMOVE_RAFT_VOTER,
+        UPDATE_RAFT_VOTER,
+    }
+)
+
 # The version each request is sent at (the Kafka 4.x versions carrying KIP-853/KIP-996 fields).
 REQUEST_VERSIONS: Final[dict[int, int]] = {
     FETCH: 17,

@@ -28,7 +28,7 @@ in Kafka's ``KafkaRaftClient`` and ``KafkaMetadataLog``:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -322,17 +322,30 @@ class SnapshotMixin(VoterChangeMixin):
             self.config.max_fetch_bytes,
         )
 
-    def _handle_fetch_snapshot_response(
-        self, now_ms: int, response: rpc.InboundResponse, sent_epoch: int
-    ) -> None:
-        p = rpc.partition_of(response.body)
-        if response.body.get("error_code", 0) or p is None:
+    def _usable_partition(
+        self, now_ms: int, body: rpc.Body, p: Mapping[str, Any] | None
+    ) -> Mapping[str, Any] | None:
+        """The partition of a Fetch or FetchSnapshot response when it is worth reading on.
+
+        None after a top-level error or a missing partition (the next request waits out the
+        retry backoff), and when the response's current leader moved this replica to another
+        epoch or leader (what was asked of the old one no longer applies).
+        """
+        if body.get("error_code", 0) or p is None:
             self._retry_at_ms = now_ms + self.config.retry_backoff_ms
-            return
+            return None
         leader = p.get("current_leader") or {}
         if self._observe_leader(
             now_ms, int(leader.get("leader_epoch", -1)), int(leader.get("leader_id", -1))
         ):
+            return None
+        return p
+
+    def _handle_fetch_snapshot_response(
+        self, now_ms: int, response: rpc.InboundResponse, sent_epoch: int
+    ) -> None:
+        p = self._usable_partition(now_ms, response.body, rpc.partition_of(response.body))
+        if p is None:
             return
         download = self._current_download()
         role = self.quorum.role

@@ -10,7 +10,8 @@ import time
 import uuid
 from typing import Any
 
-from confluent_kafka import Consumer, Producer
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -64,6 +65,36 @@ def make_producer(node: Node, **extra: Any) -> Any:
     }
     config.update(extra)
     return Producer(config)
+
+
+def transactional_producer(node: Node, id_prefix: str, transaction_timeout_ms: int) -> Any:
+    """A producer with a fresh ``transactional.id`` whose init_transactions succeeded, or a
+    skip naming what is missing (the tests that need it say nothing while the broker cannot
+    run transactions)."""
+    producer = Producer(
+        {
+            "bootstrap.servers": node.bootstrap,
+            "transactional.id": f"{id_prefix}-{uuid.uuid4().hex[:8]}",
+            "linger.ms": 20,
+            "batch.num.messages": 10_000,
+            "transaction.timeout.ms": transaction_timeout_ms,
+        }
+    )
+    try:
+        producer.init_transactions(20)
+    except KafkaException as exc:
+        pytest.skip(f"the broker cannot run transactions (init_transactions: {exc})")
+    return producer
+
+
+def end_transaction(producer: Any, abort: bool) -> None:
+    """Flushes, then aborts or commits. The flush comes first because abort_transaction purges
+    what is still queued: an abort must leave its records in the log for readers to skip."""
+    assert producer.flush(30) == 0
+    if abort:
+        producer.abort_transaction(30)
+    else:
+        producer.commit_transaction(30)
 
 
 def make_consumer(node: Node, **extra: Any) -> Any:

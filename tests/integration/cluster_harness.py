@@ -18,6 +18,8 @@ Contract:
 - Every node serves its metrics on ``sparklog.metrics.listener`` (a free loopback port of its
   own): ``node.metrics()`` reads them (``{mbean: {attribute: value}}``) through the CLI's client,
   ``node.metric(mbean, attribute)`` one value (``None`` while unreachable).
+- ``running_cluster(root, ...)`` is the test fixtures' context: it starts the cluster, prints
+  every node's log tail when start-up or the body fails, and always closes it.
 - ``describe()`` runs ``sparklog metadata-quorum describe --status`` (the real CLI, as a
   subprocess) against the running controllers and parses its lines.
 """
@@ -31,7 +33,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -351,3 +353,21 @@ class Cluster:
                 node.stop(timeout_s=15.0)
             with contextlib.suppress(Exception):
                 node.kill()
+
+
+@contextlib.contextmanager
+def running_cluster(
+    root: Path, controllers: int, brokers: int, overrides: Mapping[str, object]
+) -> Iterator[Cluster]:
+    """A started ``Cluster`` for the body, closed after it; node logs shown on a failure (a
+    start-up failure is otherwise only a timeout)."""
+    cluster = Cluster(root, controllers=controllers, brokers=brokers, overrides=overrides)
+    try:
+        cluster.start()
+        yield cluster
+    except Exception:
+        for node in cluster.nodes:
+            print(f"----- {node.name} -----\n{node.log_tail()}")
+        raise
+    finally:
+        cluster.close()

@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.cluster_harness import Cluster, ClusterNode
+from tests.integration.cluster_harness import Cluster, ClusterNode, running_cluster
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 admin_module = pytest.importorskip("confluent_kafka.admin")
@@ -50,16 +50,8 @@ TIMINGS = {
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root: Path = tmp_path_factory.mktemp("kraft")
-    cluster = Cluster(root, controllers=3, brokers=3, overrides=TIMINGS)
-    try:
-        cluster.start()
+    with running_cluster(root, controllers=3, brokers=3, overrides=TIMINGS) as cluster:
         yield cluster
-    except Exception:
-        for node in cluster.nodes:
-            print(f"----- {node.name} -----\n{node.log_tail()}")
-        raise
-    finally:
-        cluster.close()
 
 
 def admin(bootstrap: str) -> Any:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.cluster_harness import Cluster, ClusterNode
+from tests.integration.cluster_harness import Cluster, ClusterNode, running_cluster
 
 admin_module = pytest.importorskip("confluent_kafka.admin")
 
@@ -45,16 +45,8 @@ SETTINGS = {
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root: Path = tmp_path_factory.mktemp("snapshots")
-    cluster = Cluster(root, controllers=3, brokers=1, overrides=SETTINGS)
-    try:
-        cluster.start()
+    with running_cluster(root, controllers=3, brokers=1, overrides=SETTINGS) as cluster:
         yield cluster
-    except Exception:
-        for node in cluster.nodes:
-            print(f"----- {node.name} -----\n{node.log_tail()}")
-        raise
-    finally:
-        cluster.close()
 
 
 def create_topics(cluster: Cluster, names: list[str]) -> None:

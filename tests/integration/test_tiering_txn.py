@@ -14,16 +14,20 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
-from confluent_kafka import KafkaException, Producer, TopicPartition
+from confluent_kafka import TopicPartition
 
 from sparklog.tiering.layout import parse_txn_index
-from tests.integration.ck_helpers import create_topic, make_consumer, make_producer
+from tests.integration.ck_helpers import (
+    create_topic,
+    end_transaction,
+    make_consumer,
+    make_producer,
+    transactional_producer,
+)
 from tests.integration.conftest import NodeFactory, unique_topic
 from tests.integration.node_harness import Node
 from tests.integration.tiering_support import (
@@ -57,30 +61,13 @@ class Run:
     aborted: int
 
 
-def _transactional_producer(node: Node) -> Any:
-    producer = Producer(
-        {
-            "bootstrap.servers": node.bootstrap,
-            "transactional.id": f"tiered-txn-{uuid.uuid4().hex[:8]}",
-            "linger.ms": 20,
-            "batch.num.messages": 10_000,
-            "transaction.timeout.ms": 120_000,
-        }
-    )
-    try:
-        producer.init_transactions(20)
-    except KafkaException as exc:
-        pytest.skip(f"the broker cannot run transactions (init_transactions: {exc})")
-    return producer
-
-
 def _value(tag: bytes, n: int) -> bytes:
     return tag + b"%06d-" % n + os.urandom(VALUE_BYTES)
 
 
 def _produce(node: Node, topic: str) -> tuple[int, int]:
     """Returns (records a read_committed consumer reads, aborted data records)."""
-    txn = _transactional_producer(node)
+    txn = transactional_producer(node, "tiered-txn", 120_000)
     plain = make_producer(node)
     committed = aborted = 0
     n = 0
@@ -90,14 +77,10 @@ def _produce(node: Node, topic: str) -> tuple[int, int]:
         for _ in range(PER_TXN):
             txn.produce(topic, value=_value(b"A" if abort else b"C", n), partition=0)
             n += 1
-        # Flushed first: abort_transaction purges queued records, which would leave no
-        # aborted data in the log to skip.
-        assert txn.flush(30) == 0
+        end_transaction(txn, abort)
         if abort:
-            txn.abort_transaction(30)
             aborted += PER_TXN
         else:
-            txn.commit_transaction(30)
             committed += PER_TXN
         for _ in range(PLAIN_BETWEEN):
             plain.produce(topic, value=_value(b"P", n), partition=0)
@@ -273,7 +256,7 @@ def test_abort_marker_in_the_local_segment_hides_tiered_data(run: Run) -> None:
     for n in range(100):
         plain.produce(topic, value=_value(b"P", n), partition=0)
     assert plain.flush(30) == 0
-    txn = _transactional_producer(run.node)
+    txn = transactional_producer(run.node, "tiered-txn", 120_000)
     txn.begin_transaction()
     for n in range(3_200):  # > 2 segments
         txn.produce(topic, value=_value(b"A", n), partition=0)

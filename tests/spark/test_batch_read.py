@@ -9,15 +9,10 @@ offsets, splitting options and option errors.
 
 from __future__ import annotations
 
-import calendar
 import itertools
 import json
-import os
 import re
-import shutil
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,20 +26,23 @@ from tests.integration.tiering_support import (
     StoreView,
     check_records,
     consume_confluent,
-    file_store,
     make_records,
-    node_overrides,
     now_ms,
     produce,
     tiering_state,
     topic_configs,
     wait_until,
 )
+from tests.spark.support import (
+    SPARK_MARKS,
+    batch_reader,
+    running_node,
+    spark_rows,
+    spark_session,
+    tiering_store,
+)
 
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java on PATH"),
-]
+pytestmark = SPARK_MARKS
 
 RECORDS = 30_000
 TOPIC = "spark-batch"
@@ -59,37 +57,12 @@ class Env:
         self.consumed = consumed
 
     def read(self, **options: str) -> Any:
-        reader = self.spark.read.format("sparklog")
         defaults = {
             "kafka.bootstrap.servers": self.node.bootstrap,
             "subscribe": TOPIC,
             "sparklog.store.url": self.store.url,
         }
-        for key, value in {**defaults, **options}.items():
-            reader = reader.option(key, value)
-        return reader.load()
-
-
-def _rows(df: Any) -> list[tuple[int, Rec]]:
-    """(offset, record) pairs of a loaded frame, ordered by partition and offset."""
-    result = []
-    for row in df.orderBy("partition", "offset").collect():
-        fields = row.asDict()
-        headers = tuple(
-            (h["key"], None if h["value"] is None else bytes(h["value"]))
-            for h in fields.get("headers") or ()
-        )
-        stamp = fields["timestamp"]  # naive, in the session time zone (UTC)
-        ts_ms = calendar.timegm(stamp.utctimetuple()) * 1000 + stamp.microsecond // 1000
-        key, value = fields["key"], fields["value"]
-        rec = Rec(
-            None if key is None else bytes(key),
-            None if value is None else bytes(value),
-            headers,
-            ts_ms,
-        )
-        result.append((fields["offset"], rec))
-    return result
+        return batch_reader(self.spark, {**defaults, **options}).load()
 
 
 def _without_headers(pairs: list[tuple[int, Rec]]) -> list[tuple[int, Rec]]:
@@ -98,27 +71,9 @@ def _without_headers(pairs: list[tuple[int, Rec]]) -> list[tuple[int, Rec]]:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    from pyspark.sql import SparkSession
-
-    from sparklog.connector import SparklogDataSource
-
     base = tmp_path_factory.mktemp("spark")
-    store = file_store(f"file://{base / 'store'}")
-    node = Node(base / "node", node_overrides(store, None))
-    node.start()
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    repo = str(Path(__file__).resolve().parents[2])
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("sparklog-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    try:
-        spark.dataSource.register(SparklogDataSource)
+    store = tiering_store(base)
+    with running_node(base, store) as node, spark_session("sparklog-tests") as spark:
         create_topic(node, TOPIC, 1, topic_configs())
         records = make_records(RECORDS, now_ms() - 3_600_000, seed=7)
         produce(node, TOPIC, records)
@@ -130,9 +85,6 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         )
         consumed = consume_confluent(node, TOPIC, 0, RECORDS)
         yield Env(node, store, spark, consumed)
-    finally:
-        spark.stop()
-        node.close()
 
 
 def _options(env: Env) -> SourceOptions:
@@ -166,7 +118,7 @@ def test_both_paths_with_headers_match_consumer(env: Env) -> None:
         "timestampType",
         "headers",
     ]
-    got = _rows(df)
+    got = spark_rows(df)
     check_records("spark both", got, [r for _, r in env.consumed])
     assert got == env.consumed
     meta = df.groupBy("topic", "partition", "timestampType").count().collect()
@@ -178,7 +130,7 @@ def test_both_paths_with_headers_match_consumer(env: Env) -> None:
 def test_brokers_only_without_headers(env: Env) -> None:
     df = env.read(**{"sparklog.read.from": "brokers"})
     assert "headers" not in df.columns
-    assert _rows(df) == _without_headers(env.consumed)
+    assert spark_rows(df) == _without_headers(env.consumed)
 
 
 def test_json_offsets_and_splitting(env: Env) -> None:
@@ -191,7 +143,7 @@ def test_json_offsets_and_splitting(env: Env) -> None:
         minPartitions="3",
     )
     assert df.rdd.getNumPartitions() >= 4
-    assert _rows(df) == _without_headers(env.consumed[start:end])
+    assert spark_rows(df) == _without_headers(env.consumed[start:end])
     latest = env.read(endingOffsets=json.dumps({TOPIC: {"0": -1}}), startingOffsets="earliest")
     assert latest.count() == RECORDS
 
@@ -235,4 +187,4 @@ def test_store_only_with_node_stopped(env: Env) -> None:
     finished = env.store.finished(TOPIC)
     tiered_end = finished[-1]["end_offset"] + 1
     df = env.read(**{"sparklog.read.from": "store", "includeHeaders": "true"})
-    assert _rows(df) == env.consumed[:tiered_end]
+    assert spark_rows(df) == env.consumed[:tiered_end]

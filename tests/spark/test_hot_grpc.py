@@ -8,13 +8,8 @@ records from confluent-kafka in batches of mixed codecs, with null keys/values a
 
 from __future__ import annotations
 
-import calendar
 import dataclasses
-import os
-import shutil
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -26,11 +21,9 @@ from sparklog.connector.planning import HotPiece, plan
 from tests.integration.ck_helpers import create_topic, make_producer
 from tests.integration.node_harness import Node
 from tests.integration.tiering_support import Rec, make_records, now_ms
+from tests.spark.support import SPARK_MARKS, batch_reader, running_node, spark_rec, spark_session
 
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java on PATH"),
-]
+pytestmark = SPARK_MARKS
 
 TOPIC = "hot-grpc"
 PER_PARTITION = 8_000
@@ -52,25 +45,12 @@ class Env:
         }
 
     def read(self, **extra: str) -> Any:
-        reader = self.spark.read.format("sparklog")
-        for key, value in self.options(**extra).items():
-            reader = reader.option(key, value)
-        return reader.load()
-
-
-def _rec(key: Any, value: Any, headers: Any, stamp: Any) -> Rec:
-    ts_ms = calendar.timegm(stamp.utctimetuple()) * 1000 + stamp.microsecond // 1000
-    return Rec(
-        None if key is None else bytes(key),
-        None if value is None else bytes(value),
-        tuple((h["key"], None if h["value"] is None else bytes(h["value"])) for h in headers or ()),
-        ts_ms,
-    )
+        return batch_reader(self.spark, self.options(**extra)).load()
 
 
 def _spark_rows(df: Any) -> list[Row]:
     return [
-        (r["partition"], r["offset"], _rec(r["key"], r["value"], r["headers"], r["timestamp"]))
+        (r["partition"], r["offset"], spark_rec(r["key"], r["value"], r["headers"], r["timestamp"]))
         for r in df.orderBy("partition", "offset").collect()
     ]
 
@@ -78,33 +58,15 @@ def _spark_rows(df: Any) -> list[Row]:
 def _arrow_rows(batches: list[pa.RecordBatch]) -> list[Row]:
     rows = pa.Table.from_batches(batches).to_pylist()
     return [
-        (r["partition"], r["offset"], _rec(r["key"], r["value"], r["headers"], r["timestamp"]))
+        (r["partition"], r["offset"], spark_rec(r["key"], r["value"], r["headers"], r["timestamp"]))
         for r in rows
     ]
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    from pyspark.sql import SparkSession
-
-    from sparklog.connector import SparklogDataSource
-
     base = tmp_path_factory.mktemp("hot-grpc")
-    node = Node(base / "node")
-    node.start()
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    repo = str(Path(__file__).resolve().parents[2])
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("sparklog-hot-grpc")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    try:
-        spark.dataSource.register(SparklogDataSource)
+    with running_node(base) as node, spark_session("sparklog-hot-grpc") as spark:
         create_topic(node, TOPIC, 2)
         records = make_records(2 * PER_PARTITION, now_ms() - 3_600_000, seed=11)
         for index, codec in enumerate(("none", "zstd", "snappy", "gzip")):
@@ -123,9 +85,6 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
                 )
             producer.flush(30)
         yield Env(node, spark)
-    finally:
-        spark.stop()
-        node.close()
 
 
 def _kafka_path_rows(env: Env) -> list[Row]:

@@ -11,15 +11,10 @@ is covered without Spark in tests/unit/connector; a few are checked here as a us
 from __future__ import annotations
 
 import bisect
-import calendar
 import json
 import math
-import os
 import re
-import shutil
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,21 +26,22 @@ from tests.integration.tiering_support import (
     Rec,
     StoreView,
     consume_confluent,
-    file_store,
-    fully_tiered,
     make_records,
-    node_overrides,
     now_ms,
     produce,
-    tiering_state,
     topic_configs,
-    wait_until,
+)
+from tests.spark.support import (
+    SPARK_MARKS,
+    batch_reader,
+    running_node,
+    spark_rows,
+    spark_session,
+    tiering_store,
+    wait_tiering_at_rest,
 )
 
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java on PATH"),
-]
+pytestmark = SPARK_MARKS
 
 RECORDS = 16_000
 TOPIC = "spark-options"
@@ -69,15 +65,12 @@ class Env:
         self.timestamps = [r.timestamp for _, r in consumed]
 
     def reader(self, topic: str = TOPIC, **options: str) -> Any:
-        reader = self.spark.read.format("sparklog")
         defaults = {
             "kafka.bootstrap.servers": self.node.bootstrap,
             "subscribe": topic,
             "sparklog.store.url": self.store.url,
         }
-        for key, value in {**defaults, **options}.items():
-            reader = reader.option(key, value)
-        return reader
+        return batch_reader(self.spark, {**defaults, **options})
 
     def read(self, topic: str = TOPIC, **options: str) -> Any:
         return self.reader(topic, **options).load()
@@ -90,64 +83,18 @@ class Env:
         return [(o, Rec(r.key, r.value, (), r.timestamp)) for o, r in self.consumed[start:end]]
 
 
-def _rows(df: Any) -> list[tuple[int, Rec]]:
-    result = []
-    for row in df.orderBy("partition", "offset").collect():
-        fields = row.asDict()
-        headers = tuple(
-            (h["key"], None if h["value"] is None else bytes(h["value"]))
-            for h in fields.get("headers") or ()
-        )
-        stamp = fields["timestamp"]  # naive, in the session time zone (UTC)
-        ts_ms = calendar.timegm(stamp.utctimetuple()) * 1000 + stamp.microsecond // 1000
-        key, value = fields["key"], fields["value"]
-        rec = Rec(
-            None if key is None else bytes(key),
-            None if value is None else bytes(value),
-            headers,
-            ts_ms,
-        )
-        result.append((fields["offset"], rec))
-    return result
-
-
 def _offsets(df: Any) -> list[int]:
     return [r["offset"] for r in df.select("offset").orderBy("offset").collect()]
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    from pyspark.sql import SparkSession
-
-    from sparklog.connector import SparklogDataSource
-
     base = tmp_path_factory.mktemp("spark-options")
-    store = file_store(f"file://{base / 'store'}")
-    node = Node(base / "node", node_overrides(store, None))
-    node.start()
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    repo = str(Path(__file__).resolve().parents[2])
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("sparklog-options")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    try:
-        spark.dataSource.register(SparklogDataSource)
+    store = tiering_store(base)
+    with running_node(base, store) as node, spark_session("sparklog-options") as spark:
         create_topic(node, TOPIC, 1, topic_configs())
         produce(node, TOPIC, make_records(RECORDS, now_ms() - 3_600_000, seed=11))
-        # Tiering must be at rest: a segment tiered between planning and reading would be
-        # a race of its own, not what these tests are about.
-        wait_until(
-            "every closed segment tiered, two at least",
-            lambda: fully_tiered(node, store, TOPIC) and len(store.finished(TOPIC)) >= 2,
-            90.0,
-            lambda: tiering_state(node, store, TOPIC),
-        )
+        wait_tiering_at_rest(node, store, TOPIC)
         consumed = consume_confluent(node, TOPIC, 0, RECORDS)
         create_topic(node, LOSS_TOPIC, 1)
         produce(node, LOSS_TOPIC, make_records(LOSS_RECORDS, now_ms(), seed=12))
@@ -159,9 +106,6 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             future.result(timeout=CLIENT_TIMEOUT_S)
         tiered_end = store.finished(TOPIC)[-1]["end_offset"] + 1
         yield Env(node, store, spark, consumed, tiered_end)
-    finally:
-        spark.stop()
-        node.close()
 
 
 def test_starting_and_ending_timestamp_across_the_tier_boundary(env: Env) -> None:
@@ -176,7 +120,7 @@ def test_starting_and_ending_timestamp_across_the_tier_boundary(env: Env) -> Non
             endingTimestamp=str(end_ts),
             **{"sparklog.read.from": read_from},
         )
-        assert _rows(df) == env.expected(start, end), read_from
+        assert spark_rows(df) == env.expected(start, end), read_from
 
 
 def test_offsets_by_timestamp_per_partition(env: Env) -> None:
@@ -200,7 +144,7 @@ def test_timestamps_from_the_store_alone(env: Env) -> None:
         endingTimestamp=str(end_ts),
         **{"sparklog.read.from": "store"},
     )
-    assert _rows(df) == env.expected(env.first_at(start_ts), env.first_at(end_ts))
+    assert spark_rows(df) == env.expected(env.first_at(start_ts), env.first_at(end_ts))
     # No tiered record is as late as the ending timestamp: the read ends with the tiered data.
     late = env.read(
         startingTimestamp=str(start_ts),
@@ -234,7 +178,7 @@ def test_min_partitions_and_max_records_per_partition(env: Env) -> None:
 def test_include_headers(env: Env) -> None:
     with_headers = env.read(includeHeaders="true", endingOffsets=json.dumps({TOPIC: {"0": 2500}}))
     assert with_headers.columns[-1] == "headers"
-    assert _rows(with_headers) == env.consumed[:2500]
+    assert spark_rows(with_headers) == env.consumed[:2500]
     assert any(not r.headers for _, r in env.consumed[:2500])  # some are null, and match
     without = env.read(includeHeaders="false")
     assert "headers" not in without.columns
@@ -242,7 +186,7 @@ def test_include_headers(env: Env) -> None:
 
 def test_isolation_levels_agree_without_transactions(env: Env) -> None:
     committed = env.read(**{"kafka.isolation.level": "read_committed"})
-    assert _rows(committed) == env.expected(0, RECORDS)
+    assert spark_rows(committed) == env.expected(0, RECORDS)
 
 
 def test_fail_on_data_loss_after_delete_records(env: Env) -> None:

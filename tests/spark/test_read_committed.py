@@ -14,35 +14,35 @@ Skips with a reason while the broker cannot run transactions.
 
 from __future__ import annotations
 
-import calendar
 import os
-import shutil
-import sys
 import time
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaException, Producer, TopicPartition
+from confluent_kafka import TopicPartition
 
-from tests.integration.ck_helpers import create_topic, make_consumer, make_producer
+from tests.integration.ck_helpers import (
+    create_topic,
+    end_transaction,
+    make_consumer,
+    make_producer,
+    transactional_producer,
+)
 from tests.integration.node_harness import Node
-from tests.integration.tiering_support import (
-    StoreView,
-    file_store,
-    fully_tiered,
-    node_overrides,
-    tiering_state,
-    topic_configs,
-    wait_until,
+from tests.integration.tiering_support import StoreView, topic_configs
+from tests.spark.support import (
+    SPARK_MARKS,
+    batch_reader,
+    optional_bytes,
+    running_node,
+    spark_session,
+    tiering_store,
+    timestamp_ms,
+    wait_tiering_at_rest,
 )
 
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java on PATH"),
-]
+pytestmark = SPARK_MARKS
 
 TOPIC = "spark-txn"
 TRANSACTIONS = 30
@@ -61,46 +61,27 @@ class Env:
         self.tiered_end = 0
 
     def read(self, isolation: str, **options: str) -> list[Row]:
-        reader = self.spark.read.format("sparklog")
         defaults = {
             "kafka.bootstrap.servers": self.node.bootstrap,
             "subscribe": TOPIC,
             "sparklog.store.url": self.store.url,
             "kafka.isolation.level": isolation,
         }
-        for name, setting in {**defaults, **options}.items():
-            reader = reader.option(name, setting)
-        rows = []
-        for row in reader.load().orderBy("offset").collect():
-            stamp = row["timestamp"]
-            ts_ms = calendar.timegm(stamp.utctimetuple()) * 1000 + stamp.microsecond // 1000
-            key = None if row["key"] is None else bytes(row["key"])
-            value = None if row["value"] is None else bytes(row["value"])
-            rows.append((row["offset"], key, value, ts_ms))
-        return rows
-
-
-def _transactional_producer(node: Node) -> Any:
-    """A producer whose init_transactions succeeded, or a skip naming what is missing."""
-    producer = Producer(
-        {
-            "bootstrap.servers": node.bootstrap,
-            "transactional.id": f"spark-txn-{uuid.uuid4().hex[:8]}",
-            "linger.ms": 20,
-            "batch.num.messages": 10_000,
-            "transaction.timeout.ms": 60_000,
-        }
-    )
-    try:
-        producer.init_transactions(20)
-    except KafkaException as exc:
-        pytest.skip(f"the broker cannot run transactions yet (init_transactions: {exc})")
-    return producer
+        df = batch_reader(self.spark, {**defaults, **options}).load()
+        return [
+            (
+                row["offset"],
+                optional_bytes(row["key"]),
+                optional_bytes(row["value"]),
+                timestamp_ms(row["timestamp"]),
+            )
+            for row in df.orderBy("offset").collect()
+        ]
 
 
 def _produce(node: Node) -> tuple[int, int]:
     """Writes the transactions; returns (committed data records, aborted data records)."""
-    txn = _transactional_producer(node)
+    txn = transactional_producer(node, "spark-txn", 60_000)
     plain = make_producer(node)
     committed = aborted = 0
     for t in range(TRANSACTIONS):
@@ -110,14 +91,10 @@ def _produce(node: Node) -> tuple[int, int]:
         for i in range(PER_TXN):
             value = tag + b"%03d-%04d-" % (t, i) + os.urandom(VALUE_BYTES)
             txn.produce(TOPIC, key=b"t%03d-%04d" % (t, i), value=value, partition=0)
-        # abort_transaction purges what is still queued: flush so the aborted records reach
-        # the log (an abort that leaves no data behind would test nothing).
-        assert txn.flush(30) == 0
+        end_transaction(txn, abort)
         if abort:
-            txn.abort_transaction(30)
             aborted += PER_TXN
         else:
-            txn.commit_transaction(30)
             committed += PER_TXN
         for i in range(PLAIN_BETWEEN):
             plain.produce(TOPIC, key=None, value=b"P%03d-%04d" % (t, i), partition=0)
@@ -154,40 +131,13 @@ def _is_aborted(row: Row) -> bool:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    from pyspark.sql import SparkSession
-
-    from sparklog.connector import SparklogDataSource
-
     base = tmp_path_factory.mktemp("spark-txn")
-    store = file_store(f"file://{base / 'store'}")
-    node = Node(base / "node", node_overrides(store, None))
-    node.start()
-    try:
+    store = tiering_store(base)
+    with running_node(base, store) as node:
         create_topic(node, TOPIC, 1, topic_configs())
         committed, aborted = _produce(node)
-        # Tiering must be at rest: a segment tiered between planning and reading would be
-        # a race of its own, not what these tests are about.
-        wait_until(
-            "every closed segment tiered, two at least",
-            lambda: fully_tiered(node, store, TOPIC) and len(store.finished(TOPIC)) >= 2,
-            90.0,
-            lambda: tiering_state(node, store, TOPIC),
-        )
-        os.environ["PYSPARK_PYTHON"] = sys.executable
-        repo = str(Path(__file__).resolve().parents[2])
-        os.environ["PYTHONPATH"] = os.pathsep.join(
-            p for p in (repo, os.environ.get("PYTHONPATH")) if p
-        )
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .appName("sparklog-read-committed")
-            .config("spark.ui.enabled", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.sql.session.timeZone", "UTC")
-            .getOrCreate()
-        )
-        try:
-            spark.dataSource.register(SparklogDataSource)
+        wait_tiering_at_rest(node, store, TOPIC)
+        with spark_session("sparklog-read-committed") as spark:
             result = Env(node, store, spark)
             uncommitted = _consume(node, "read_uncommitted", committed + aborted)
             assert len(uncommitted) == committed + aborted
@@ -199,10 +149,6 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             result.consumed_committed = _consume(node, "read_committed", committed)
             result.tiered_end = store.finished(TOPIC)[-1]["end_offset"] + 1
             yield result
-        finally:
-            spark.stop()
-    finally:
-        node.close()
 
 
 def test_the_log_holds_aborted_records_in_both_tiers(env: Env) -> None:

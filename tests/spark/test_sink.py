@@ -9,10 +9,7 @@ error fails the job with the reason.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,11 +20,9 @@ from confluent_kafka import TopicPartition
 
 from tests.integration.ck_helpers import create_topic, make_consumer, make_producer
 from tests.integration.node_harness import Node
+from tests.spark.support import SPARK_MARKS, running_node, spark_session
 
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java on PATH"),
-]
+pytestmark = SPARK_MARKS
 
 Got = tuple[int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
 
@@ -51,29 +46,9 @@ class Env:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    from pyspark.sql import SparkSession
-
-    from sparklog.connector import SparklogDataSource
-
     base = tmp_path_factory.mktemp("sink")
-    node = Node(base / "node")
-    node.start()
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    repo = str(Path(__file__).resolve().parents[2])
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("sparklog-sink-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    try:
-        spark.dataSource.register(SparklogDataSource)
+    with running_node(base) as node, spark_session("sparklog-sink-tests", utc=False) as spark:
         yield Env(node, spark, base)
-    finally:
-        spark.stop()
-        node.close()
 
 
 def _consume(node: Node, topic: str, partitions: int, count: int) -> list[Got]:

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import shutil
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -31,17 +28,13 @@ from tests.integration.ck_helpers import admin_for, create_topic, make_consumer,
 from tests.integration.node_harness import Node
 from tests.integration.tiering_support import (
     StoreView,
-    file_store,
-    node_overrides,
     tiering_state,
     topic_configs,
     wait_until,
 )
+from tests.spark.support import SPARK_MARKS, running_node, spark_session, tiering_store
 
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java on PATH"),
-]
+pytestmark = SPARK_MARKS
 
 Row = tuple[int, int, bytes | None, bytes | None]  # partition, offset, key, value
 
@@ -67,31 +60,10 @@ class Env:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    from pyspark.sql import SparkSession
-
-    from sparklog.connector import SparklogDataSource
-
     base = tmp_path_factory.mktemp("stream")
-    store = file_store(f"file://{base / 'store'}")
-    node = Node(base / "node", node_overrides(store, None))
-    node.start()
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    repo = str(Path(__file__).resolve().parents[2])
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("sparklog-stream-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    try:
-        spark.dataSource.register(SparklogDataSource)
+    store = tiering_store(base)
+    with running_node(base, store) as node, spark_session("sparklog-stream-tests") as spark:
         yield Env(node, store, spark, base)
-    finally:
-        spark.stop()
-        node.close()
 
 
 def _produce(node: Node, topic: str, first: int, count: int, partitions: int) -> None:

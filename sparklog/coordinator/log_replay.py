@@ -1,0 +1,60 @@
+"""Reading a coordinator's internal partition back when it becomes its leader.
+
+Both the group coordinator (``__consumer_offsets``) and the transaction coordinator
+(``__transaction_state``) rebuild their state by replaying their partition from the log start
+offset to the high watermark. Contract of :func:`replay_batches`:
+
+- Batches come in log order, each once, with only its records at or above the offset the read
+  that returned them started at (a read may begin inside a batch).
+- A batch that fails to decode is logged and skipped, never raised: one bad batch must not keep
+  a coordinator from loading the rest.
+- It stops at the high watermark, or early when a read makes no progress (nothing readable is
+  left below the high watermark), so it always ends.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+from sparklog.broker.partition import Partition
+from sparklog.broker.replica_manager import ReplicaManager
+from sparklog.protocol.record_codec import Record, decode_batch
+from sparklog.protocol.records import BatchHeader, CorruptRecordError, iter_batches
+
+log = logging.getLogger(__name__)
+
+_REPLAY_READ_BYTES = 1 << 20
+
+
+def replay_batches(
+    replica_manager: ReplicaManager,
+    partition: Partition,
+    name: str,
+    *,
+    control: bool = True,
+) -> Iterator[tuple[BatchHeader, list[Record]]]:
+    """The committed batches of ``partition`` (named ``name`` in log lines) with their records;
+    control batches only when ``control`` (otherwise they are passed over undecoded)."""
+    offset = partition.log_start_offset
+    while offset < partition.high_watermark:
+        result = replica_manager.read(
+            partition, offset, _REPLAY_READ_BYTES, isolation_level=0, min_one_batch=True
+        )
+        data = result.read_bytes()
+        advanced = offset
+        for pos, header in iter_batches(data):
+            if header.last_offset < offset:
+                continue
+            advanced = header.last_offset + 1
+            if header.is_control and not control:
+                continue
+            try:
+                _, records = decode_batch(data, pos)
+            except CorruptRecordError as exc:
+                log.error("Skipping corrupt batch of %s: %s", name, exc)
+                continue
+            yield header, [record for record in records if record.offset >= offset]
+        if advanced == offset:
+            break
+        offset = advanced
