@@ -83,10 +83,10 @@ def committed(node: Node, group: str, topic: str) -> dict[int, int]:
         admin.close()
 
 
-# Known bug (issue 5 stays open): after ~50 integration tests in one pytest process the group
-# livelocks: a member's heartbeat, sent before its JoinGroup, comes back REBALANCE_IN_PROGRESS
-# after that round completed, so kafka-python 3.0.12 rejoins and starts the next round, forever.
-# It passes when run alone; the fix (server-side or a thread per consumer) is next session's.
+# Known bug (issue 5 stays open), intermittent (always in the full suite, sometimes alone): the
+# group livelocks: a member's heartbeat, sent before its JoinGroup, comes back
+# REBALANCE_IN_PROGRESS after that round completed, so kafka-python 3.0.12 rejoins and starts the
+# next round, forever. The fix (server-side or a thread per consumer) is next session's.
 @pytest.mark.xfail(
     strict=False,
     reason="rebalance livelock in the full suite: late REBALANCE_IN_PROGRESS heartbeats (issue 5)",
