@@ -10,8 +10,7 @@ import time
 import uuid
 from typing import Any
 
-import pytest
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -68,9 +67,8 @@ def make_producer(node: Node, **extra: Any) -> Any:
 
 
 def transactional_producer(node: Node, id_prefix: str, transaction_timeout_ms: int) -> Any:
-    """A producer with a fresh ``transactional.id`` whose init_transactions succeeded, or a
-    skip naming what is missing (the tests that need it say nothing while the broker cannot
-    run transactions)."""
+    """A producer with a fresh ``transactional.id`` whose init_transactions succeeded; a broker
+    that cannot run transactions fails the calling test."""
     producer = Producer(
         {
             "bootstrap.servers": node.bootstrap,
@@ -80,10 +78,7 @@ def transactional_producer(node: Node, id_prefix: str, transaction_timeout_ms: i
             "transaction.timeout.ms": transaction_timeout_ms,
         }
     )
-    try:
-        producer.init_transactions(20)
-    except KafkaException as exc:
-        pytest.skip(f"the broker cannot run transactions (init_transactions: {exc})")
+    producer.init_transactions(20)
     return producer
 
 
