@@ -35,6 +35,7 @@ import logging
 import signal
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from sparklog.broker.apis import SERVED, BrokerApis
 from sparklog.broker.context import BrokerContext
@@ -94,6 +95,7 @@ class Node:
         self.metrics = MetricsRegistry()
         self.metrics_server: MetricsServer | None = None
         self._auto_join_client: ControllerClient | None = None
+        self._cleaner_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-cleaner")
 
     async def _allocate_producer_ids(self) -> tuple[int, int]:
         assert self.controller_client is not None and self.lifecycle is not None
@@ -324,11 +326,21 @@ class Node:
         assert self.replica_manager is not None
         await self.replica_manager.flush_due(_now_ms())
 
-    def _retention(self) -> None:
+    async def _retention(self) -> None:
         assert self.log_manager is not None
-        deleted = self.log_manager.retention_pass(_now_ms())
+        deleted = self.log_manager.retention_pass(_now_ms(), clean=False)
         if deleted:
             log.info("Retention deleted %d segment(s)", deleted)
+        # Compaction reads and rewrites whole segments: that part runs on the cleaner thread
+        # (Kafka's log.cleaner.threads=1); planning and the segment swap stay on the loop.
+        loop = asyncio.get_running_loop()
+        for cleaning in self.log_manager.cleaning_passes(_now_ms()):
+            try:
+                await loop.run_in_executor(self._cleaner_thread, cleaning.write)
+            except Exception:
+                log.exception("Cleaning %s failed", cleaning.log.directory)
+                continue
+            cleaning.install()
 
     def _metadata_housekeeping(self) -> None:
         assert self.plane is not None
@@ -368,6 +380,9 @@ class Node:
             self.remote_log_manager.close()
         if self.replica_manager is not None:
             self.replica_manager.close()
+        # A pass being written finishes first (its files are swept at the next start, never
+        # installed), so no segment it reads is closed under it.
+        self._cleaner_thread.shutdown(wait=True, cancel_futures=True)
         if self.log_manager is not None:
             self.log_manager.shutdown()
         for client in (self.controller_client, self._auto_join_client):

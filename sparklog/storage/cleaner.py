@@ -31,9 +31,10 @@ Contract and invariants:
   :func:`~sparklog.storage.loader.sweep_temp_files` deletes ``*.cleaned`` and
   ``*.deleted`` and completes ``*.swap`` on open, so a crash at any step leaves either the old
   or the new segment, both holding the same offsets and the latest value of every key.
-- :func:`write_cleaned_segment` only reads the old segment and writes new files, so it can
-  run on a worker thread; :meth:`LogCleaner.clean_log` swaps segments and must run where the
-  log's other calls run.
+- Threads: a :class:`CleaningPass` is planned and installed where the log's other calls run,
+  and written (key map, cleaned files: all the reading and writing of segment data) on any
+  thread; the node runs that part on its cleaner thread so compaction never stalls the event
+  loop. A truncation between the two abandons the pass.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from sparklog.storage.segment import LogSegment
 __all__ = [
     "CleanPlan",
     "CleanResult",
+    "CleaningPass",
     "LogCleaner",
     "StepHook",
     "aborted_ranges",
@@ -321,6 +323,100 @@ def _paths(segment: LogSegment, suffix: str) -> list[str]:
     return [p[: len(p) - len(own)] + suffix for p in segment.file_paths()]
 
 
+class CleaningPass:
+    """One planned pass over one log, split so the heavy part can leave the log's thread.
+
+    - Built on the log's thread (:meth:`LogCleaner.plan`): the segments, aborted ranges and
+      producer offsets it needs are captured then.
+    - :meth:`write` may run on any thread: it reads the captured closed segments (immutable
+      below the uncleanable offset) and writes ``*.cleaned`` files nobody else touches.
+    - :meth:`install` runs back on the log's thread: it swaps in each cleaned segment whose
+      original is still part of the log and records the pass. If the log was truncated in
+      between (a follower's truncation may remove records the key map relied on), nothing is
+      installed and the cleaned files are removed; so are those of segments retention deleted.
+    """
+
+    def __init__(
+        self, cleaner: LogCleaner, key: tuple[str, int], log: Log, plan: CleanPlan, now_ms: int
+    ) -> None:
+        self.cleaner = cleaner
+        self.key = key
+        self.log = log
+        self.plan = plan
+        self.now_ms = now_ms
+        self._segments = log.segments[: plan.segment_count]
+        self._log_start_offset = log.log_start_offset
+        self._truncations = log.truncations
+        self._config = log.config
+        self._aborted = aborted_ranges(log, self._segments[0].base_offset, plan.end_offset)
+        self._producers = frozenset(
+            e.last_data_offset for e in log.producer_state.producers.values() if e.batches
+        )
+        self._written: list[tuple[LogSegment, LogSegment | None, _SegmentOutcome]] = []
+
+    def write(self) -> None:
+        """Build the key map and write every changed segment's cleaned copy (any thread)."""
+        plan = self.plan
+        offset_map = build_offset_map(
+            self._segments, plan.first_dirty_offset, plan.end_offset, self._aborted
+        )
+        try:
+            for segment in self._segments:
+                if segment.next_offset <= self._log_start_offset:
+                    continue  # retention deletes it anyway
+                cleaned, outcome = write_cleaned_segment(
+                    segment, self._config, offset_map, self._producers, self.now_ms, self._aborted
+                )
+                self._written.append((segment, cleaned, outcome))
+        except BaseException:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        """Remove the cleaned files written so far (the pass is abandoned)."""
+        for _, cleaned, _ in self._written:
+            if cleaned is not None:
+                cleaned.delete_now()
+        self._written = []
+
+    def install(self, hook: StepHook | None = None) -> CleanResult | None:
+        """Swap the cleaned segments in (the log's thread); None if the pass was abandoned."""
+        log = self.log
+        if log.truncations != self._truncations:
+            _log.info("Abandoned cleaning %s: the log was truncated meanwhile", log.directory)
+            self.discard()
+            return None
+        result = CleanResult(self.plan.end_offset)
+        live = log.segments[:-1]
+        for old, cleaned, outcome in self._written:
+            if outcome.earliest_horizon_ms is not None:
+                earliest = result.earliest_horizon_ms
+                h = outcome.earliest_horizon_ms
+                result.earliest_horizon_ms = h if earliest is None else min(earliest, h)
+            if cleaned is None:
+                continue
+            if old not in live:
+                cleaned.delete_now()  # retention removed the original meanwhile
+                continue
+            result.segments += 1
+            result.bytes_before += old.size
+            result.bytes_after += outcome.bytes_after
+            result.records_removed += outcome.records_removed
+            _swap_in(log, old, cleaned, self.now_ms, hook)
+        self._written = []
+        self.cleaner.record(self.key, result)
+        _log.info(
+            "Cleaned %s up to offset %d: %d segment(s), %d -> %d bytes, %d record(s) removed",
+            log.directory,
+            self.plan.end_offset,
+            result.segments,
+            result.bytes_before,
+            result.bytes_after,
+            result.records_removed,
+        )
+        return result
+
+
 class LogCleaner:
     """Cleans the compacted logs of a log manager; remembers each log's first dirty offset
     and the earliest tombstone horizon its passes wrote."""
@@ -333,10 +429,8 @@ class LogCleaner:
         self.first_dirty_offsets.pop(key, None)
         self._horizons.pop(key, None)
 
-    def maybe_clean(
-        self, key: tuple[str, int], log: Log, now_ms: int, hook: StepHook | None = None
-    ) -> CleanResult | None:
-        """Clean ``log`` if :func:`plan_cleaning` says so; returns the pass's statistics."""
+    def plan(self, key: tuple[str, int], log: Log, now_ms: int) -> CleaningPass | None:
+        """The pass ``log`` needs now (see :func:`plan_cleaning`), or None."""
         if not log.config.compact_enabled:
             return None
         horizon = self._horizons.get(key)
@@ -346,54 +440,24 @@ class LogCleaner:
             now_ms,
             horizon_due=horizon is not None and now_ms >= horizon,
         )
-        if plan is None:
-            return None
-        result = self.clean_log(log, plan, now_ms, hook)
+        return None if plan is None else CleaningPass(self, key, log, plan, now_ms)
+
+    def record(self, key: tuple[str, int], result: CleanResult) -> None:
         self.first_dirty_offsets[key] = result.end_offset
         if result.earliest_horizon_ms is None:
             self._horizons.pop(key, None)
         else:
             self._horizons[key] = result.earliest_horizon_ms
-        return result
 
-    def clean_log(
-        self, log: Log, plan: CleanPlan, now_ms: int, hook: StepHook | None = None
-    ) -> CleanResult:
-        """One pass over segments ``[0, plan.segment_count)`` of ``log``."""
-        segments = log.segments[: plan.segment_count]
-        aborted = aborted_ranges(log, segments[0].base_offset, plan.end_offset)
-        offset_map = build_offset_map(segments, plan.first_dirty_offset, plan.end_offset, aborted)
-        producers = frozenset(
-            e.last_data_offset for e in log.producer_state.producers.values() if e.batches
-        )
-        result = CleanResult(plan.end_offset)
-        for segment in segments:
-            if segment.next_offset <= log.log_start_offset:
-                continue  # retention deletes it anyway
-            cleaned, outcome = write_cleaned_segment(
-                segment, log.config, offset_map, producers, now_ms, aborted
-            )
-            if outcome.earliest_horizon_ms is not None:
-                earliest = result.earliest_horizon_ms
-                h = outcome.earliest_horizon_ms
-                result.earliest_horizon_ms = h if earliest is None else min(earliest, h)
-            if cleaned is None:
-                continue
-            result.segments += 1
-            result.bytes_before += segment.size
-            result.bytes_after += outcome.bytes_after
-            result.records_removed += outcome.records_removed
-            _swap_in(log, segment, cleaned, now_ms, hook)
-        _log.info(
-            "Cleaned %s up to offset %d: %d segment(s), %d -> %d bytes, %d record(s) removed",
-            log.directory,
-            plan.end_offset,
-            result.segments,
-            result.bytes_before,
-            result.bytes_after,
-            result.records_removed,
-        )
-        return result
+    def maybe_clean(
+        self, key: tuple[str, int], log: Log, now_ms: int, hook: StepHook | None = None
+    ) -> CleanResult | None:
+        """Plan, write and install a pass on the calling thread; the pass's statistics."""
+        cleaning = self.plan(key, log, now_ms)
+        if cleaning is None:
+            return None
+        cleaning.write()
+        return cleaning.install(hook)
 
 
 def _swap_in(

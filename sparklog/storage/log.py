@@ -144,6 +144,8 @@ class Log(LogRetention, LogDurability, LogTransactions):
         self.remote_storage = False
         self.highest_remote_offset = -1
         self._pending_deletes: list[tuple[int, list[str]]] = []
+        # Bumped by every truncation, so work planned before one (a cleaning pass) can tell.
+        self.truncations = 0
         self._roll_jitter_ms = self._new_jitter()
         self.epoch_cache = LeaderEpochCache(directory, lambda: self.log_end_offset)
         self.producer_state = ProducerStateManager(directory)
@@ -522,6 +524,7 @@ class Log(LogRetention, LogDurability, LogTransactions):
             self.truncate_fully_and_start_at(offset)
             return True
         _log.info("Truncating %s to offset %d", self.directory, offset)
+        self.truncations += 1
         while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
             self._schedule_delete(self._segments.pop())
             self._bases.pop()
@@ -536,6 +539,7 @@ class Log(LogRetention, LogDurability, LogTransactions):
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete everything and restart the log, empty, at ``offset``."""
         _log.info("Truncating %s fully and starting at offset %d", self.directory, offset)
+        self.truncations += 1
         for segment in self._segments:
             self._schedule_delete(segment)
         self._segments = [LogSegment.create(self.directory, offset, self.config, self._clock())]

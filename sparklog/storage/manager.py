@@ -7,8 +7,8 @@ Contract (Kafka's ``LogManager``):
   first dirty offset of each compacted log) and, after a clean shutdown,
   ``.kafka_cleanshutdown``.
 - :meth:`retention_pass` applies retention, then compaction (:meth:`clean`, synchronously;
-  the cleaner's file writing is thread-safe should it move off the caller's thread), expires
-  idle producers and removes ``.deleted`` files whose delay has passed.
+  a caller that writes cleaned segments on another thread uses :meth:`cleaning_passes`),
+  expires idle producers and removes ``.deleted`` files whose delay has passed.
 - :meth:`load` reads the marker and checkpoints, then *removes* the marker before opening any
   log, so a crash during this run is never mistaken for a clean shutdown. Without the marker
   each log is recovered from its checkpointed recovery point. Directories ending in
@@ -37,7 +37,7 @@ from sparklog.storage.checkpoint import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
-from sparklog.storage.cleaner import CleanResult, LogCleaner
+from sparklog.storage.cleaner import CleaningPass, CleanResult, LogCleaner
 from sparklog.storage.config import LogConfig
 from sparklog.storage.loader import log_dir_name, parse_log_dir_name
 from sparklog.storage.log import Clock, Log
@@ -198,17 +198,33 @@ class LogManager:
         """Flush logs whose flush.ms has elapsed; returns how many were flushed."""
         return sum(1 for log in list(self._logs.values()) if log.flush_if_due(now_ms))
 
-    def retention_pass(self, now_ms: int) -> int:
-        """Apply retention and compaction to every log, expire idle producers and remove
-        expired ``.deleted`` files; returns how many segments retention deleted."""
+    def retention_pass(self, now_ms: int, *, clean: bool = True) -> int:
+        """Apply retention and (unless ``clean`` is False: the caller runs
+        :meth:`cleaning_passes` itself) compaction to every log, expire idle producers and
+        remove expired ``.deleted`` files; returns how many segments retention deleted."""
         deleted = 0
         for log in list(self._logs.values()):
             deleted += log.delete_retention_breached(now_ms)
-        self.clean(now_ms)
+        if clean:
+            self.clean(now_ms)
         for log in list(self._logs.values()):
             log.remove_expired_producers(now_ms)
             log.delete_expired_files(now_ms)
         return deleted
+
+    def cleaning_passes(self, now_ms: int) -> list[CleaningPass]:
+        """The compaction passes due now, planned; the caller writes each (on any thread)
+        and installs it (on this manager's thread)."""
+        passes: list[CleaningPass] = []
+        for key, log in list(self._logs.items()):
+            try:
+                planned = self.cleaner.plan(key, log, now_ms)
+            except Exception:
+                _log.exception("Planning the cleaning of %s failed", log.directory)
+                continue
+            if planned is not None:
+                passes.append(planned)
+        return passes
 
     def clean(self, now_ms: int) -> dict[TopicPartition, CleanResult]:
         """Compact every log with cleanup.policy including compact that needs it now."""

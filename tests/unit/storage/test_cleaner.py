@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -366,3 +367,64 @@ def test_manager_cleans_in_its_retention_pass_and_checkpoints(
     again.load(lambda topic: compact_config())
     assert again.cleaner.first_dirty_offsets[KEY] == 6
     again.shutdown()
+
+
+def test_a_pass_written_on_another_thread_installs_on_the_log_thread(
+    open_log: OpenLog, clock: FakeClock
+) -> None:
+    log = open_log(compact_config())
+    fill(log, [(b"k", b"%d" % i) for i in range(6)])
+    log.roll()
+    cleaner = LogCleaner()
+    cleaning = cleaner.plan(KEY, log, clock.now_ms)
+    assert cleaning is not None
+    worker = threading.Thread(target=cleaning.write)
+    worker.start()
+    worker.join()
+    # Written, not installed: the log still reads the old segment.
+    assert sorted(all_records(log)) == list(range(6))
+    fill(log, [(b"k", b"6")])  # appends meanwhile go to the active segment
+    result = cleaning.install()
+    assert result is not None and result.segments == 1
+    assert sorted(all_records(log)) == [5, 6]
+    assert cleaner.first_dirty_offsets[KEY] == 6
+    assert leftovers(log) == []
+
+
+def test_a_truncation_between_write_and_install_abandons_the_pass(
+    open_log: OpenLog, clock: FakeClock
+) -> None:
+    log = open_log(compact_config())
+    fill(log, [(b"k", b"%d" % i) for i in range(6)])
+    log.roll()
+    fill(log, [(b"k", b"%d" % i) for i in range(6, 9)])
+    log.roll()
+    cleaner = LogCleaner()
+    cleaning = cleaner.plan(KEY, log, clock.now_ms)
+    assert cleaning is not None
+    cleaning.write()
+    # A follower truncating below the pass's end: the key map saw records that are gone.
+    log.truncate_to(6)
+    assert cleaning.install() is None
+    assert sorted(all_records(log)) == list(range(6))
+    assert KEY not in cleaner.first_dirty_offsets
+    assert leftovers(log) == []
+
+
+def test_a_segment_retention_deleted_meanwhile_is_not_installed(
+    open_log: OpenLog, clock: FakeClock
+) -> None:
+    log = open_log(compact_config(cleanup_policy=("compact", "delete")))
+    fill(log, [(b"a", b"%d" % i) for i in range(3)])
+    log.roll()
+    fill(log, [(b"b", b"%d" % i) for i in range(3, 6)])
+    log.roll()
+    cleaning = LogCleaner().plan(KEY, log, clock.now_ms)
+    assert cleaning is not None
+    cleaning.write()
+    log.delete_records(3)
+    log.delete_retention_breached(clock.now_ms)
+    result = cleaning.install()
+    assert result is not None and result.segments == 1  # only the second segment
+    assert sorted(all_records(log)) == [5]
+    assert leftovers(log) == []
