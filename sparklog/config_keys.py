@@ -133,6 +133,8 @@ DEFS: dict[str, ConfigDef] = {
         _d("auto.create.topics.enable", "bool", True),
         _d("delete.topic.enable", "bool", True),
         _d("auto.leader.rebalance.enable", "bool", True),
+        _d("leader.imbalance.check.interval.seconds", "long", 300, minimum=1),
+        _d("leader.imbalance.per.broker.percentage", "int", 10, minimum=0),
         _d("controlled.shutdown.enable", "bool", True),
         _d("unclean.leader.election.enable", "bool", False),
         _d("min.insync.replicas", "int", 1, minimum=1),
@@ -185,6 +187,10 @@ DEFS: dict[str, ConfigDef] = {
         _d("replica.lag.time.max.ms", "long", 30000),
         _d("replica.fetch.max.bytes", "int", 1048576, minimum=0),
         _d("replica.fetch.wait.max.ms", "int", 500),
+        _d("replica.fetch.min.bytes", "int", 1, minimum=1),
+        _d("replica.fetch.backoff.ms", "int", 1000, minimum=0),
+        _d("replica.fetch.response.max.bytes", "int", 10485760, minimum=0),
+        _d("replica.socket.timeout.ms", "int", 30000),
         _d("fetch.max.bytes", "int", 57671680, minimum=1024),
         _d("offsets.topic.replication.factor", "short", 3, minimum=1),
         _d("offsets.topic.num.partitions", "int", 50, minimum=1),
@@ -234,11 +240,9 @@ _ACCEPTED_TEXT = """
     fetch.purgatory.purge.interval.requests producer.purgatory.purge.interval.requests
     max.connections max.connections.per.ip max.connections.per.ip.overrides
     max.incremental.fetch.session.cache.slots max.connection.creation.rate
-    leader.imbalance.check.interval.seconds leader.imbalance.per.broker.percentage
     log.cleaner.dedupe.buffer.size log.cleaner.io.buffer.size log.cleaner.io.buffer.load.factor
     log.cleaner.io.max.bytes.per.second num.replica.alter.log.dirs.threads
-    replica.socket.timeout.ms replica.socket.receive.buffer.bytes replica.fetch.min.bytes
-    replica.fetch.backoff.ms replica.fetch.response.max.bytes
+    replica.socket.receive.buffer.bytes
     replica.high.watermark.checkpoint.interval.ms request.timeout.ms reserved.broker.max.id
     sasl.enabled.mechanisms sasl.mechanism.inter.broker.protocol
     sasl.mechanism.controller.protocol security.inter.broker.protocol

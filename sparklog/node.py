@@ -37,12 +37,14 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from sparklog.broker.alter_partition_sender import AlterPartitionSender
 from sparklog.broker.apis import SERVED, BrokerApis
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.controller_channel import ControllerClient
 from sparklog.broker.lifecycle import BrokerLifecycleManager
 from sparklog.broker.producer_ids import ProducerIdManager
 from sparklog.broker.remote_log_manager import RemoteLogManager
+from sparklog.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.broker.txn_markers import write_txn_markers
 from sparklog.cli.storage_tool import StorageToolError, check_formatted
@@ -54,7 +56,7 @@ from sparklog.metrics import MetricsRegistry
 from sparklog.net.metrics_http import MetricsListenerError, MetricsServer, start_metrics_server
 from sparklog.net.server import KafkaServer
 from sparklog.node_auto_join import AutoJoin, auto_join_enabled
-from sparklog.node_metrics import register_node_metrics
+from sparklog.node_metrics import register_node_metrics, register_replica_metrics
 from sparklog.node_plane import MetadataPlane, MetadataPlaneError
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import uuid_from_str
@@ -90,6 +92,8 @@ class Node:
         self.remote_log_manager: RemoteLogManager | None = None
         self.controller_client: ControllerClient | None = None
         self.lifecycle: BrokerLifecycleManager | None = None
+        self.fetchers: ReplicaFetcherManager | None = None
+        self.isr_sender: AlterPartitionSender | None = None
         self._lifecycle_stop = asyncio.Event()
         self.read_service: ReadService | None = None
         self.metrics = MetricsRegistry()
@@ -187,8 +191,17 @@ class Node:
             self.log_manager,
             default_log_config,
             producer_id_expiration_ms=int(config.get("producer.id.expiration.ms")),
+            replica_lag_time_max_ms=int(config.get("replica.lag.time.max.ms")),
         )
         self.replica_manager = replica_manager
+        controller_client = ControllerClient(
+            lambda: plane.leader,
+            plane.controller_address,
+            client_id=f"broker-{config.node_id}",
+            retry_backoff_ms=int(config.get("controller.quorum.retry.backoff.ms")) * 5,
+        )
+        self.controller_client = controller_client
+        self._start_replication(plane, replica_manager, controller_client)
         plane.loader.install_publisher(replica_manager)
         # The hot read service (gRPC) publishes the address it bound through the config
         # DescribeConfigs serves (sparklog.readservice documents it).
@@ -197,13 +210,6 @@ class Node:
         )
         if self.read_service is not None:
             config = self.config = self.read_service.config
-        controller_client = ControllerClient(
-            lambda: plane.leader,
-            plane.controller_address,
-            client_id=f"broker-{config.node_id}",
-            retry_backoff_ms=int(config.get("controller.quorum.retry.backoff.ms")) * 5,
-        )
-        self.controller_client = controller_client
         ctx = BrokerContext(
             config=config,
             cluster_id=self.cluster_id,
@@ -281,6 +287,59 @@ class Node:
                 )
             )
             log.info("Tiered storage enabled: %s", tiering.storage_url)
+
+    def _start_replication(
+        self,
+        plane: MetadataPlane,
+        replica_manager: ReplicaManager,
+        controller_client: ControllerClient,
+    ) -> None:
+        """Replica fetchers, the AlterPartition sender and the ISR expiration task; wired
+        before the replica manager sees its first image, so no leadership change is missed."""
+        config = self.config
+
+        def broker_epoch() -> int:
+            return self.lifecycle.broker_epoch if self.lifecycle is not None else -1
+
+        replica_manager.broker_epoch = broker_epoch
+        fetchers = ReplicaFetcherManager(
+            replica_manager,
+            lambda: plane.loader.image,
+            broker_epoch,
+            FetcherConfig(
+                fetch_max_bytes=int(config.get("replica.fetch.max.bytes")),
+                response_max_bytes=int(config.get("replica.fetch.response.max.bytes")),
+                wait_max_ms=int(config.get("replica.fetch.wait.max.ms")),
+                min_bytes=int(config.get("replica.fetch.min.bytes")),
+                backoff_ms=int(config.get("replica.fetch.backoff.ms")),
+                num_fetchers=max(int(config.get("num.replica.fetchers")), 1),
+                listener_name=config.inter_broker_listener_name,
+                request_timeout_ms=int(config.get("replica.socket.timeout.ms")),
+            ),
+        )
+        self.fetchers = fetchers
+        replica_manager.follower_listener = fetchers.update
+        sender = AlterPartitionSender(
+            replica_manager,
+            controller_client.request,
+            broker_epoch,
+            retry_backoff_ms=int(config.get("controller.quorum.retry.backoff.ms")),
+        )
+        self.isr_sender = sender
+        replica_manager.isr_sender = sender.submit
+        register_replica_metrics(self.metrics, replica_manager, fetchers)
+        lag_ms = int(config.get("replica.lag.time.max.ms"))
+        self._tasks += [
+            asyncio.create_task(sender.run(self._stopping)),
+            # Kafka's isr-expiration task runs every replica.lag.time.max.ms / 2.
+            asyncio.create_task(
+                self._every(lag_ms / 2000.0, lambda: self._shrink_isr(replica_manager))
+            ),
+        ]
+
+    @staticmethod
+    def _shrink_isr(replica_manager: ReplicaManager) -> None:
+        replica_manager.maybe_shrink_isr()
 
     async def _wait_unfenced(self, lifecycle_task: asyncio.Task[None]) -> None:
         """Block start-up until the controller unfences this broker (Kafka does the same)."""
@@ -376,6 +435,8 @@ class Node:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.fetchers is not None:
+            await self.fetchers.close()
         if self.remote_log_manager is not None:
             self.remote_log_manager.close()
         if self.replica_manager is not None:

@@ -17,14 +17,24 @@ On a controller, ``kafka.controller:type=KafkaController,name=...`` (attribute `
 ``ActiveBrokerCount``, ``FencedBrokerCount``, ``GlobalTopicCount``, ``GlobalPartitionCount``,
 ``OfflinePartitionsCount`` (no leader), ``PreferredReplicaImbalanceCount``,
 ``LastAppliedRecordOffset``, ``LastCommittedRecordOffset``, ``LastAppliedRecordTimestamp``,
-``LastAppliedRecordLagMs``, ``MetadataErrorCount``; and the counter
-``TimedOutBrokerHeartbeatCount`` (attribute ``Count``).
+``LastAppliedRecordLagMs``, ``MetadataErrorCount``; and the counters (attribute ``Count``)
+``TimedOutBrokerHeartbeatCount``, ``ElectionFromEligibleLeaderReplicasPerSec`` and
+``UncleanLeaderElectionsPerSec`` (leaders elected from the ELR / uncleanly, counted by the
+active controller as the records commit).
 
 On a broker, ``kafka.server:type=broker-metadata-metrics``: ``last-applied-record-offset``,
 ``last-applied-record-timestamp``, ``last-applied-record-lag-ms`` (the metadata lag: now minus
 the append time of the last record the broker's image folded in; the idle no-op every
 ``metadata.max.idle.interval.ms`` keeps it small while the broker keeps up),
 ``metadata-load-error-count``; and ``kafka.server:type=KafkaServer,name=BrokerState``.
+
+On a broker, replication (``kafka.server:type=ReplicaManager,name=...``): the gauges
+``UnderReplicatedPartitions`` (we lead, ISR smaller than the assignment),
+``UnderMinIsrPartitionCount``, ``LeaderCount``, ``PartitionCount`` (attribute ``Value``), and the
+counters ``IsrShrinksPerSec``, ``IsrExpandsPerSec``, ``FailedIsrUpdatesPerSec`` (attribute
+``Count``: totals since start, as a Kafka meter's count); and
+``kafka.server:type=ReplicaFetcherManager,name=PartitionCount`` (partitions we follow). See
+:func:`register_replica_metrics`.
 
 sparklog's own, for operators and tests: ``sparklog:type=metadata-image`` (``last-offset``,
 ``offset-lag`` = last committed offset - last applied, ``digest`` of the loader's image,
@@ -36,11 +46,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from sparklog.metadata.image import MetadataImage
 from sparklog.metrics import MetricName, MetricsRegistry, MetricValue
 from sparklog.node_plane import MetadataPlane
 from sparklog.raft.state import Follower, Leader, Unattached
+
+if TYPE_CHECKING:
+    from sparklog.broker.replica_fetcher import ReplicaFetcherManager
+    from sparklog.broker.replica_manager import ReplicaManager
 
 RAFT = "raft-metrics"
 BROKER_METADATA = "broker-metadata-metrics"
@@ -175,6 +190,14 @@ def _register_controller(
         controller_metric("TimedOutBrokerHeartbeatCount", attribute="Count"),
         lambda: driver.timed_out_broker_heartbeats,
     )
+    registry.counter_of(
+        controller_metric("ElectionFromEligibleLeaderReplicasPerSec", attribute="Count"),
+        lambda: controller.elections_from_elr,
+    )
+    registry.counter_of(
+        controller_metric("UncleanLeaderElectionsPerSec", attribute="Count"),
+        lambda: controller.unclean_elections,
+    )
     registry.gauge(
         sparklog_metric("metadata-image", "controller-digest"), lambda: controller.image.digest()
     )
@@ -243,3 +266,39 @@ def register_node_metrics(
         _register_broker(registry, plane, clock_ms, broker_state)
     _register_sparklog(registry, plane)
     return registry
+
+
+def replica_manager_metric(name: str, *, attribute: str = "Value") -> MetricName:
+    return MetricName.yammer("kafka.server", "ReplicaManager", name, attribute=attribute)
+
+
+def register_replica_metrics(
+    registry: MetricsRegistry,
+    replica_manager: ReplicaManager,
+    fetchers: ReplicaFetcherManager | None = None,
+) -> None:
+    """The broker's replication metrics (Kafka's ReplicaManager names)."""
+    rm = replica_manager
+    registry.gauge(
+        replica_manager_metric("UnderReplicatedPartitions"), lambda: rm.under_replicated_count
+    )
+    registry.gauge(
+        replica_manager_metric("UnderMinIsrPartitionCount"), lambda: rm.under_min_isr_count
+    )
+    registry.gauge(replica_manager_metric("LeaderCount"), lambda: rm.leader_count)
+    registry.gauge(replica_manager_metric("PartitionCount"), lambda: len(rm.partitions))
+    registry.counter_of(
+        replica_manager_metric("IsrShrinksPerSec", attribute="Count"), lambda: rm.isr_shrinks
+    )
+    registry.counter_of(
+        replica_manager_metric("IsrExpandsPerSec", attribute="Count"), lambda: rm.isr_expands
+    )
+    registry.counter_of(
+        replica_manager_metric("FailedIsrUpdatesPerSec", attribute="Count"),
+        lambda: rm.failed_isr_updates,
+    )
+    if fetchers is not None:
+        registry.gauge(
+            MetricName.yammer("kafka.server", "ReplicaFetcherManager", "PartitionCount"),
+            lambda: fetchers.partition_count,
+        )

@@ -1,11 +1,12 @@
 """Admin APIs: metadata changes go to the controller; DescribeConfigs reads the image.
 
-CreateTopics (19), DeleteTopics (20), CreatePartitions (37) and IncrementalAlterConfigs (44)
-change metadata, so the broker forwards them to the controller (the only writer of metadata)
-and relays its answer. DescribeQuorum (55), AddRaftVoter (80) and RemoveRaftVoter (81) are
-forwarded the same way (``kafka-metadata-quorum --bootstrap-server``). The controller answers
-once the records are committed and applied, so a client that creates a topic and then asks
-for metadata sees it.
+CreateTopics (19), DeleteTopics (20), CreatePartitions (37), ElectLeaders (43),
+IncrementalAlterConfigs (44), AlterPartitionReassignments (45) and ListPartitionReassignments
+(46, which reads the controller's state) change metadata, so the broker forwards them to the
+controller (the only writer of metadata) and relays its answer. DescribeQuorum (55),
+AddRaftVoter (80) and RemoveRaftVoter (81) are forwarded the same way
+(``kafka-metadata-quorum --bootstrap-server``). The controller answers once the records are
+committed and applied, so a client that creates a topic and then asks for metadata sees it.
 
 DescribeConfigs (32) answers from the latest image: for a topic, every topic-level key with its
 effective value and source (a topic override, a static broker setting in server.properties, or
@@ -31,7 +32,10 @@ async def forward_to_controller(ctx: BrokerContext, request: Request) -> dict[st
         19: "create_topics",
         20: "delete_topics",
         37: "create_partitions",
+        43: "elect_leaders",
         44: "incremental_alter_configs",
+        45: "alter_partition_reassignments",
+        46: "list_partition_reassignments",
         55: "describe_quorum",
         80: "add_raft_voter",
         81: "remove_raft_voter",

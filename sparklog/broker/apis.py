@@ -62,7 +62,10 @@ HANDLERS: dict[int, Handler] = {
     27: _simple(handle_write_txn_markers),
     32: _simple(handle_describe_configs),
     37: _simple(forward_to_controller),
+    43: _simple(forward_to_controller),
     44: _simple(forward_to_controller),
+    45: _simple(forward_to_controller),
+    46: _simple(forward_to_controller),
     60: handle_describe_cluster,
     # DescribeQuorum, AddRaftVoter, RemoveRaftVoter: answered by the KRaft leader.
     55: _simple(forward_to_controller),

@@ -17,6 +17,14 @@ Rules kept from Kafka:
   ``aborted_transactions`` null. Every response carries ``last_stable_offset``, and a parked
   read_committed fetch wakes when the LSO moves (markers notify the fetch purgatory like
   appends do).
+- A fetch naming a replica (``replica_id`` before v15, the tagged ``replica_state`` from v15,
+  with the follower's broker epoch) is a follower fetch: the leader's replication core checks
+  it (epochs, KIP-320 ``diverging_epoch``, offsets) and records the follower's progress, which
+  may move the HW and wake parked ``acks=all`` produces; the follower reads up to the log end
+  offset, not the HW, and is answered NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH like a
+  consumer when we do not lead the epoch it names. Below a tiered partition's local log start
+  it gets OFFSET_OUT_OF_RANGE with the local log start as ``log_start_offset``, where it
+  restarts its log.
 - Fetch sessions (KIP-227): we never create one (session id 0 in the response tells the client
   to keep sending full fetch requests); a request naming a session id we did not issue gets
   FETCH_SESSION_ID_NOT_FOUND.
@@ -32,6 +40,7 @@ from sparklog.broker.context import BrokerContext
 from sparklog.broker.partition import Partition
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
+from sparklog.replication.messages import FollowerFetch
 from sparklog.storage.errors import OffsetMovedToTieredStorageError
 from sparklog.storage.slices import FileSlice, LogReadResult
 
@@ -46,6 +55,27 @@ class _Wanted:
     fetch_offset: int
     current_leader_epoch: int
     max_bytes: int
+    last_fetched_epoch: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class _Replica:
+    """Who sent a follower fetch."""
+
+    replica_id: int
+    broker_epoch: int
+
+
+def _replica_of(body: dict[str, Any], version: int) -> _Replica | None:
+    if version >= 15:
+        state = body.get("replica_state") or {}
+        replica_id = int(state.get("replica_id", -1))
+        broker_epoch = int(state.get("replica_epoch", -1))
+    else:
+        replica_id = int(body.get("replica_id", -1))
+        broker_epoch = -1
+    return _Replica(replica_id, broker_epoch) if replica_id >= 0 else None
 
 
 def _partition_response(index: int, code: int, **values: Any) -> dict[str, Any]:
@@ -82,6 +112,8 @@ def _wanted_partitions(ctx: BrokerContext, body: dict[str, Any], version: int) -
                     fetch_offset=p["fetch_offset"],
                     current_leader_epoch=p["current_leader_epoch"],
                     max_bytes=p["partition_max_bytes"],
+                    last_fetched_epoch=p.get("last_fetched_epoch", -1),
+                    log_start_offset=p.get("log_start_offset", -1),
                 )
             )
     return wanted
@@ -168,6 +200,98 @@ async def _read_once(
     return out, total, errored
 
 
+def _follower_error(ctx: BrokerContext, want: _Wanted, exc: KafkaApiError) -> dict[str, Any]:
+    code = exc.code
+    if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and want.topic in ctx.image.topics.by_name:
+        # The topic exists but this broker does not host the partition.
+        code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return _partition_response(want.partition, code)
+
+
+def _read_follower_once(
+    ctx: BrokerContext, wanted: list[_Wanted], max_bytes: int, replica: _Replica, by_id: bool
+) -> tuple[list[tuple[_Wanted, dict[str, Any]]], int, bool]:
+    """One pass of a follower fetch: account each partition with the leader core, then read
+    up to the log end offset (or answer the diverging epoch)."""
+    rm = ctx.replica_manager
+    remaining = max_bytes
+    total = 0
+    errored = False
+    out: list[tuple[_Wanted, dict[str, Any]]] = []
+    for want in wanted:
+        if not want.topic:
+            code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            out.append((want, _partition_response(want.partition, code)))
+            errored = True
+            continue
+        try:
+            partition = rm.leader_partition(want.topic, want.partition, want.current_leader_epoch)
+            result = rm.follower_fetch(
+                partition,
+                FollowerFetch(
+                    replica_id=replica.replica_id,
+                    fetch_offset=want.fetch_offset,
+                    last_fetched_epoch=want.last_fetched_epoch,
+                    log_start_offset=want.log_start_offset,
+                    current_leader_epoch=want.current_leader_epoch,
+                    broker_epoch=replica.broker_epoch,
+                ),
+            )
+        except KafkaApiError as exc:
+            out.append((want, _follower_error(ctx, want, exc)))
+            errored = True
+            continue
+        marks: dict[str, Any] = {
+            "high_watermark": result.high_watermark,
+            "last_stable_offset": partition.last_stable_offset,
+            "log_start_offset": result.log_start_offset,
+        }
+        if result.error:
+            out.append((want, _partition_response(want.partition, result.error, **marks)))
+            errored = True
+            continue
+        if result.diverging_epoch is not None:
+            diverging = {
+                "epoch": result.diverging_epoch.epoch,
+                "end_offset": result.diverging_epoch.end_offset,
+            }
+            out.append(
+                (
+                    want,
+                    _partition_response(
+                        want.partition, ErrorCode.NONE, diverging_epoch=diverging, **marks
+                    ),
+                )
+            )
+            errored = True  # answer at once: the follower must truncate before anything else
+            continue
+        budget = min(want.max_bytes, remaining)
+        records: list[FileSlice] | bytes = b""
+        if budget > 0 or total == 0:
+            try:
+                read = rm.read_for_follower(
+                    partition, want.fetch_offset, max(budget, 0), min_one_batch=total == 0
+                )
+            except OffsetMovedToTieredStorageError:
+                marks["log_start_offset"] = partition.log.local_log_start_offset
+                code = ErrorCode.OFFSET_OUT_OF_RANGE
+                out.append((want, _partition_response(want.partition, code, **marks)))
+                errored = True
+                continue
+            except KafkaApiError as exc:
+                out.append((want, _partition_response(want.partition, exc.code, **marks)))
+                errored = True
+                continue
+            if read.size:
+                records = list(read.slices)
+                total += read.size
+                remaining -= read.size
+        out.append(
+            (want, _partition_response(want.partition, ErrorCode.NONE, records=records, **marks))
+        )
+    return out, total, errored
+
+
 def _aborted(
     partition: Partition, fetch_offset: int, result: LogReadResult, lso: int
 ) -> list[dict[str, int]]:
@@ -197,11 +321,13 @@ def _group_by_topic(
     return topics
 
 
-def _upper(ctx: BrokerContext, want: _Wanted, isolation_level: int) -> int:
+def _upper(ctx: BrokerContext, want: _Wanted, isolation_level: int, follower: bool) -> int:
     """The readable end of a partition, or -1 when it is gone or not led here."""
     partition = ctx.replica_manager.partitions.get((want.topic, want.partition))
     if partition is None or not partition.is_leader:
         return -1
+    if follower:
+        return partition.log_end_offset
     return partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
 
 
@@ -217,11 +343,19 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
             "responses": [],
         }
     wanted = _wanted_partitions(ctx, body, version)
-    isolation_level = body.get("isolation_level", 0)
+    replica = _replica_of(body, version)
+    isolation_level = 0 if replica is not None else body.get("isolation_level", 0)
     max_bytes = body.get("max_bytes", 0x7FFFFFFF)
     min_bytes = body["min_bytes"]
     max_wait_s = max(body["max_wait_ms"], 0) / 1000.0
-    results, total, errored = await _read_once(ctx, wanted, max_bytes, isolation_level, by_id)
+
+    async def read_once() -> tuple[list[tuple[_Wanted, dict[str, Any]]], int, bool]:
+        if replica is not None:
+            return _read_follower_once(ctx, wanted, max_bytes, replica, by_id)
+        return await _read_once(ctx, wanted, max_bytes, isolation_level, by_id)
+
+    follower = replica is not None
+    results, total, errored = await read_once()
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_s
     while total < max(min_bytes, 1) and not errored and wanted:
@@ -230,16 +364,16 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
             break
         keys = [(w.topic, w.partition) for w in wanted]
         # Wake when any partition's readable end moves past what the last read saw.
-        seen = [_upper(ctx, w, isolation_level) for w in wanted]
+        seen = [_upper(ctx, w, isolation_level, follower) for w in wanted]
 
         def has_new_data(seen: list[int] = seen) -> bool:
             return any(
-                _upper(ctx, w, isolation_level) != mark
+                _upper(ctx, w, isolation_level, follower) != mark
                 for w, mark in zip(wanted, seen, strict=True)
             )
 
         woke = await ctx.replica_manager.fetch_waiters.wait_until(keys, has_new_data, remaining)
-        results, total, errored = await _read_once(ctx, wanted, max_bytes, isolation_level, by_id)
+        results, total, errored = await read_once()
         if not woke:
             break
     return {

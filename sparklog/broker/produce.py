@@ -11,11 +11,19 @@ stable offset until the coordinator's marker closes it.
 
 The records blob is never decoded: the log validates batch headers and CRCs and assigns offsets
 in place, so a frame's bytes go to the segment file as received.
+
+``acks=all`` waits, up to the request's ``timeout_ms``, until the partition's HW covers the
+batches (see :meth:`~sparklog.broker.replica_manager.ReplicaManager.append`): NOT_ENOUGH_REPLICAS
+before appending when the ISR is under min ISR, NOT_ENOUGH_REPLICAS_AFTER_APPEND or
+REQUEST_TIMED_OUT after. Partitions are appended one after the other in request order and
+their waits overlap.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 from sparklog.broker.context import BrokerContext
@@ -38,12 +46,46 @@ def _error_partition(index: int, code: int, message: str | None = None) -> dict[
     }
 
 
+async def _produce_partition(
+    ctx: BrokerContext, name: str, pdata: dict[str, Any], acks: int, timeout_ms: int
+) -> dict[str, Any]:
+    index = pdata["index"]
+    records = pdata["records"]
+    if records is None or len(records) == 0:
+        return _error_partition(index, ErrorCode.INVALID_RECORD, "Produce request has no records")
+    try:
+        writable = records if not records.readonly else bytearray(records)
+        outcome = await ctx.replica_manager.append(name, index, writable, acks, timeout_ms)
+    except KafkaApiError as exc:
+        return _error_partition(index, exc.code, exc.message)
+    except Exception as exc:  # storage errors carry a Kafka error code
+        code = getattr(exc, "error_code", None)
+        if code is None:
+            log.exception("append to %s-%d failed", name, index)
+            code = ErrorCode.KAFKA_STORAGE_ERROR
+        return _error_partition(index, code, str(exc))
+    return {
+        "index": index,
+        "error_code": 0,
+        "base_offset": outcome.base_offset,
+        "log_append_time_ms": outcome.log_append_time_ms,
+        "log_start_offset": outcome.log_start_offset,
+    }
+
+
+async def _done(response: dict[str, Any]) -> dict[str, Any]:
+    return response
+
+
 async def handle_produce(ctx: BrokerContext, request: Request) -> dict[str, Any] | None:
     body = request.body
     version = request.header.api_version
     acks = body["acks"]
+    timeout_ms = int(body.get("timeout_ms", 30_000))
     by_id = version >= 13
-    responses: list[dict[str, Any]] = []
+    # Every partition is appended at once, then acks=all waits run side by side, so a request
+    # waits for its slowest partition, not for the sum of them (Kafka's DelayedProduce).
+    pending: list[tuple[dict[str, Any], list[Awaitable[dict[str, Any]]]]] = []
     for topic in body["topic_data"]:
         name = topic["name"]
         unknown_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -51,52 +93,23 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> dict[str, Any]
             resolved = ctx.topic_name(topic["topic_id"])
             unknown_code = ErrorCode.UNKNOWN_TOPIC_ID
             name = resolved or ""
-        partitions: list[dict[str, Any]] = []
+        partitions: list[Awaitable[dict[str, Any]]] = []
         for pdata in topic["partition_data"]:
             index = pdata["index"]
             if acks not in _ACKS:
-                partitions.append(_error_partition(index, ErrorCode.INVALID_REQUIRED_ACKS))
-                continue
-            records = pdata["records"]
-            if not name:
-                partitions.append(_error_partition(index, unknown_code))
-                continue
-            if records is None or len(records) == 0:
+                partitions.append(_done(_error_partition(index, ErrorCode.INVALID_REQUIRED_ACKS)))
+            elif not name:
+                partitions.append(_done(_error_partition(index, unknown_code)))
+            else:
                 partitions.append(
-                    _error_partition(
-                        index, ErrorCode.INVALID_RECORD, "Produce request has no records"
-                    )
+                    asyncio.ensure_future(_produce_partition(ctx, name, pdata, acks, timeout_ms))
                 )
-                continue
-            try:
-                writable = records if not records.readonly else bytearray(records)
-                outcome = await ctx.replica_manager.append(name, index, writable, acks)
-            except KafkaApiError as exc:
-                partitions.append(_error_partition(index, exc.code, exc.message))
-                continue
-            except Exception as exc:  # storage errors carry a Kafka error code
-                code = getattr(exc, "error_code", None)
-                if code is None:
-                    log.exception("append to %s-%d failed", name, index)
-                    code = ErrorCode.KAFKA_STORAGE_ERROR
-                partitions.append(_error_partition(index, code, str(exc)))
-                continue
-            partitions.append(
-                {
-                    "index": index,
-                    "error_code": 0,
-                    "base_offset": outcome.base_offset,
-                    "log_append_time_ms": outcome.log_append_time_ms,
-                    "log_start_offset": outcome.log_start_offset,
-                }
-            )
-        responses.append(
-            {
-                "name": topic["name"],
-                "topic_id": topic.get("topic_id"),
-                "partition_responses": partitions,
-            }
-        )
+        header = {"name": topic["name"], "topic_id": topic.get("topic_id")}
+        pending.append((header, partitions))
+    responses: list[dict[str, Any]] = []
+    for header, partitions in pending:
+        header["partition_responses"] = list(await asyncio.gather(*partitions))
+        responses.append(header)
     if acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0}

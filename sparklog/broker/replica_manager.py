@@ -1,10 +1,21 @@
 """The replica manager: the partitions this broker hosts, and appends and reads on them.
 
 It is a metadata publisher: each new metadata image creates the logs of partitions assigned to
-this broker, drops the logs of deleted topics and applies leader/ISR changes. Request handlers
-call :meth:`append` and :meth:`read`; both work on bytes and file slices only, never on
-individual records. Appends and transaction markers (:meth:`append_control_marker`, which can
-move the last stable offset) wake parked fetches through ``fetch_waiters``.
+this broker, drops the logs of deleted topics and applies leader/ISR changes (the partitions we
+start following go to the replica fetchers, see :mod:`sparklog.broker.replica_fetcher`).
+Request handlers call :meth:`append` and :meth:`read`; both work on bytes and file slices only,
+never on individual records. Appends and transaction markers (:meth:`append_control_marker`,
+which can move the last stable offset) wake parked fetches through ``fetch_waiters``.
+
+Replication (seed 004): follower fetches go through :meth:`follower_fetch` (the leader core
+validates them, tracks the follower and may move the HW or propose an ISR expansion);
+:meth:`maybe_shrink_isr` runs periodically; ISR changes go to the controller through
+``isr_sender`` (:mod:`sparklog.broker.alter_partition_sender`). An ``acks=all`` append (and a
+transaction marker) is refused with NOT_ENOUGH_REPLICAS when the ISR is under min ISR, and
+otherwise parks in ``produce_waiters`` until the HW covers it (NONE, or
+NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank under min ISR meanwhile), leadership is
+lost (NOT_LEADER_OR_FOLLOWER) or its timeout passes (REQUEST_TIMED_OUT). Every HW move wakes
+both purgatories.
 
 fsyncs never run on the event loop: when ``flush.messages`` asks for one after an append, or
 ``flush.ms`` at the scheduler's tick, the fsyncs run on a dedicated flusher thread while the
@@ -15,15 +26,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from sparklog.broker.partition import Partition, PartitionState
+from sparklog.broker.partition import Partition, PartitionState, RoleChange
 from sparklog.broker.purgatory import DelayedOperations
 from sparklog.metadata.delta import MetadataDelta
 from sparklog.metadata.image import MetadataImage
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.replication.leader import DEFAULT_REPLICA_LAG_TIME_MAX_MS
+from sparklog.replication.messages import (
+    AlterPartitionProposal,
+    BrokerStatus,
+    FollowerFetch,
+    FollowerFetchResult,
+)
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
 from sparklog.storage.manager import LogManager
@@ -32,6 +51,23 @@ from sparklog.storage.slices import LogReadResult
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
+# (partition, proposal) -> queue the AlterPartition for the controller
+IsrSender = Callable[[Partition, AlterPartitionProposal], None]
+# (partitions we now follow, partitions we no longer follow)
+FollowerListener = Callable[[list[Partition], list[TopicPartition]], None]
+
+DEFAULT_ACKS_TIMEOUT_MS = 30_000
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def brokers_of(image: MetadataImage) -> dict[int, BrokerStatus]:
+    return {
+        broker_id: BrokerStatus(broker_id, reg.epoch, reg.fenced, reg.in_controlled_shutdown)
+        for broker_id, reg in image.cluster.brokers.items()
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,21 +84,37 @@ class ReplicaManager:
         log_manager: LogManager,
         default_config: LogConfig,
         producer_id_expiration_ms: int = 86_400_000,
+        *,
+        replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS,
     ) -> None:
         self.broker_id = broker_id
         self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.log_manager = log_manager
         self.default_config = default_config
         self.partitions: dict[TopicPartition, Partition] = {}
         self.fetch_waiters = DelayedOperations()
+        self.produce_waiters = DelayedOperations()
         self.image: MetadataImage | None = None
+        self.broker_epoch: Callable[[], int] = lambda: -1
+        self.isr_sender: IsrSender | None = None
+        self.follower_listener: FollowerListener | None = None
+        # Kafka's IsrExpandsPerSec / IsrShrinksPerSec / FailedIsrUpdatesPerSec, as counts.
+        self.isr_expands = 0
+        self.isr_shrinks = 0
+        self.failed_isr_updates = 0
         self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-flusher")
 
     # -- metadata publisher -----------------------------------------------------------------
     def publish(self, delta: MetadataDelta, image: MetadataImage) -> None:
         """Make the hosted partitions match ``image`` (create, reconfigure, delete)."""
         self.image = image
+        now = _now_ms()
+        brokers = brokers_of(image)
+        broker_epoch = self.broker_epoch()
         live: set[TopicPartition] = set()
+        followed: list[Partition] = []
+        unfollowed: list[TopicPartition] = []
         for topic in image.topics.by_name.values():
             config = self.topic_config(topic.name, image)
             for index, registration in topic.partitions.items():
@@ -77,19 +129,37 @@ class ReplicaManager:
                     partition = self._open(topic.name, index, topic.topic_id, config)
                 elif partition.log.config != config:
                     partition.log.update_config(config)
-                partition.apply_state(
+                partition.local_broker_epoch = broker_epoch
+                was_follower = partition.follower_core is not None
+                change = partition.apply_state(
                     PartitionState(
                         leader=registration.leader,
                         leader_epoch=registration.leader_epoch,
                         partition_epoch=registration.partition_epoch,
                         replicas=tuple(registration.replicas),
                         isr=tuple(registration.isr),
-                    )
+                    ),
+                    now,
+                    brokers,
                 )
-                self.fetch_waiters.notify(tp)
+                if change is RoleChange.FOLLOWER:
+                    followed.append(partition)
+                elif change is RoleChange.LEADER and was_follower:
+                    unfollowed.append(tp)
+                core = partition.leader_core
+                if core is not None:
+                    # Fencing and broker epochs change without any partition change.
+                    core.update_brokers(brokers)
+                    core.local_broker_epoch = broker_epoch
+                    partition.maybe_advance_hw(now)
+                self._wake(tp)
         for tp in list(self.partitions):
             if tp not in live:
+                if self.partitions[tp].follower_core is not None:
+                    unfollowed.append(tp)
                 self._drop(tp)
+        if self.follower_listener is not None and (followed or unfollowed):
+            self.follower_listener(followed, unfollowed)
 
     def topic_config(self, topic: str, image: MetadataImage) -> LogConfig:
         overrides = image.configs.topic_config(topic)
@@ -108,7 +178,14 @@ class ReplicaManager:
         plog.producer_state.expiration_ms = self.producer_id_expiration_ms
         if existing is not None and existing.config != config:
             existing.update_config(config)
-        partition = Partition(topic, index, topic_id, plog, self.broker_id)
+        partition = Partition(
+            topic,
+            index,
+            topic_id,
+            plog,
+            self.broker_id,
+            replica_lag_time_max_ms=self.replica_lag_time_max_ms,
+        )
         self.partitions[(topic, index)] = partition
         log.info("Created partition %s-%d (log end offset %d)", topic, index, plog.log_end_offset)
         return partition
@@ -116,8 +193,13 @@ class ReplicaManager:
     def _drop(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
         self.log_manager.delete_log(*tp)
-        self.fetch_waiters.notify(tp)
+        self._wake(tp)
         log.info("Deleted partition %s-%d", *tp)
+
+    def _wake(self, tp: TopicPartition) -> None:
+        """The HW, the LEO or the leadership of ``tp`` may have moved: re-check its waiters."""
+        self.fetch_waiters.notify(tp)
+        self.produce_waiters.notify(tp)
 
     # -- lookups ------------------------------------------------------------------------------
     def partition(self, topic: str, index: int) -> Partition:
@@ -139,32 +221,81 @@ class ReplicaManager:
 
     # -- data path --------------------------------------------------------------------------
     async def append(
-        self, topic: str, index: int, records: bytearray | memoryview, required_acks: int
+        self,
+        topic: str,
+        index: int,
+        records: bytearray | memoryview,
+        required_acks: int,
+        timeout_ms: int = DEFAULT_ACKS_TIMEOUT_MS,
     ) -> AppendOutcome:
         """Append a produce request's batches for one partition as the leader.
 
-        ``records`` must be writable: offsets and the leader epoch are assigned in place.
+        ``records`` must be writable: offsets and the leader epoch are assigned in place. With
+        ``required_acks == -1`` it returns once the HW covers the batches (see the module
+        docstring for the errors it raises instead).
         """
         partition = self.leader_partition(topic, index)
-        if (
-            required_acks == -1
-            and len(partition.state.isr) < partition.log.config.min_insync_replicas
-        ):
-            raise KafkaApiError(
-                ErrorCode.NOT_ENOUGH_REPLICAS,
-                f"The size of the current ISR {len(partition.state.isr)} is insufficient to "
-                f"satisfy the min.isr requirement of {partition.log.config.min_insync_replicas}",
-            )
+        if required_acks == -1:
+            self._check_enough_isr(partition)
         result = partition.log.append_as_leader(records, partition.leader_epoch, from_client=True)
         partition.maybe_advance_hw()
-        self.fetch_waiters.notify((topic, index))
+        self._wake((topic, index))
         if partition.log.needs_flush:
             await self.flush(partition.log)
+        if required_acks == -1 and result.last_offset >= 0:
+            await self.wait_for_replication(partition, result.last_offset + 1, timeout_ms)
         return AppendOutcome(
             base_offset=result.first_offset,
             log_append_time_ms=result.log_append_time,
             log_start_offset=partition.log_start_offset,
         )
+
+    @staticmethod
+    def _check_enough_isr(partition: Partition) -> None:
+        core = partition.leader_core
+        if core is None:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "not the leader")
+        core.min_insync_replicas = partition.min_insync_replicas
+        if core.is_under_min_isr:
+            raise KafkaApiError(
+                ErrorCode.NOT_ENOUGH_REPLICAS,
+                f"The size of the current ISR {sorted(core.isr)} is insufficient to satisfy "
+                f"the min.isr requirement of {core.effective_min_isr} for partition "
+                f"{partition.topic}-{partition.index}",
+            )
+
+    async def wait_for_replication(
+        self, partition: Partition, required_offset: int, timeout_ms: int
+    ) -> None:
+        """Park until the HW reaches ``required_offset`` (Kafka's DelayedProduce)."""
+        tp = (partition.topic, partition.index)
+        epoch = partition.leader_epoch
+
+        def settled() -> bool:
+            core = partition.leader_core
+            if self.partitions.get(tp) is not partition or core is None:
+                return True
+            if partition.leader_epoch != epoch:
+                return True
+            return core.check_enough_replicas(required_offset)[0]
+
+        await self.produce_waiters.wait_until([tp], settled, max(timeout_ms, 0) / 1000.0)
+        core = partition.leader_core
+        if self.partitions.get(tp) is not partition or core is None:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "leadership moved")
+        done, error = core.check_enough_replicas(required_offset)
+        if not done:
+            raise KafkaApiError(
+                ErrorCode.REQUEST_TIMED_OUT,
+                f"The ISR of {partition.topic}-{partition.index} did not replicate offset "
+                f"{required_offset - 1} within {timeout_ms} ms",
+            )
+        if error:
+            raise KafkaApiError(
+                ErrorCode(error),
+                f"The ISR of {partition.topic}-{partition.index} shrank below "
+                f"{core.effective_min_isr} after the append",
+            )
 
     async def append_control_marker(
         self,
@@ -174,24 +305,21 @@ class ReplicaManager:
         producer_epoch: int,
         coordinator_epoch: int,
         committed: bool,
+        timeout_ms: int = DEFAULT_ACKS_TIMEOUT_MS,
     ) -> int:
         """Write a COMMIT/ABORT marker as the leader, with the guarantees of an ``acks=all``
-        produce on this node (the ISR is checked, the flush policy honoured); its offset."""
+        produce (min ISR checked, the flush policy honoured, the HW awaited); its offset."""
         partition = self.leader_partition(topic, index)
         plog = partition.log
-        if len(partition.state.isr) < plog.config.min_insync_replicas:
-            raise KafkaApiError(
-                ErrorCode.NOT_ENOUGH_REPLICAS,
-                f"The size of the current ISR {len(partition.state.isr)} is insufficient to "
-                f"satisfy the min.isr requirement of {plog.config.min_insync_replicas}",
-            )
+        self._check_enough_isr(partition)
         offset = plog.append_control_marker(
             producer_id, producer_epoch, coordinator_epoch, committed, partition.leader_epoch
         )
         partition.maybe_advance_hw()
-        self.fetch_waiters.notify((topic, index))
+        self._wake((topic, index))
         if plog.needs_flush:
             await self.flush(plog)
+        await self.wait_for_replication(partition, offset + 1, timeout_ms)
         return offset
 
     def read(
@@ -206,6 +334,71 @@ class ReplicaManager:
         """Read batches from ``fetch_offset`` up to the HW (or LSO for read_committed)."""
         upper = partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
         return partition.log.read(fetch_offset, max_bytes, upper, min_one_batch)
+
+    # -- replication ------------------------------------------------------------------------
+    def follower_fetch(self, partition: Partition, fetch: FollowerFetch) -> FollowerFetchResult:
+        """Account one partition of a follower's Fetch (the partition must be led here)."""
+        core = partition.leader_core
+        if core is None:
+            raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "not the leader")
+        core.min_insync_replicas = partition.min_insync_replicas
+        result = core.on_follower_fetch(fetch, _now_ms())
+        if result.proposal is not None:
+            self._send_isr_change(partition, result.proposal)
+        if result.hw_changed:
+            self._wake((partition.topic, partition.index))
+        return result
+
+    def read_for_follower(
+        self, partition: Partition, fetch_offset: int, max_bytes: int, min_one_batch: bool
+    ) -> LogReadResult:
+        """A follower reads up to the LEO, not the HW."""
+        plog = partition.log
+        return plog.read(fetch_offset, max_bytes, plog.log_end_offset, min_one_batch)
+
+    def maybe_shrink_isr(self, now_ms: int | None = None) -> int:
+        """Propose dropping lagging followers from the ISR of every partition we lead."""
+        now = _now_ms() if now_ms is None else now_ms
+        proposed = 0
+        for partition in list(self.partitions.values()):
+            core = partition.leader_core
+            if core is None:
+                continue
+            proposal = core.maybe_shrink_isr(now)
+            if proposal is not None:
+                proposed += 1
+                log.info(
+                    "Shrinking ISR of %s-%d from %s to %s (leader LEO %d, HW %d)",
+                    partition.topic,
+                    partition.index,
+                    sorted(core.isr),
+                    list(proposal.isr_ids),
+                    partition.log_end_offset,
+                    partition.high_watermark,
+                )
+                self._send_isr_change(partition, proposal)
+        return proposed
+
+    def _send_isr_change(self, partition: Partition, proposal: AlterPartitionProposal) -> None:
+        if self.isr_sender is not None:
+            self.isr_sender(partition, proposal)
+
+    def hw_may_have_moved(self, partition: Partition) -> None:
+        """After an ISR change was applied: recompute the HW and wake the waiters."""
+        partition.maybe_advance_hw()
+        self._wake((partition.topic, partition.index))
+
+    @property
+    def leader_count(self) -> int:
+        return sum(1 for p in self.partitions.values() if p.is_leader)
+
+    @property
+    def under_replicated_count(self) -> int:
+        return sum(1 for p in self.partitions.values() if p.is_under_replicated)
+
+    @property
+    def under_min_isr_count(self) -> int:
+        return sum(1 for p in self.partitions.values() if p.is_under_min_isr)
 
     async def flush(self, log: Log, up_to_offset: int | None = None) -> None:
         """fsync ``log`` up to ``up_to_offset`` (default: its end) on the flusher thread."""

@@ -9,6 +9,11 @@
     sparklog metadata-quorum --bootstrap-controller HOST:PORT add-controller --command-config F
     sparklog metadata-quorum --bootstrap-controller HOST:PORT remove-controller --controller-id N \
         --controller-directory-id D
+    sparklog leader-election --bootstrap-server HOST:PORT --election-type PREFERRED|UNCLEAN \
+        (--all-topic-partitions | --topic T --partition P | --path-to-json-file F)
+    sparklog reassign-partitions --bootstrap-server HOST:PORT --reassignment-json-file F \
+        --execute [--additional] | --verify | --cancel
+    sparklog reassign-partitions --bootstrap-server HOST:PORT --list
 
 Every user error (a bad flag, a bad config, an unformatted directory) prints one message that
 says what to fix and exits with status 1; ``--help`` documents every flag.
@@ -21,8 +26,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from sparklog.cli.leader_election_tool import add_leader_election_parser
 from sparklog.cli.metadata_quorum_tool import add_metadata_quorum_parser
 from sparklog.cli.metrics_tool import add_metrics_parser
+from sparklog.cli.reassign_partitions_tool import add_reassign_partitions_parser
 from sparklog.cli.storage_tool import StorageToolError
 from sparklog.cli.tiering_tool import add_tiering_parser
 from sparklog.config import ConfigError, ServerConfig, read_properties_file
@@ -151,6 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_tiering_parser(sub)
     add_metadata_quorum_parser(sub)
     add_metrics_parser(sub)
+    add_leader_election_parser(sub)
+    add_reassign_partitions_parser(sub)
     return parser
 
 

@@ -9,7 +9,8 @@ What a request on a ``controller.listener.names`` listener reaches:
   (``RaftDriver.handle_request``, injected: this package does not import ``net``).
 - BrokerRegistration, BrokerHeartbeat, UnregisterBroker, AllocateProducerIds, AlterPartition
   (sent by partition leaders straight to the controller, never forwarded), CreateTopics,
-  DeleteTopics, CreatePartitions, IncrementalAlterConfigs: the
+  DeleteTopics, CreatePartitions, IncrementalAlterConfigs, ElectLeaders,
+  AlterPartitionReassignments, ListPartitionReassignments: the
   :class:`~sparklog.controller.driver.ControllerDriver`, answered once committed. An inactive
   controller answers NOT_CONTROLLER in the places a Kafka client looks for it (top level, or
   per topic / resource), which the forwarding broker retries elsewhere.
@@ -46,12 +47,18 @@ CREATE_TOPICS: Final = 19
 DELETE_TOPICS: Final = 20
 CREATE_PARTITIONS: Final = 37
 INCREMENTAL_ALTER_CONFIGS: Final = 44
+ELECT_LEADERS: Final = 43
+ALTER_PARTITION_REASSIGNMENTS: Final = 45
+LIST_PARTITION_REASSIGNMENTS: Final = 46
 
 ADMIN_OPERATIONS: Final = {
     CREATE_TOPICS: "create_topics",
     DELETE_TOPICS: "delete_topics",
     CREATE_PARTITIONS: "create_partitions",
     INCREMENTAL_ALTER_CONFIGS: "incremental_alter_configs",
+    ELECT_LEADERS: "elect_leaders",
+    ALTER_PARTITION_REASSIGNMENTS: "alter_partition_reassignments",
+    LIST_PARTITION_REASSIGNMENTS: "list_partition_reassignments",
 }
 LIFECYCLE_KEYS: Final = frozenset(
     {
@@ -114,6 +121,22 @@ def error_body(
                 for r in body.get("resources") or ()
             ],
         }
+    if api_key == ELECT_LEADERS:
+        results = [
+            {
+                "topic": t["topic"],
+                "partition_result": [
+                    {"partition_id": p, "error_code": c, "error_message": message}
+                    for p in t.get("partitions") or ()
+                ],
+            }
+            for t in body.get("topic_partitions") or ()
+        ]
+        return {"throttle_time_ms": 0, "error_code": c, "replica_election_results": results}
+    if api_key == ALTER_PARTITION_REASSIGNMENTS:
+        return {"throttle_time_ms": 0, "error_code": c, "error_message": message, "responses": []}
+    if api_key == LIST_PARTITION_REASSIGNMENTS:
+        return {"throttle_time_ms": 0, "error_code": c, "error_message": message, "topics": []}
     return {"throttle_time_ms": 0, "error_code": c, "error_message": message}
 
 

@@ -14,10 +14,12 @@ Rules, as in Kafka's ``BrokerHeartbeatManager`` and ``ReplicationControlManager`
   controller starts every broker's lease afresh (it cannot know when the old one last heard).
 - A registration with a new incarnation id is refused (DUPLICATE_BROKER_REGISTRATION) while
   the old incarnation is unfenced and has heartbeated to this controller within the session.
-- Fencing, a controlled shutdown or a re-registration moves leaderships off the broker: the new
-  leader is the first replica (in assignment order) in the ISR that is unfenced and not
-  shutting down; the broker leaves the ISR when others remain. With nobody eligible the
-  partition is offline (leader -1) and keeps its ISR, so the broker leads again once unfenced.
+- Fencing, a controlled shutdown or a re-registration moves leaderships off the broker and
+  takes it out of the ISRs, through the partition change builder (see
+  :mod:`sparklog.controller.replication_control`): the new leader is the first replica (in
+  assignment order) in the ISR that is unfenced and not shutting down. Without ELR, the last
+  ISR member stays in the ISR of a partition left offline (leader -1), so it leads again once
+  unfenced; with ELR it moves to the ELR when the ISR falls below min.insync.replicas.
 - Controlled shutdown: the first ``want_shut_down`` heartbeat of an active broker records
   ``in_controlled_shutdown`` (PENDING_CONTROLLED_SHUTDOWN) and moves its leaderships; the next
   one, when it leads nothing, fences it and answers ``should_shut_down``.
@@ -29,7 +31,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparklog.metadata.image import MetadataImage, PartitionRegistration
+from sparklog.controller.replication_control import (
+    ReplicationContext,
+    elect_for_unfenced,
+    remove_broker_from_isrs,
+)
+from sparklog.metadata.image import MetadataImage
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.protocol.errors import ErrorCode
 
@@ -86,61 +93,15 @@ def _change(broker_id: int, epoch: int, fenced: int, shutdown: int = 0) -> Metad
     )
 
 
-def _eligible(image: MetadataImage, excluded: frozenset[int]) -> set[int]:
-    return {
-        b.broker_id
-        for b in image.cluster.brokers.values()
-        if not b.fenced and not b.in_controlled_shutdown and b.broker_id not in excluded
-    }
+def move_leaderships(ctx: ReplicationContext, broker_id: int) -> list[MetadataRecord]:
+    """Records taking ``broker_id`` out of leadership and out of the ISRs (see
+    :func:`~sparklog.controller.replication_control.remove_broker_from_isrs`)."""
+    return remove_broker_from_isrs(ctx, broker_id)
 
 
-def _partition_change(
-    topic_id: bytes, partition_id: int, changes: Mapping[str, Any]
-) -> MetadataRecord:
-    return make_record(
-        "PartitionChangeRecord", {"topic_id": topic_id, "partition_id": partition_id, **changes}
-    )
-
-
-def move_leaderships(image: MetadataImage, broker_id: int) -> list[MetadataRecord]:
-    """Records taking ``broker_id`` out of leadership and (where others remain) the ISR."""
-    eligible = _eligible(image, frozenset({broker_id}))
-    records = []
-    for topic in image.topics.by_id.values():
-        for partition_id, partition in sorted(topic.partitions.items()):
-            if broker_id not in partition.replicas and partition.leader != broker_id:
-                continue
-            changes = _without(partition, broker_id, eligible)
-            if changes:
-                records.append(_partition_change(topic.topic_id, partition_id, changes))
-    return records
-
-
-def _without(
-    partition: PartitionRegistration, broker_id: int, eligible: set[int]
-) -> dict[str, Any]:
-    changes: dict[str, Any] = {}
-    isr = [r for r in partition.isr if r != broker_id]
-    if isr and len(isr) != len(partition.isr):
-        changes["isr"] = isr
-    else:
-        isr = list(partition.isr)
-    if partition.leader == broker_id:
-        candidates = [r for r in partition.replicas if r in isr and r in eligible]
-        changes["leader"] = candidates[0] if candidates else -1
-    return changes
-
-
-def elect_offline_leaders(image: MetadataImage, broker_id: int) -> list[MetadataRecord]:
-    """Records making ``broker_id`` (just unfenced) lead its leaderless partitions."""
-    records = []
-    for topic in image.topics.by_id.values():
-        for partition_id, partition in sorted(topic.partitions.items()):
-            if partition.leader == -1 and broker_id in partition.isr:
-                records.append(
-                    _partition_change(topic.topic_id, partition_id, {"leader": broker_id})
-                )
-    return records
+def elect_offline_leaders(ctx: ReplicationContext, broker_id: int) -> list[MetadataRecord]:
+    """Records making ``broker_id`` (being unfenced) lead the leaderless partitions it may."""
+    return elect_for_unfenced(ctx, broker_id)
 
 
 def leads_anything(image: MetadataImage, broker_id: int) -> bool:
@@ -149,12 +110,12 @@ def leads_anything(image: MetadataImage, broker_id: int) -> bool:
     )
 
 
-def fence_records(image: MetadataImage, broker_id: int) -> list[MetadataRecord]:
+def fence_records(ctx: ReplicationContext, broker_id: int) -> list[MetadataRecord]:
     """Fence ``broker_id`` (lease expired, or asked to) and move its leaderships."""
-    broker = image.cluster.broker(broker_id)
+    broker = ctx.image.cluster.broker(broker_id)
     if broker is None or broker.fenced:
         return []
-    return [_change(broker_id, broker.epoch, 1), *move_leaderships(image, broker_id)]
+    return [_change(broker_id, broker.epoch, 1), *move_leaderships(ctx, broker_id)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,12 +125,13 @@ class HeartbeatOutcome:
 
 
 def heartbeat(
-    image: MetadataImage,
+    ctx: ReplicationContext,
     sessions: BrokerHeartbeats,
     body: Mapping[str, Any],
     now_ms: int,
 ) -> HeartbeatOutcome:
     """Decide a BrokerHeartbeat: renew the lease, maybe (un)fence or shut down the broker."""
+    image = ctx.image
     broker_id = int(body["broker_id"])
     broker = image.cluster.broker(broker_id)
     if broker is None:
@@ -186,16 +148,16 @@ def heartbeat(
             should_shut_down = True
         elif not broker.in_controlled_shutdown:
             records.append(_change(broker_id, broker.epoch, 0, 1))
-            records.extend(move_leaderships(image, broker_id))
+            records.extend(move_leaderships(ctx, broker_id))
         elif not leads_anything(image, broker_id):
             records.append(_change(broker_id, broker.epoch, 1))
             fenced = should_shut_down = True
     elif fenced and caught_up and not body.get("want_fence"):
         records.append(_change(broker_id, broker.epoch, -1))
-        records.extend(elect_offline_leaders(image, broker_id))
+        records.extend(elect_offline_leaders(ctx, broker_id))
         fenced = False
     elif not fenced and body.get("want_fence"):
-        records.extend(fence_records(image, broker_id))
+        records.extend(fence_records(ctx, broker_id))
         fenced = True
     response = {
         "throttle_time_ms": 0,

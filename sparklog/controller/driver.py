@@ -16,7 +16,11 @@ them Kafka's write -> commit -> apply discipline on an asyncio loop:
   next election, and only a committed append proves the leadership, as Kafka's activation
   records do). Operations wait for the activation of the current epoch.
 - Only the active controller writes; every other call fails with NOT_CONTROLLER at once.
-- :meth:`run` fences brokers whose lease expired, every ``check_interval_ms``, while active.
+- :meth:`run` fences brokers whose lease expired, every ``check_interval_ms``, while active;
+  every 5 s it elects leaders for offline partitions that may have one (unclean election
+  turned on for their topic), and with ``auto.leader.rebalance.enable`` it runs the preferred
+  leader rebalance every ``leader.imbalance.check.interval.seconds`` (the first one an
+  interval after activation, as Kafka schedules it).
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ from sparklog.raft.client import CommittedBatch, LeaderAndEpoch, RaftClient
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
+
+# How often the active controller looks for offline partitions that may now have a leader.
+OFFLINE_ELECTION_INTERVAL_MS = 5_000
 
 
 def _wall_clock_ms() -> int:
@@ -160,12 +167,23 @@ class ControllerDriver:
     # -- lease expiry -------------------------------------------------------------------------
 
     async def run(self, stopping: asyncio.Event, check_interval_ms: int = 250) -> None:
-        """Fence brokers whose session expired, while this controller is active."""
+        """While this controller is active: fence brokers whose session expired, elect
+        leaders for offline partitions that may have one, and rebalance preferred leaders."""
+        next_offline_ms = next_balance_ms = 0
         while not stopping.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), check_interval_ms / 1000)
             if stopping.is_set() or not self.is_active:
                 continue
+            now = self._clock_ms()
+            if now >= next_offline_ms:
+                next_offline_ms = now + OFFLINE_ELECTION_INTERVAL_MS
+                await self._periodic(self.controller.elect_offline_partitions, "offline elections")
+            controller = self.controller
+            if controller.auto_leader_rebalance and now >= next_balance_ms:
+                if next_balance_ms:
+                    await self._periodic(controller.balance_partition_leaders, "leader rebalance")
+                next_balance_ms = now + controller.imbalance_check_interval_ms
             try:
                 fenced: list[int] = [-1]
                 while fenced and self.is_active:
@@ -179,3 +197,15 @@ class ControllerDriver:
                 log.debug("fencing pass stopped: %s", exc)
             except Exception:
                 log.exception("fencing pass failed")
+
+    async def _periodic(self, op: Callable[[], ControllerResult[int]], what: str) -> None:
+        try:
+            changed = await self.call(op)
+        except KafkaApiError as exc:
+            log.debug("%s stopped: %s", what, exc)
+            return
+        except Exception:
+            log.exception("%s failed", what)
+            return
+        if changed:
+            log.info("Controller %s changed %d partition(s)", what, changed)

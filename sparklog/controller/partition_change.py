@@ -21,17 +21,19 @@ same error codes.
   INVALID_REQUEST; an ISR member that is unregistered, shutting down, fenced, or (v3) whose
   broker epoch differs from its registration (-1 skips that check) -> INELIGIBLE_REPLICA
   (OPERATION_NOT_ATTEMPTED before v2).
-- An accepted change writes one PartitionChangeRecord carrying only what changed (``isr``,
-  ``leader_recovery_state``). Its replay bumps the partition epoch and keeps the leader and
-  leader epoch (every ISR member, leader included, was just checked eligible, so no election
-  happens). A change that changes nothing (same ISR list, same recovery state) answers
-  success with the current state and writes nothing.
+- An accepted change is built by the
+  :class:`~sparklog.controller.partition_change_builder.PartitionChangeBuilder`: one
+  PartitionChangeRecord carrying only what changed (``isr``, ``leader_recovery_state``, the
+  ELR when the ISR falls below min.insync.replicas, and the completion of a reassignment once
+  every adding replica is in the ISR). Its replay bumps the partition epoch; the leader stays
+  (every ISR member, leader included, was just checked eligible) unless completing a
+  reassignment removed it, which answers NEW_LEADER_ELECTED (FENCED_LEADER_EPOCH before v3)
+  with the record written. A change that changes nothing answers success with the current
+  state and writes nothing.
 - The response of a success carries the partition as it will be after replay: leader, leader
   epoch, ISR, recovery state, partition epoch. A partition named twice in one request is judged
   the second time against the state the first entry produced.
 
-Not modelled: eligible leader replicas (KIP-966) and reassignment completion (so
-NEW_LEADER_ELECTED is never answered); no other controller path writes replicas.
 """
 
 from __future__ import annotations
@@ -39,8 +41,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sparklog.controller.configs import TopicConfigPolicy
+from sparklog.controller.replication_control import ReplicationContext
 from sparklog.metadata.image import MetadataImage, PartitionRegistration, TopicImage
-from sparklog.metadata.records import MetadataRecord, make_record
+from sparklog.metadata.records import MetadataRecord
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.kafka_uuid import ZERO_UUID
 
@@ -51,9 +55,13 @@ NO_EPOCH_CHECK = -1
 
 
 def alter_partition(
-    image: MetadataImage, request: Mapping[str, Any], version: int
+    ctx: ReplicationContext | MetadataImage, request: Mapping[str, Any], version: int
 ) -> tuple[list[MetadataRecord], dict[str, Any]]:
-    """Decide an AlterPartition request: (records to append, response body)."""
+    """Decide an AlterPartition request: (records to append, response body). A bare image
+    means the default topic configs."""
+    if isinstance(ctx, MetadataImage):
+        ctx = ReplicationContext(ctx, TopicConfigPolicy())
+    image = ctx.image
     broker_id = int(request["broker_id"])
     sender = image.cluster.broker(broker_id)
     if sender is None or sender.epoch != int(request.get("broker_epoch", -1)):
@@ -83,15 +91,26 @@ def alter_partition(
                 partitions_out.append(_partition_error(index, error))
                 continue
             assert current is not None
-            change = _change(current, new_isr, int(partition_data.get("leader_recovery_state", 0)))
-            if change:
-                record = make_record(
-                    "PartitionChangeRecord",
-                    {"topic_id": topic.topic_id, "partition_id": index, **change},
-                )
+            builder = ctx.builder(topic, index, current, ctx.acceptable())
+            builder.target_isr = [member for member, _ in new_isr]
+            builder.target_recovery_state = int(
+                partition_data.get("leader_recovery_state", RECOVERED)
+            )
+            record = builder.build()
+            if record is not None:
                 records.append(record)
                 current = current.merge(record.data)
                 changed[(topic.topic_id, index)] = current
+                if current.leader != broker_id:
+                    # Completing a reassignment moved the leadership off the sender: it must
+                    # learn the new state from the metadata log before anything else.
+                    code = (
+                        ErrorCode.NEW_LEADER_ELECTED
+                        if version >= 3
+                        else ErrorCode.FENCED_LEADER_EPOCH
+                    )
+                    partitions_out.append(_partition_error(index, code))
+                    continue
             partitions_out.append(
                 {
                     "partition_index": index,
@@ -185,20 +204,6 @@ def _ineligible(image: MetadataImage, new_isr: Sequence[tuple[int, int]]) -> lis
         ):
             ineligible.append(member)
     return ineligible
-
-
-def _change(
-    partition: PartitionRegistration, new_isr: Sequence[tuple[int, int]], recovery: int
-) -> dict[str, Any]:
-    """The PartitionChangeRecord fields that differ from ``partition`` (empty: no change)."""
-    change: dict[str, Any] = {}
-    isr = [member for member, _ in new_isr]
-    # Kafka compares the lists, order included: a reordered ISR is a (harmless) new version.
-    if isr != list(partition.isr):
-        change["isr"] = isr
-    if recovery != partition.leader_recovery_state:
-        change["leader_recovery_state"] = recovery
-    return change
 
 
 def _partition_error(index: int, code: ErrorCode) -> dict[str, Any]:

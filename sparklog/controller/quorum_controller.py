@@ -38,6 +38,18 @@ from sparklog.controller.brokers import (
 )
 from sparklog.controller.configs import TopicConfigPolicy, incremental_alter_configs
 from sparklog.controller.partition_change import alter_partition
+from sparklog.controller.reassignment import (
+    alter_partition_reassignments,
+    list_partition_reassignments,
+)
+from sparklog.controller.replication_control import (
+    ReplicationContext,
+    balance_partition_leaders,
+    elect_leaders,
+    elect_offline_partitions,
+    elr_enabled,
+    remove_broker_from_isrs,
+)
 from sparklog.controller.result import ControllerResult
 from sparklog.controller.topics import (
     TopicDefaults,
@@ -104,7 +116,20 @@ class QuorumController:
         self._image = MetadataImage()
         self._leader = LeaderAndEpoch(-1, 0)
         session_ms = int(config.get("broker.session.timeout.ms")) if config else 9000
+        # Preferred-leader rebalancing (auto.leader.rebalance.enable and friends), run by the
+        # ControllerDriver's periodic task.
+        self.imbalance_percentage = (
+            int(config.get("leader.imbalance.per.broker.percentage")) if config else 10
+        )
+        self.auto_leader_rebalance = (
+            bool(config.get("auto.leader.rebalance.enable")) if config else True
+        )
+        self.imbalance_check_interval_ms = (
+            int(config.get("leader.imbalance.check.interval.seconds")) * 1000 if config else 300_000
+        )
         self.sessions = BrokerHeartbeats(session_ms)
+        self.elections_from_elr = 0
+        self.unclean_elections = 0
         raft.register_listener(self)
 
     # -- state -------------------------------------------------------------------------------
@@ -122,13 +147,40 @@ class QuorumController:
     def defaults(self) -> TopicDefaults:
         return self._defaults
 
+    @property
+    def replication(self) -> ReplicationContext:
+        """The current image with the topic config policy: what leader/ISR decisions read."""
+        return ReplicationContext(self._image, self._defaults.config_policy)
+
     def handle_commit(self, batch: CommittedBatch[MetadataRecord]) -> None:
         delta = MetadataDelta(self._image)
+        count_elections = self.is_active
         for record in batch.records:
+            if count_elections and record.name == "PartitionChangeRecord":
+                self._count_election(delta, record.data)
             delta.replay(record)
         self._image = delta.apply(
             Provenance(batch.last_offset, batch.epoch, batch.append_timestamp)
         )
+
+    def _count_election(self, delta: MetadataDelta, change: Mapping[str, Any]) -> None:
+        """Kafka's ElectionFromEligibleLeaderReplicasPerSec / UncleanLeaderElectionsPerSec,
+        counted on the active controller as its records commit."""
+        leader = int(change.get("leader", -2))
+        if leader < 0:
+            return
+        topic = delta.topics.get(bytes(change["topic_id"]))
+        before = (
+            topic.partition(change["partition_id"])
+            if topic is not None
+            else self._image.topics.get_partition(bytes(change["topic_id"]), change["partition_id"])
+        )
+        if before is None or before.leader == leader:
+            return
+        if leader in before.elr and leader not in before.isr:
+            self.elections_from_elr += 1
+        elif change.get("leader_recovery_state") == 1 and change.get("isr") == [leader]:
+            self.unclean_elections += 1
 
     def handle_load_snapshot(self, snapshot: LoadedSnapshot[MetadataRecord]) -> None:
         """A snapshot replaces the whole image (a restart, or a standby far behind)."""
@@ -255,8 +307,40 @@ class QuorumController:
         self, request: Mapping[str, Any], version: int
     ) -> ControllerResult[dict[str, Any]]:
         """A partition leader's ISR change (see :mod:`sparklog.controller.partition_change`)."""
-        records, response = alter_partition(self._image, request, version)
+        records, response = alter_partition(self.replication, request, version)
         return self._result(records, response)
+
+    def elect_leaders(
+        self, request: Mapping[str, Any], version: int
+    ) -> ControllerResult[dict[str, Any]]:
+        """ElectLeaders (43), PREFERRED or UNCLEAN (see
+        :mod:`sparklog.controller.replication_control`)."""
+        records, response = elect_leaders(self.replication, request, version)
+        return self._result(records, response)
+
+    def alter_partition_reassignments(
+        self, request: Mapping[str, Any], version: int
+    ) -> ControllerResult[dict[str, Any]]:
+        """AlterPartitionReassignments (45), see :mod:`sparklog.controller.reassignment`."""
+        records, response = alter_partition_reassignments(self.replication, request)
+        return self._result(records, response)
+
+    def list_partition_reassignments(
+        self, request: Mapping[str, Any], version: int
+    ) -> ControllerResult[dict[str, Any]]:
+        return self._result((), list_partition_reassignments(self.replication, request))
+
+    def balance_partition_leaders(self) -> ControllerResult[int]:
+        """Preferred elections for the brokers over ``leader.imbalance.per.broker.percentage``
+        (the ``auto.leader.rebalance.enable`` task); the response counts the records."""
+        records = balance_partition_leaders(self.replication, self.imbalance_percentage)
+        return self._result(records, len(records))
+
+    def elect_offline_partitions(self) -> ControllerResult[int]:
+        """Leaders for offline partitions that may have one now (say unclean election was
+        just allowed for their topic); the response counts the records."""
+        records = elect_offline_partitions(self.replication)
+        return self._result(records, len(records))
 
     def register_broker(
         self,
@@ -268,6 +352,7 @@ class QuorumController:
         *,
         log_dirs: Sequence[bytes] = (),
         unfence: bool = True,
+        unclean_shutdown: bool = False,
     ) -> ControllerResult[int]:
         """Register (or re-register) a broker; the response is its new broker epoch.
 
@@ -307,23 +392,26 @@ class QuorumController:
                     {"broker_id": broker_id, "broker_epoch": epoch, "fenced": -1},
                 )
             )
-        if previous is not None and previous.incarnation_id != incarnation_id and not unfence:
+        if previous is not None and unclean_shutdown:
+            # KIP-966: its log may have lost acknowledged records, so it leaves every ISR and
+            # ELR as well as its leaderships.
+            records.extend(
+                remove_broker_from_isrs(self.replication, broker_id, unclean_shutdown=True)
+            )
+        elif previous is not None and previous.incarnation_id != incarnation_id and not unfence:
             # The old incarnation is gone: its leaderships move until the new one unfences.
-            records.extend(move_leaderships(self._image, broker_id))
+            records.extend(move_leaderships(self.replication, broker_id))
         elif previous is not None and previous.incarnation_id != incarnation_id:
+            ctx = self.replication
+            accept = ctx.acceptable(added=frozenset({broker_id}))
             for topic in self._image.topics.by_id.values():
                 for partition_id, partition in sorted(topic.partitions.items()):
                     if partition.leader == broker_id:
-                        records.append(
-                            make_record(
-                                "PartitionChangeRecord",
-                                {
-                                    "partition_id": partition_id,
-                                    "topic_id": topic.topic_id,
-                                    "leader": broker_id,
-                                },
-                            )
-                        )
+                        builder = ctx.builder(topic, partition_id, partition, accept)
+                        builder.bump_leader_epoch = True
+                        record = builder.build()
+                        if record is not None:
+                            records.append(record)
         return self._result(records, epoch)
 
     def allocate_producer_ids(
@@ -397,6 +485,11 @@ class QuorumController:
                 features,
                 log_dirs=[bytes(d) for d in body.get("log_dirs") or ()],
                 unfence=False,
+                unclean_shutdown=(
+                    previous is not None
+                    and elr_enabled(self._image)
+                    and int(body.get("previous_broker_epoch", -1)) != previous.epoch
+                ),
             )
         except KafkaApiError as exc:
             return error(exc.code)
@@ -409,13 +502,13 @@ class QuorumController:
     def broker_heartbeat(
         self, body: Mapping[str, Any], now_ms: int
     ) -> ControllerResult[dict[str, Any]]:
-        outcome = heartbeat(self._image, self.sessions, body, now_ms)
+        outcome = heartbeat(self.replication, self.sessions, body, now_ms)
         return self._result(outcome.records, outcome.response)
 
     def fence_expired_brokers(self, now_ms: int) -> ControllerResult[list[int]]:
         """Fence every broker whose lease ran out (one at a time: each move reads the image)."""
         for broker_id in self.sessions.expired(self._image, now_ms):
-            return self._result(fence_records(self._image, broker_id), [broker_id])
+            return self._result(fence_records(self.replication, broker_id), [broker_id])
         return self._result((), [])
 
     def unregister_broker(self, body: Mapping[str, Any]) -> ControllerResult[dict[str, Any]]:
@@ -430,7 +523,7 @@ class QuorumController:
                     "error_message": f"Broker ID {broker_id} is not currently registered",
                 },
             )
-        records = [*move_leaderships(self._image, broker_id)]
+        records = [*move_leaderships(self.replication, broker_id)]
         records.append(
             make_record(
                 "UnregisterBrokerRecord", {"broker_id": broker_id, "broker_epoch": broker.epoch}

@@ -46,7 +46,12 @@ async def _ensure_internal_topic(ctx: BrokerContext, name: str, prefix: str) -> 
     (``prefix`` "transaction.state.log") from the broker settings, if it does not exist."""
     if name in ctx.image.topics.by_name:
         return
-    live = sum(1 for b in ctx.image.cluster.brokers.values() if not b.fenced)
+    # Brokers that can take a replica now: unfenced and not shutting down (as placement uses).
+    live = sum(
+        1
+        for b in ctx.image.cluster.brokers.values()
+        if not b.fenced and not b.in_controlled_shutdown
+    )
     configured = int(ctx.config.get(f"{prefix}.replication.factor"))
     replication = max(1, min(configured, live))
     if replication < configured:

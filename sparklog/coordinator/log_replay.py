@@ -2,14 +2,17 @@
 
 Both the group coordinator (``__consumer_offsets``) and the transaction coordinator
 (``__transaction_state``) rebuild their state by replaying their partition from the log start
-offset to the high watermark. Contract of :func:`replay_batches`:
+offset to its log end offset when they become its leader (as Kafka's coordinator loader does): a
+new leader's HW may still lag its LEO until the followers fetch again, but everything in a
+leader's log is committed eventually (a leader never truncates its own log), and records the
+previous leader acknowledged sit between the two. Contract of :func:`replay_batches`:
 
 - Batches come in log order, each once, with only its records at or above the offset the read
   that returned them started at (a read may begin inside a batch).
 - A batch that fails to decode is logged and skipped, never raised: one bad batch must not keep
   a coordinator from loading the rest.
-- It stops at the high watermark, or early when a read makes no progress (nothing readable is
-  left below the high watermark), so it always ends.
+- It stops at the log end offset as it was when the replay began, or early when a read makes
+  no progress, so it always ends.
 """
 
 from __future__ import annotations
@@ -34,13 +37,14 @@ def replay_batches(
     *,
     control: bool = True,
 ) -> Iterator[tuple[BatchHeader, list[Record]]]:
-    """The committed batches of ``partition`` (named ``name`` in log lines) with their records;
-    control batches only when ``control`` (otherwise they are passed over undecoded)."""
+    """The batches of ``partition`` (named ``name`` in log lines) with their records; control
+    batches only when ``control`` (otherwise they are passed over undecoded).
+    ``replica_manager`` is kept for the callers' sake; the read goes to the log directly
+    because the replica manager's reads stop at the HW."""
     offset = partition.log_start_offset
-    while offset < partition.high_watermark:
-        result = replica_manager.read(
-            partition, offset, _REPLAY_READ_BYTES, isolation_level=0, min_one_batch=True
-        )
+    end = partition.log_end_offset
+    while offset < end:
+        result = partition.log.read(offset, _REPLAY_READ_BYTES, end, True)
         data = result.read_bytes()
         advanced = offset
         for pos, header in iter_batches(data):

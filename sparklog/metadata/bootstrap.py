@@ -11,6 +11,9 @@ SnapshotFooterRecord. It is written to ``bootstrap.checkpoint.tmp``, fsynced and
 
 Metadata versions: Kafka's ``MetadataVersion`` feature levels for 3.3-IV3 (the oldest a KRaft
 cluster can bootstrap with) to 4.1-IV1; a release version ``X.Y`` means the newest IV of X.Y.
+From 4.1-IV0 on, the bootstrap also finalizes ``eligible.leader.replicas.version=1`` (KIP-966
+is on by default for new clusters from Kafka 4.1, as there); the default release (4.0) leaves
+it off.
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ METADATA_VERSIONS: Final[dict[str, int]] = {
     "4.1-IV1": 27,
 }
 LATEST_PRODUCTION: Final = "4.0-IV3"
+ELR_FEATURE: Final = "eligible.leader.replicas.version"
+# 4.1-IV0: the first release that bootstraps eligible.leader.replicas.version=1.
+ELR_DEFAULT_FROM_LEVEL: Final = 26
 MINIMUM_BOOTSTRAP: Final = "3.3-IV3"
 
 
@@ -100,10 +106,17 @@ class BootstrapMetadata:
     @staticmethod
     def from_release_version(release_version: str | None, source: str) -> BootstrapMetadata:
         level = metadata_version_level(release_version or LATEST_PRODUCTION)
-        record = make_record(
-            "FeatureLevelRecord", {"name": METADATA_VERSION_FEATURE, "feature_level": level}
-        )
-        return BootstrapMetadata((record,), source)
+        records = [
+            make_record(
+                "FeatureLevelRecord", {"name": METADATA_VERSION_FEATURE, "feature_level": level}
+            )
+        ]
+        if level >= ELR_DEFAULT_FROM_LEVEL:
+            # Kafka 4.1 turns eligible leader replicas (KIP-966) on for new clusters.
+            records.append(
+                make_record("FeatureLevelRecord", {"name": ELR_FEATURE, "feature_level": 1})
+            )
+        return BootstrapMetadata(tuple(records), source)
 
 
 def write_bootstrap_checkpoint(directory: str | Path, bootstrap: BootstrapMetadata) -> Path:

@@ -519,6 +519,9 @@ class Log(LogRetention, LogDurability, LogTransactions):
         if offset < 0:
             raise ValueError(f"cannot truncate to negative offset {offset}")
         if offset >= self.log_end_offset:
+            # Nothing to remove, but the epoch cache may hold an entry at the log end that a
+            # leader assigned and never wrote to; a follower must not keep it (Kafka trims too).
+            self.epoch_cache.truncate_from_end(self.log_end_offset)
             return False
         if offset < self._log_start_offset:
             self.truncate_fully_and_start_at(offset)

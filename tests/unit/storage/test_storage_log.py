@@ -301,6 +301,18 @@ def test_truncate_to(open_log: OpenLog) -> None:
     assert log.segments[0].base_offset == 1000
 
 
+def test_truncating_at_the_end_drops_an_epoch_started_there(open_log: OpenLog) -> None:
+    # A leader assigns its epoch's start offset on election; deposed before appending, it
+    # becomes a follower and must not keep that entry (it would diverge from the new leader).
+    log = open_log()
+    fill(log, 2, epoch=1)
+    end = log.log_end_offset
+    log.epoch_cache.assign(7, end)
+    assert not log.truncate_to(end)
+    assert log.epoch_cache.entries == [(1, 0)]
+    assert log.latest_epoch == 1
+
+
 def test_end_offset_for_epoch(open_log: OpenLog) -> None:
     log = open_log()
     fill(log, 2, epoch=1)

@@ -1,0 +1,312 @@
+"""``sparklog reassign-partitions``: kafka-reassign-partitions.sh over the wire (KIP-455).
+
+    sparklog reassign-partitions --bootstrap-server HOST:PORT --reassignment-json-file F \\
+        (--execute [--additional] | --verify | --cancel)
+    sparklog reassign-partitions --bootstrap-server HOST:PORT --list
+
+The file is Kafka's reassignment JSON: ``{"version": 1, "partitions": [{"topic": "t",
+"partition": 0, "replicas": [1, 2, 3]}, ...]}`` (``log_dirs`` is accepted; only ``"any"``).
+
+- ``--execute`` prints the current assignment of those partitions (save it to roll back), then
+  sends AlterPartitionReassignments (45). It refuses while any of them is being reassigned
+  unless ``--additional`` is given.
+- ``--verify`` reports, per partition, whether the reassignment is completed, still in
+  progress, or over with another replica set (ListPartitionReassignments 46 + Metadata).
+- ``--cancel`` cancels the reassignments of the file's partitions (null replicas).
+- ``--list`` shows every reassignment in progress: replicas, adding and removing.
+
+Output follows the Kafka tool. A usage error, a bad file or a refused partition prints what is
+wrong and exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from sparklog.client.connection import KafkaConnection
+from sparklog.protocol.errors import ErrorCode
+
+TopicPartition = tuple[str, int]
+
+
+class ReassignError(Exception):
+    pass
+
+
+def add_reassign_partitions_parser(sub: Any) -> None:
+    parser = sub.add_parser(
+        "reassign-partitions",
+        help="move partition replicas between brokers (kafka-reassign-partitions.sh)",
+        description="Start, verify, cancel and list partition reassignments.",
+    )
+    parser.add_argument("--bootstrap-server", required=True, help="HOST:PORT of a broker")
+    parser.add_argument(
+        "--reassignment-json-file",
+        help='{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}',
+    )
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--execute", action="store_true", help="start the reassignment")
+    action.add_argument("--verify", action="store_true", help="report its progress")
+    action.add_argument("--cancel", action="store_true", help="cancel it")
+    action.add_argument("--list", action="store_true", help="list reassignments in progress")
+    parser.add_argument(
+        "--additional",
+        action="store_true",
+        help="with --execute: start even if some partitions are being reassigned",
+    )
+    parser.set_defaults(run=run_reassign_partitions)
+
+
+def parse_reassignment(text: str, source: str) -> dict[TopicPartition, list[int]]:
+    """Kafka's reassignment JSON -> target replicas per partition, in file order."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReassignError(f"{source} is not valid JSON: {exc}") from None
+    entries = document.get("partitions") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise ReassignError(f'{source}: expected {{"version": 1, "partitions": [...]}}')
+    if not entries:
+        raise ReassignError("Partition reassignment list cannot be empty")
+    targets: dict[TopicPartition, list[int]] = {}
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ReassignError(f"{source}: each partition must be a JSON object")
+        topic, partition, replicas = (
+            entry.get("topic"),
+            entry.get("partition"),
+            entry.get("replicas"),
+        )
+        if not isinstance(topic, str) or not isinstance(partition, int):
+            raise ReassignError(f"{source}: each partition needs a topic and a partition number")
+        if not isinstance(replicas, list) or not all(isinstance(r, int) for r in replicas):
+            raise ReassignError(f"{source}: {topic}-{partition} needs a list of broker ids")
+        if len(set(replicas)) != len(replicas):
+            raise ReassignError(
+                f"Partition replica lists may not contain duplicate entries: {topic}-{partition} "
+                f"contains {','.join(map(str, replicas))}"
+            )
+        log_dirs = entry.get("log_dirs")
+        if log_dirs is not None and (
+            not isinstance(log_dirs, list)
+            or len(log_dirs) != len(replicas)
+            or any(d != "any" for d in log_dirs)
+        ):
+            raise ReassignError(
+                f'{topic}-{partition}: log_dirs must list "any" once per replica '
+                "(moving replicas between log directories is not supported)"
+            )
+        key = (topic, partition)
+        if key in targets:
+            raise ReassignError(
+                f"Partition reassignment contained duplicate topic partitions: {topic}-{partition}"
+            )
+        targets[key] = list(replicas)
+    return targets
+
+
+def _error(code: int, message: str | None) -> str:
+    name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+    return f"{name}: {message}" if message else name
+
+
+def _by_topic(partitions: list[TopicPartition]) -> dict[str, list[int]]:
+    grouped: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        grouped.setdefault(topic, []).append(partition)
+    return grouped
+
+
+def current_replicas(
+    conn: KafkaConnection, partitions: list[TopicPartition]
+) -> dict[TopicPartition, list[int]]:
+    """Replica lists from Metadata; a missing topic or partition is an error, as in Kafka."""
+    topics = sorted({t for t, _ in partitions})
+    metadata = conn.request(
+        "Metadata",
+        {
+            "topics": [{"name": t} for t in topics],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        },
+    )
+    found: dict[TopicPartition, list[int]] = {}
+    for topic in metadata["topics"]:
+        if topic["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            raise ReassignError(f"Topic {topic['name']} not found")
+        for p in topic["partitions"]:
+            found[(topic["name"], p["partition_index"])] = list(p["replica_nodes"])
+    for topic_name, partition in partitions:
+        if (topic_name, partition) not in found:
+            raise ReassignError(f"Unable to find partition: {topic_name}-{partition}")
+    return found
+
+
+def ongoing(
+    conn: KafkaConnection, partitions: list[TopicPartition] | None
+) -> dict[TopicPartition, dict[str, list[int]]]:
+    response = conn.request(
+        "ListPartitionReassignments",
+        {
+            "timeout_ms": 30000,
+            "topics": (
+                None
+                if partitions is None
+                else [
+                    {"name": t, "partition_indexes": ps} for t, ps in _by_topic(partitions).items()
+                ]
+            ),
+        },
+    )
+    if response["error_code"]:
+        raise ReassignError(_error(response["error_code"], response.get("error_message")))
+    return {
+        (topic["name"], p["partition_index"]): {
+            "replicas": list(p["replicas"]),
+            "adding": list(p["adding_replicas"]),
+            "removing": list(p["removing_replicas"]),
+        }
+        for topic in response["topics"]
+        for p in topic["partitions"]
+    }
+
+
+def alter(conn: KafkaConnection, targets: dict[TopicPartition, list[int] | None]) -> list[str]:
+    """Send AlterPartitionReassignments; the ``t-p: reason`` of every refused partition."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), replicas in targets.items():
+        grouped.setdefault(topic, []).append({"partition_index": partition, "replicas": replicas})
+    response = conn.request(
+        "AlterPartitionReassignments",
+        {
+            "timeout_ms": 30000,
+            "topics": [{"name": t, "partitions": ps} for t, ps in grouped.items()],
+        },
+    )
+    if response["error_code"]:
+        raise ReassignError(_error(response["error_code"], response.get("error_message")))
+    return [
+        f"{topic['name']}-{p['partition_index']}: {_error(p['error_code'], p.get('error_message'))}"
+        for topic in response["responses"]
+        for p in topic["partitions"]
+        if p["error_code"]
+    ]
+
+
+def _assignment_json(assignment: dict[TopicPartition, list[int]]) -> str:
+    partitions = [
+        {"topic": t, "partition": p, "replicas": r, "log_dirs": ["any"] * len(r)}
+        for (t, p), r in sorted(assignment.items())
+    ]
+    return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":"))
+
+
+def _names(partitions: list[TopicPartition]) -> str:
+    return ",".join(f"{t}-{p}" for t, p in partitions)
+
+
+def execute(
+    conn: KafkaConnection, targets: dict[TopicPartition, list[int]], additional: bool
+) -> None:
+    partitions = list(targets)
+    current = current_replicas(conn, partitions)
+    if not additional and ongoing(conn, None):
+        raise ReassignError(
+            "Cannot execute because there is an existing partition assignment. Use --additional "
+            "to override this and create a new partition assignment in addition to the "
+            "existing one."
+        )
+    print("Current partition replica assignment\n")
+    print(_assignment_json({tp: current[tp] for tp in partitions}))
+    print("\nSave this to use as the --reassignment-json-file option during rollback")
+    refused = alter(conn, dict(targets))
+    if refused:
+        raise ReassignError("Error reassigning partition(s):\n" + "\n".join(refused))
+    print(f"Successfully started partition reassignment(s) for {_names(partitions)}")
+
+
+def verify(conn: KafkaConnection, targets: dict[TopicPartition, list[int]]) -> None:
+    partitions = list(targets)
+    in_progress = ongoing(conn, partitions)
+    current = current_replicas(conn, partitions)
+    print("Status of partition reassignment:")
+    for topic, partition in partitions:
+        name = f"{topic}-{partition}"
+        if (topic, partition) in in_progress:
+            print(f"Reassignment of partition {name} is still in progress.")
+        elif current[(topic, partition)] == targets[(topic, partition)]:
+            print(f"Reassignment of partition {name} is completed.")
+        else:
+            have = ",".join(map(str, current[(topic, partition)]))
+            want = ",".join(map(str, targets[(topic, partition)]))
+            print(
+                f"There is no active reassignment of partition {name}, but replica set is "
+                f"{have} rather than {want}."
+            )
+
+
+def cancel(conn: KafkaConnection, targets: dict[TopicPartition, list[int]]) -> None:
+    partitions = list(targets)
+    refused = alter(conn, {tp: None for tp in partitions})
+    if refused:
+        raise ReassignError("Error cancelling partition reassignment(s):\n" + "\n".join(refused))
+    print(f"Successfully cancelled partition reassignment(s) for: {_names(partitions)}")
+
+
+def list_reassignments(conn: KafkaConnection) -> None:
+    in_progress = ongoing(conn, None)
+    if not in_progress:
+        print("No partition reassignments found.")
+        return
+    print("Current partition reassignments:")
+    for (topic, partition), state in sorted(in_progress.items()):
+        print(
+            f"{topic}-{partition}: replicas: {','.join(map(str, state['replicas']))}. "
+            f"adding: {','.join(map(str, state['adding']))}. "
+            f"removing: {','.join(map(str, state['removing']))}."
+        )
+
+
+def run_reassign_partitions(args: argparse.Namespace) -> int:
+    try:
+        if not (args.execute or args.verify or args.cancel or args.list):
+            raise ReassignError(
+                "Command must include exactly one action: --execute, --verify, --cancel, --list"
+            )
+        if args.additional and not args.execute:
+            raise ReassignError("--additional is only valid with --execute")
+        targets: dict[TopicPartition, list[int]] = {}
+        if not args.list:
+            if not args.reassignment_json_file:
+                raise ReassignError("Missing required argument --reassignment-json-file")
+            try:
+                with open(args.reassignment_json_file, encoding="utf-8") as handle:
+                    text = handle.read()
+            except OSError as exc:
+                raise ReassignError(
+                    f"Cannot read {args.reassignment_json_file}: {exc.strerror or exc}"
+                ) from None
+            targets = parse_reassignment(text, args.reassignment_json_file)
+        with KafkaConnection.connect(args.bootstrap_server) as conn:
+            if args.execute:
+                execute(conn, targets, args.additional)
+            elif args.verify:
+                verify(conn, targets)
+            elif args.cancel:
+                cancel(conn, targets)
+            else:
+                list_reassignments(conn)
+        return 0
+    except ReassignError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(
+            f"Error: cannot reach {args.bootstrap_server} ({exc.strerror or exc}); "
+            "is a node listening there?",
+            file=sys.stderr,
+        )
+        return 1
