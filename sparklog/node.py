@@ -237,6 +237,7 @@ class Node:
             controller_client,
             lambda: plane.loader.image.provenance.last_offset,
             log_dirs,
+            previous_broker_epoch=self.log_manager.previous_broker_epoch,
         )
         lifecycle_task = asyncio.create_task(self.lifecycle.run(self._lifecycle_stop))
         self._tasks.append(lifecycle_task)
@@ -445,7 +446,9 @@ class Node:
         # installed), so no segment it reads is closed under it.
         self._cleaner_thread.shutdown(wait=True, cancel_futures=True)
         if self.log_manager is not None:
-            self.log_manager.shutdown()
+            # Every log is flushed: the next registration may claim a clean restart (Kafka).
+            epoch = self.lifecycle.broker_epoch if self.lifecycle is not None else -1
+            self.log_manager.shutdown(broker_epoch=epoch)
         for client in (self.controller_client, self._auto_join_client):
             if client is not None:
                 await client.close()

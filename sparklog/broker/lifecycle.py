@@ -69,6 +69,7 @@ class BrokerLifecycleManager:
         client: ControllerClient,
         metadata_offset: Callable[[], int],
         log_dirs: Sequence[bytes] = (),
+        previous_broker_epoch: int = -1,
     ) -> None:
         self.config = config
         self.cluster_id = cluster_id
@@ -77,6 +78,8 @@ class BrokerLifecycleManager:
         self.log_dirs = list(log_dirs)
         self.incarnation_id = random_uuid_bytes()
         self.broker_epoch = -1
+        # From the last clean shutdown (the logs' marker); -1 after a crash.
+        self.previous_broker_epoch = previous_broker_epoch
         self.state = "STARTING"
         self.unfenced = asyncio.Event()
         self.shut_down = asyncio.Event()
@@ -101,7 +104,7 @@ class BrokerLifecycleManager:
             ],
             "rack": self.config.get("broker.rack"),
             "log_dirs": self.log_dirs,
-            "previous_broker_epoch": -1,
+            "previous_broker_epoch": self.previous_broker_epoch,
         }
 
     async def _register(self, stopping: asyncio.Event) -> bool:

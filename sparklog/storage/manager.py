@@ -79,9 +79,14 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, str] = {}
         self.cleaner = LogCleaner()
+        # The broker epoch recorded by the last clean shutdown of every log dir, else -1: sent
+        # as BrokerRegistration's previous_broker_epoch so the controller knows this restart
+        # lost nothing (KIP-966 keeps such a broker in the ELR).
+        self.previous_broker_epoch = -1
 
     def load(self, config_for: Callable[[str], LogConfig] | None = None) -> None:
         """Open every log found in the log dirs; ``config_for(topic)`` gives topic configs."""
+        epochs: list[int] = []
         for log_dir in self.log_dirs:
             os.makedirs(log_dir, exist_ok=True)
             marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
@@ -91,6 +96,7 @@ class LogManager:
             watermarks = _read_checkpoint(os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT))
             dirty = _read_checkpoint(os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT))
             if clean:
+                epochs.append(_marker_broker_epoch(marker))
                 os.remove(marker)
             entries = sorted(os.listdir(log_dir))
             candidates = [n for n in entries if os.path.isdir(os.path.join(log_dir, n))]
@@ -125,6 +131,8 @@ class LogManager:
                 if parsed in dirty:
                     self.cleaner.first_dirty_offsets[parsed] = dirty[parsed]
                 _log.info("Loaded log %s (%d/%d in %s)", name, done, len(candidates), log_dir)
+        clean_everywhere = len(epochs) == len(self.log_dirs) and len(set(epochs)) == 1
+        self.previous_broker_epoch = epochs[0] if clean_everywhere else -1
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
@@ -240,7 +248,7 @@ class LogManager:
                 results[key] = result
         return results
 
-    def shutdown(self) -> None:
+    def shutdown(self, broker_epoch: int = -1) -> None:
         """Flush and close every log, checkpoint, then mark each dir cleanly shut down."""
         for log in self._logs.values():
             log.flush()
@@ -250,8 +258,18 @@ class LogManager:
         for log in self._logs.values():
             log.close()
         for log_dir in self.log_dirs:
-            # Kafka 3.5+ writes the broker epoch here; we have none to record at this layer.
-            payload = json.dumps({"version": 0, "brokerEpoch": -1}).encode()
+            # The broker epoch (Kafka 3.5+) lets the next registration claim a clean restart.
+            payload = json.dumps({"version": 0, "brokerEpoch": broker_epoch}).encode()
             atomic_write(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), payload)
         self._logs.clear()
         self._dir_of.clear()
+
+
+def _marker_broker_epoch(path: str) -> int:
+    """The broker epoch in a ``.kafka_cleanshutdown`` marker (-1 if absent or unreadable)."""
+    try:
+        with open(path, "rb") as f:
+            value = json.loads(f.read() or b"{}").get("brokerEpoch", -1)
+    except (OSError, ValueError, AttributeError):
+        return -1
+    return value if isinstance(value, int) else -1

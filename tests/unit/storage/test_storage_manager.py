@@ -59,6 +59,22 @@ def test_clean_shutdown_and_reload(tmp_path: Path, clock: FakeClock) -> None:
     assert {(log.topic, log.partition) for log in m2.all_logs()} == {("orders", 0), ("orders", 1)}
 
 
+def test_the_broker_epoch_of_a_clean_shutdown_is_remembered(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    m = manager(tmp_path, clock, dirs=2)
+    assert m.previous_broker_epoch == -1  # never shut down cleanly
+    m.shutdown(broker_epoch=42)
+    m2 = manager(tmp_path, clock, dirs=2)
+    assert m2.previous_broker_epoch == 42
+    m2.checkpoint()  # a crash now: no marker is written
+    m3 = manager(tmp_path, clock, dirs=2)
+    assert m3.previous_broker_epoch == -1
+    m3.shutdown(broker_epoch=7)
+    os.remove(tmp_path / "d1" / CLEAN_SHUTDOWN_FILE)  # one dir did not shut down cleanly
+    assert manager(tmp_path, clock, dirs=2).previous_broker_epoch == -1
+
+
 def test_crash_recovers_a_prefix(tmp_path: Path, clock: FakeClock) -> None:
     m = manager(tmp_path, clock)
     log = m.create_log("t", 0, None)
