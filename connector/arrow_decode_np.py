@@ -20,14 +20,14 @@ Invariants that make the two paths give identical rows:
   ``base + offsetDelta`` and the batch's ``[low, high)`` cut is applied per record.
   LogAppendTime rows take the batch's max timestamp, others ``base + timestampDelta``.
 
-How: only the record starts need a Python loop (each start depends on the previous record's
-length); every other field is decoded for all records of all the batches at once, so numpy's
-fixed cost per call (1-2 us here, a few dozen calls) is paid once per run, not per batch. A
-varint column is read one byte per record when every value is below 0x80, two when below
-0x4000, and otherwise through a window of up to 5 or 9 bytes with a continuation mask. Keys
-and values are copied out by Arrow: a binary array over the region whose elements alternate
-key, gap, value, gap, filtered down to the keys (or values); that measured about 20 times
-faster than numpy's boolean indexing of the bytes and 5 times faster than joining slices.
+How: only the record starts depend on each other (each on the previous record's length);
+runs of equal-sized records are found at once and only records of varying sizes are walked
+in Python (:func:`_record_starts`). Every other field is decoded for all records of all the
+batches at once, so numpy's fixed cost per call (1-2 us here, a few dozen calls) is paid
+once per run, not per batch. A varint column is read one byte per record when every value is
+below 0x80, two when below 0x4000, and otherwise through a window of up to 5 or 9 bytes with
+a continuation mask. Keys and values are copied out by Arrow: a binary array over the region
+whose elements alternate field, gap, taken down to the fields (see :func:`_gather`).
 """
 
 from __future__ import annotations
@@ -49,6 +49,10 @@ _INT32_VARINT_BYTES: Final = 5
 _INT64_VARINT_BYTES: Final = 9  # 63 payload bits: always fits an int64 before the zigzag
 _SHIFTS: Final = np.arange(0, 70, 7, dtype=np.uint64)
 _COLUMNS: Final = np.arange(10, dtype=np.int64)
+# Record starts: at most this many runs of equal-sized records per batch are found by numpy,
+# and a run shorter than ``_SHORT_RUN`` means sizes vary, so the rest is walked record by record.
+_MAX_RUNS: Final = 8
+_SHORT_RUN: Final = 16
 
 Int64s = npt.NDArray[np.int64]
 Bytes = npt.NDArray[np.uint8]
@@ -73,9 +77,55 @@ class DecodedRecords:
     value_total: int
 
 
-def _record_starts(data: bytes, pos: int, count: int) -> Int64s | None:
-    """Where each record starts, following the length varints; ``None`` for a length varint
-    of 4 bytes or more (records of 1 MiB and up, where this loop is not what costs)."""
+def _record_starts(data: bytes, pos: int, end: int, count: int) -> Int64s | None:
+    """Where each of the ``count`` records from ``pos`` starts, following the length varints;
+    ``None`` for a length varint of 4 bytes or more (records of 1 MiB and up, where this is
+    not what costs).
+
+    Each start depends on the previous record's length, so a plain walk is a Python loop per
+    record, which used to be most of the decoder's time. Runs of records of one size (the
+    usual case: fixed-width keys and values, and the offset and timestamp deltas of a batch
+    change width at most a few times) are found with numpy instead: guess that the records
+    from ``pos`` all have the size of the first one, and keep the guesses up to the first
+    one whose length varint differs from the first one's bytes. That check is exact: a record
+    starting at a kept guess has the first one's length, so the next one starts at the next
+    guess. Short runs (variable sizes) hand the rest of the batch to the loop."""
+    u8 = np.frombuffer(data, dtype=np.uint8)
+    runs: list[Int64s] = []
+    left = count
+    for _ in range(_MAX_RUNS):
+        if left == 0:
+            break
+        first = data[pos]
+        second = data[pos + 1] if first >= 0x80 else 0
+        if second >= 0x80:
+            break
+        raw = first if first < 0x80 else (first & 0x7F) | (second << 7)
+        if raw & 1:
+            break  # a negative length: the loop below steps over it, the caller rejects it
+        stride = (1 if first < 0x80 else 2) + (raw >> 1)
+        guesses = np.arange(pos, pos + stride * left, stride, dtype=np.int64)
+        same = u8.take(guesses, mode="clip") == first
+        if first >= 0x80:
+            same &= u8.take(guesses + 1, mode="clip") == second
+        same &= guesses < end
+        differs = np.flatnonzero(~same)
+        run = left if not len(differs) else int(differs[0])
+        runs.append(guesses[:run])
+        left -= run
+        pos += stride * run
+        if run < _SHORT_RUN:
+            break
+    if left:
+        rest = _walk(data, pos, left)
+        if rest is None:
+            return None
+        runs.append(rest)
+    return runs[0] if len(runs) == 1 else np.concatenate(runs)
+
+
+def _walk(data: bytes, pos: int, count: int) -> Int64s | None:
+    """:func:`_record_starts` one record at a time."""
     starts = array("q")
     append = starts.append
     for _ in range(count):
@@ -135,28 +185,32 @@ def _varints(u8: Bytes, pos: Int64s, max_bytes: int) -> tuple[Int64s, Int64s] | 
     return _zigzag(raw64), pos + 1 + last
 
 
-def _gather(region: Bytes, pieces: Int64s, keys: bool, total: int) -> memoryview:
-    """The keys (else the values) of ``pieces`` concatenated, ``total`` bytes; ``pieces``
-    holds a key start, key end, value start and value end per record, in increasing order."""
-    # One Arrow binary array over the region whose elements alternate key, gap, value, gap;
-    # Arrow's filter then copies the wanted elements in C, far faster than numpy's boolean
-    # indexing of bytes or a Python join of slices.
-    slots = len(pieces)
-    offsets = np.empty(slots + 1, dtype=np.int32)
-    offsets[:slots] = pieces
-    offsets[slots] = len(region)
-    elements = pa.Array.from_buffers(
-        pa.binary(), slots, [None, pa.py_buffer(offsets), pa.py_buffer(region)]
-    )
-    wanted = np.zeros(slots, dtype=np.bool_)
-    wanted[0 if keys else 2 :: 4] = True
-    picked = elements.filter(pa.array(wanted))
+def _gather(region: Bytes, starts: Int64s, sizes: Int64s, total: int) -> memoryview:
+    """The fields ``region[starts[i] : starts[i] + sizes[i]]`` concatenated, ``total``
+    bytes; the fields are in increasing order and do not overlap."""
     if not total:
         return memoryview(b"")
-    # Read where the picked bytes begin rather than assume 0: a filter may answer with a slice.
+    # One Arrow binary array over the region whose elements alternate field, gap (up to the
+    # next field); Arrow's take of the even elements then copies the fields in C. Measured:
+    # 2.5 times faster than filtering elements key, gap, value, gap (which was itself about
+    # 20 times faster than numpy's boolean indexing of bytes, 5 times than joining slices).
+    count = len(starts)
+    offsets = np.empty(2 * count + 1, dtype=np.int32)
+    offsets[0 : 2 * count : 2] = starts
+    offsets[1 : 2 * count : 2] = starts + sizes
+    offsets[2 * count] = len(region)
+    elements = pa.Array.from_buffers(
+        pa.binary(), 2 * count, [None, pa.py_buffer(offsets), pa.py_buffer(region)]
+    )
+    picked = elements.take(pa.array(_even_indices(count)))
+    # Read where the picked bytes begin rather than assume 0: Arrow may answer with a slice.
     _, picked_offsets, data = picked.buffers()
     begin = int(np.frombuffer(picked_offsets, dtype=np.int32)[picked.offset])
     return memoryview(data)[begin : begin + total]
+
+
+def _even_indices(count: int) -> npt.NDArray[np.int32]:
+    return np.arange(0, 2 * count, 2, dtype=np.int32)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -201,7 +255,7 @@ def decode_records(
     for batch in batches:
         region_start = batch.pos - first.pos if in_place else region_size
         try:
-            found = _record_starts(batch.payload, batch.pos, batch.count)
+            found = _record_starts(batch.payload, batch.pos, batch.end, batch.count)
         except IndexError:
             return None
         if found is None:
@@ -296,13 +350,8 @@ def decode_records(
         key_total + int(key_ends[-1]) > _INT32_MAX or value_total + int(value_ends[-1]) > _INT32_MAX
     ):
         return None
-    pieces = np.empty(4 * rows, dtype=np.int64)
-    pieces[0::4] = key_starts
-    pieces[1::4] = key_starts + key_sizes
-    pieces[2::4] = value_starts
-    pieces[3::4] = value_starts + value_sizes
-    key_data = _gather(region, pieces, True, int(key_ends[-1])) if rows else memoryview(b"")
-    value_data = _gather(region, pieces, False, int(value_ends[-1])) if rows else memoryview(b"")
+    key_data = _gather(region, key_starts, key_sizes, int(key_ends[-1]) if rows else 0)
+    value_data = _gather(region, value_starts, value_sizes, int(value_ends[-1]) if rows else 0)
     return DecodedRecords(
         rows=rows,
         offsets=_raw(offsets),

@@ -12,7 +12,8 @@ Two transports (``sparklog.hot.protocol``, the piece's ``hot_protocol``):
   stored batches without control batches and with the aborted ranges (first and last offset).
   Its address is the ``sparklog.read.listener`` value the leader reports in DescribeConfigs
   (BROKER resource) over its Kafka listener, looked up once per broker and worker process. A
-  broker whose service is disabled is read with Kafka Fetch instead.
+  broker whose service is disabled is read with Kafka Fetch instead. Chunks are decoded with
+  :func:`sparklog.readservice.chunk_wire.decode_chunk`, not the generated message class.
 - ``kafka``: Kafka Fetch over :class:`~sparklog.client.connection.KafkaConnection`, the way
   Kafka consumers read (aborted list with first offsets, closed by the ABORT markers).
 
@@ -106,11 +107,13 @@ def _channel(address: str) -> Any:
 
 def _stub(address: str) -> Any:
     from sparklog.readservice import hot_read_pb2 as pb
+    from sparklog.readservice.chunk_wire import decode_chunk
 
+    # Chunks are decoded by hand: the generated class copies their megabytes twice.
     return _channel(address).unary_stream(
         "/sparklog.readservice.HotRead/ReadRange",
         request_serializer=pb.ReadRangeRequest.SerializeToString,
-        response_deserializer=pb.RecordChunk.FromString,
+        response_deserializer=decode_chunk,
     )
 
 
@@ -169,8 +172,8 @@ def _read_grpc(piece: HotPiece, address: str) -> Iterator[pa.RecordBatch]:
                 # Per chunk, as Kafka consumers do per fetch: each lists what overlaps it.
                 aborted = AbortedTransactions() if piece.read_committed else None
                 if aborted is not None:
-                    for txn in chunk.aborted_transactions:
-                        aborted.add(txn.producer_id, txn.first_offset, txn.last_offset)
+                    for producer_id, first_offset, last_offset in chunk.aborted_transactions:
+                        aborted.add(producer_id, first_offset, last_offset)
                 builder.add(chunk.records, offset, piece.end, aborted)
                 offset = max(offset, chunk.next_offset)
                 if builder.rows >= BATCH_ROWS or builder.data_bytes >= BATCH_BYTES:

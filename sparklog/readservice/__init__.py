@@ -12,7 +12,9 @@ batches for an offset range to the Spark connector (ARCHITECTURE.md, "One read p
   (``tests/unit/readservice/test_stubs.py`` fails while the committed stubs are stale).
 - :mod:`.chunks` is the plain logic (control batches out, aborted transactions in, error
   mapping, the listener address); :mod:`.server` is the thin ``grpc.aio`` shell the node runs
-  on its event loop.
+  on its event loop. :mod:`.chunk_wire` encodes and decodes ``RecordChunk`` in protobuf's wire
+  format without the generated class (which copies each chunk's megabytes twice); the service
+  and the connector use it, other protobuf clients see no difference.
 - Listener: ``sparklog.read.listener=host:port`` (``port`` 0 = ephemeral; ``disabled`` turns
   the service off). Unset, the service listens on the host of the first broker listener with
   an ephemeral port. Discovery: the node reports the address it actually bound (wildcard hosts
@@ -21,5 +23,5 @@ batches for an offset range to the Spark connector (ARCHITECTURE.md, "One read p
   listener for it; Metadata is unchanged.
 
 Importing this package imports neither grpc nor the broker; the connector imports only the
-generated message modules.
+generated message modules and :mod:`.chunk_wire`.
 """

@@ -11,7 +11,9 @@ Contract of ``ReadRange`` (see ``hot_read.proto``):
   Chunks hold stored batch bytes (no control batches) of at most ``max_chunk_bytes`` (a single
   larger batch is sent whole), and under read_committed the aborted transactions overlapping
   them (the local transaction indexes, or the remote segments' ``.txnindex`` objects for a range
-  read from the store).
+  read from the store). Chunks are yielded already encoded (:mod:`.chunk_wire`, the bytes the
+  generated ``RecordChunk`` class would write), and the method is registered with a
+  pass-through serializer; the generated message class would copy each chunk twice more.
 - Segment bytes are read on the service's own threads, never on the event loop; the log's
   index lookup (which batch holds an offset) stays on the loop, as in Fetch. Offsets below the
   local log start of a tiered partition are read through the remote log manager.
@@ -39,6 +41,7 @@ from sparklog.storage.errors import OffsetMovedToTieredStorageError, OffsetOutOf
 
 from . import hot_read_pb2 as pb
 from . import hot_read_pb2_grpc as pb_grpc
+from .chunk_wire import encode_chunk
 from .chunks import LISTENER_KEY, aborted_ranges, bind_address, data_batches, published_address
 from .chunks import status_for as _status_name
 
@@ -50,6 +53,7 @@ DEFAULT_CHUNK_BYTES: Final = 4 << 20
 MAX_CHUNK_BYTES: Final = 64 << 20
 LOG_START_METADATA: Final = "sparklog-log-start-offset"
 _READ_THREADS: Final = 4
+_SERVICE: Final = "sparklog.readservice.HotRead"
 
 
 class RemoteFetch(Protocol):
@@ -130,7 +134,7 @@ class HotReadServicer(pb_grpc.HotReadServicer):
             return await remote.aborted_transactions(partition, start, upper)
         return partition.log.collect_aborted_transactions(start, upper)
 
-    async def ReadRange(self, request: Any, context: Any) -> AsyncIterator[Any]:
+    async def ReadRange(self, request: Any, context: Any) -> AsyncIterator[bytes]:
         try:
             try:
                 async for chunk in self._stream(request):
@@ -147,7 +151,7 @@ class HotReadServicer(pb_grpc.HotReadServicer):
                 trailing_metadata=metadata,
             )
 
-    async def _stream(self, request: Any) -> AsyncIterator[Any]:
+    async def _stream(self, request: Any) -> AsyncIterator[bytes]:
         read_committed = request.isolation_level == pb.READ_COMMITTED
         max_bytes = min(max(request.max_chunk_bytes or DEFAULT_CHUNK_BYTES, 1), MAX_CHUNK_BYTES)
         end = int(request.end_offset)
@@ -185,25 +189,41 @@ class HotReadServicer(pb_grpc.HotReadServicer):
                     ahead = asyncio.ensure_future(
                         self._read(partition, next_offset, upper, max_bytes)
                     )
-                message = pb.RecordChunk(
-                    records=data,
-                    next_offset=next_offset,
-                    high_watermark=chunk.high_watermark,
-                    last_stable_offset=chunk.last_stable_offset,
-                    log_start_offset=chunk.log_start_offset,
-                )
+                aborted: list[tuple[int, int, int]] = []
                 if read_committed:
-                    for pid, first, last in aborted_ranges(
+                    aborted = aborted_ranges(
                         await self._aborted(partition, chunk, offset, next_offset)
-                    ):
-                        message.aborted_transactions.add(
-                            producer_id=pid, first_offset=first, last_offset=last
-                        )
+                    )
+                message = encode_chunk(
+                    data,
+                    next_offset,
+                    chunk.high_watermark,
+                    chunk.last_stable_offset,
+                    chunk.log_start_offset,
+                    aborted,
+                )
                 offset = next_offset
                 yield message
         finally:
             if ahead is not None:
                 ahead.cancel()
+
+
+def _add_servicer(servicer: HotReadServicer, server: Any) -> None:
+    """The generated registration, except that ``ReadRange`` yields chunks already in wire
+    form (:mod:`.chunk_wire`): the message class would copy each chunk's megabytes twice."""
+    handler = grpc.unary_stream_rpc_method_handler(
+        servicer.ReadRange,
+        request_deserializer=pb.ReadRangeRequest.FromString,
+        response_serializer=_as_is,
+    )
+    handlers = {"ReadRange": handler}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_SERVICE, handlers),))
+    server.add_registered_method_handlers(_SERVICE, handlers)
+
+
+def _as_is(message: bytes) -> bytes:
+    return message
 
 
 class ReadService:
@@ -238,9 +258,7 @@ async def start_read_service(
     server = grpc.aio.server(
         options=[("grpc.max_send_message_length", -1), ("grpc.so_reuseport", 0)]
     )
-    pb_grpc.add_HotReadServicer_to_server(  # type: ignore[no-untyped-call]
-        HotReadServicer(replica_manager, remote, executor), server
-    )
+    _add_servicer(HotReadServicer(replica_manager, remote, executor), server)
     bind_host = "[::]" if host in ("", "::") else (f"[{host}]" if ":" in host else host)
     bound_port = server.add_insecure_port(f"{bind_host}:{port}")
     if bound_port == 0:
