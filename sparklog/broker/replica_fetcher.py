@@ -282,6 +282,7 @@ class ReplicaFetcher:
                 log_start_offset=int(data.get("log_start_offset", -1)),
                 records=data.get("records"),
                 diverging_epoch=epoch_end if epoch_end.end_offset >= 0 else None,
+                generation=position.generation,
             )
         )
         if outcome.truncated_to is not None:

@@ -10,7 +10,9 @@ Invariants:
   history and the leader's diverge (KIP-320: the leader's ``diverging_epoch`` and our own
   epoch cache), or a full restart at the leader's log start offset.
 - A response is applied only if it answers our current position (fetch offset = our LEO, same
-  leader epoch); anything else is from before a truncation or an epoch change and is ignored.
+  leader epoch and, when the driver echoes it, the same position generation, which every
+  truncation and leader change bumps); anything else is from before a truncation or an epoch
+  change and is ignored, even if the log has since grown back to the same offset.
 - The HW is ``min(leader HW, our LEO)``; the log start offset follows the leader's upwards.
 - After FENCED_LEADER_EPOCH (the leader is ahead of us) we stop until the metadata image names
   a newer leader epoch; other errors back off and retry.
@@ -55,6 +57,7 @@ class FollowerCore:
         self.leader_epoch = -1
         self.partition_epoch = -1
         self.awaiting_metadata = False
+        self._generation = 0
 
     def become_follower(self, view: PartitionView) -> bool:
         """Adopt the leader named by the metadata image; True when fetching must (re)start
@@ -69,6 +72,7 @@ class FollowerCore:
             self.leader_id = view.leader
             self.leader_epoch = view.leader_epoch
             self.awaiting_metadata = False
+            self._generation += 1
         return changed
 
     def fetch_position(self) -> FetchPosition | None:
@@ -81,6 +85,7 @@ class FollowerCore:
             last_fetched_epoch=log.latest_epoch,
             current_leader_epoch=self.leader_epoch,
             log_start_offset=log.log_start_offset,
+            generation=self._generation,
         )
 
     def on_fetch_response(
@@ -90,12 +95,14 @@ class FollowerCore:
         if (
             response.current_leader_epoch != self.leader_epoch
             or response.fetch_offset != log.log_end_offset
+            or (response.generation is not None and response.generation != self._generation)
             or self.awaiting_metadata
         ):
             return FollowerOutcome(FollowerAction.IGNORED)
         code = response.error_code
         if code == ErrorCode.NONE:
             if response.diverging_epoch is not None:
+                self._generation += 1
                 target = self._truncate_on_divergence(response.diverging_epoch)
                 return FollowerOutcome(FollowerAction.CONTINUE, truncated_to=target)
             return self._append(response, now_ms)
@@ -163,6 +170,7 @@ class FollowerCore:
 
     def _out_of_range(self, response: FetchResponsePartition) -> FollowerOutcome:
         log = self.log
+        self._generation += 1
         end = log.log_end_offset
         leader_end = response.leader_log_end_offset
         if leader_end is None:

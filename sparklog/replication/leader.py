@@ -24,6 +24,7 @@ Invariants:
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 
 from sparklog.protocol.errors import ErrorCode
@@ -41,6 +42,7 @@ from sparklog.replication.messages import (
 )
 
 DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30_000
+_PROPOSAL_IDS = itertools.count(1)
 
 # Refusals after which the committed ISR is known to be unchanged: safe to roll back.
 _ROLLBACK_ERRORS = frozenset({ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA})
@@ -137,7 +139,9 @@ class LeaderCore:
         self._followers: dict[int, ReplicaState] = {}
         self._brokers: dict[int, BrokerStatus] | None = None
         self._pending: AlterPartitionProposal | None = None
-        self._next_proposal_id = 1
+        # Unique across every LeaderCore of the process: an answer to an earlier leadership's
+        # proposal can then never be taken for one of ours.
+        self._next_proposal_id = next(_PROPOSAL_IDS)
 
     # -- views ---------------------------------------------------------------------------------
     @property
@@ -405,7 +409,7 @@ class LeaderCore:
             new_isr=tuple((r, self._broker_epoch(r)) for r in ordered),
             expand=expand,
         )
-        self._next_proposal_id += 1
+        self._next_proposal_id = next(_PROPOSAL_IDS)
         self._pending = proposal
         return proposal
 

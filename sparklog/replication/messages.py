@@ -124,6 +124,9 @@ class FetchPosition:
     last_fetched_epoch: int
     current_leader_epoch: int
     log_start_offset: int
+    generation: int = 0
+    """The follower's position generation; echo it in the answer's
+    :attr:`FetchResponsePartition.generation`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +147,9 @@ class FetchResponsePartition:
     leader_log_end_offset: int | None = None
     """Only for OFFSET_OUT_OF_RANGE: the leader's LEO when the driver knows it (ListOffsets);
     without it the follower falls back on the leader's high watermark."""
+    generation: int | None = None
+    """The :attr:`FetchPosition.generation` of the request; None skips that check (a driver
+    that never has two answers for one partition in flight)."""
 
 
 class FollowerAction(enum.Enum):

@@ -61,6 +61,7 @@ def fetch_once(
             log_start_offset=result.log_start_offset,
             records=records,
             diverging_epoch=result.diverging_epoch,
+            generation=position.generation,
         ),
         now_ms,
     )
