@@ -177,7 +177,7 @@ def failover_run(cluster: Cluster, topic: str, kills: int) -> list[float]:
     try:
         for _ in range(kills):
             time.sleep(1.0)
-            victim = next(b for b in cluster.brokers if b.node_id == leader_of(cluster, topic))
+            victim = cluster.broker(leader_of(cluster, topic))
             killed_at = time.monotonic()
             victim.kill()
             while True:

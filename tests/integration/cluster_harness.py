@@ -20,6 +20,7 @@ Contract:
   ``node.metric(mbean, attribute)`` one value (``None`` while unreachable).
 - ``running_cluster(root, ...)`` is the test fixtures' context: it starts the cluster, prints
   every node's log tail when start-up or the body fails, and always closes it.
+- ``wait_until(what, check)`` is the tests' bounded poll: it returns the first truthy result.
 - ``describe()`` runs ``sparklog metadata-quorum describe --status`` (the real CLI, as a
   subprocess) against the running controllers and parses its lines.
 """
@@ -33,7 +34,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -347,12 +348,41 @@ class Cluster:
     def controller(self, node_id: int) -> ClusterNode:
         return next(c for c in self.controllers if c.node_id == node_id)
 
+    def broker(self, node_id: int) -> ClusterNode:
+        return next(b for b in self.brokers if b.node_id == node_id)
+
     def close(self) -> None:
         for node in self.nodes:
             with contextlib.suppress(Exception):
                 node.stop(timeout_s=15.0)
             with contextlib.suppress(Exception):
                 node.kill()
+
+
+def wait_until(
+    what: str,
+    check: Callable[[], Any],
+    timeout_s: float = 60.0,
+    *,
+    interval_s: float = 0.1,
+    tolerate: tuple[type[Exception], ...] = (),
+) -> Any:
+    """Poll ``check`` until it returns something truthy, and return that; AssertionError
+    naming ``what`` (and the last value seen) after ``timeout_s``. Exceptions of the
+    ``tolerate`` types count as "not yet" (a node restarting answers nothing for a moment)."""
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while True:
+        try:
+            last = check()
+        except tolerate as exc:
+            last = exc
+        else:
+            if last:
+                return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what} (last: {last})")
+        time.sleep(interval_s)
 
 
 @contextlib.contextmanager

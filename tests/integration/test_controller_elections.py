@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 
 from sparklog.client.connection import KafkaConnection
-from tests.integration.cluster_harness import Cluster, ClusterNode, running_cluster
+from tests.integration.cluster_harness import Cluster, ClusterNode, running_cluster, wait_until
 from tests.integration.node_harness import REPO_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -111,14 +110,7 @@ def state(cluster: Cluster, name: str, via: int = -1) -> dict[str, Any]:
 
 
 def wait_for(what: str, check: Any, timeout_s: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what} (last: {last})")
+    return wait_until(what, check, timeout_s, interval_s=0.2)
 
 
 def restart(node: ClusterNode) -> None:

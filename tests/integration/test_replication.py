@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.cluster_harness import Cluster, ClusterNode, running_cluster
+from tests.integration.cluster_harness import Cluster, ClusterNode, running_cluster, wait_until
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 admin_module = pytest.importorskip("confluent_kafka.admin")
@@ -73,19 +73,8 @@ def partition_info(cluster: Cluster) -> Any:
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout_s: float = WAIT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return
-        except Exception:  # a node restarting answers nothing for a moment
-            pass
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-
-
-def broker(cluster: Cluster, node_id: int) -> ClusterNode:
-    return next(b for b in cluster.brokers if b.node_id == node_id)
+    # A node restarting answers nothing for a moment: errors count as "not yet".
+    wait_until(what, check, timeout_s, interval_s=0.25, tolerate=(Exception,))
 
 
 def produce(cluster: Cluster, values: list[bytes]) -> list[tuple[bytes, Any]]:
@@ -164,7 +153,7 @@ def test_acks_all_reaches_every_replica(cluster: Cluster) -> None:
     assert sorted(info.replicas) == sorted(b.node_id for b in cluster.brokers)
     wait_for("the ISR to hold all 3 replicas", lambda: len(partition_info(cluster).isrs) == 3)
     wait_for("identical segment files on the 3 brokers", lambda: replicas_identical(cluster))
-    leader = broker(cluster, info.leader)
+    leader = cluster.broker(info.leader)
     wait_for(
         "no under-replicated partition", lambda: gauge(leader, "UnderReplicatedPartitions") == 0
     )
@@ -174,8 +163,8 @@ def test_acks_all_reaches_every_replica(cluster: Cluster) -> None:
 
 def test_restarted_follower_catches_up_and_rejoins_isr(cluster: Cluster) -> None:
     info = partition_info(cluster)
-    leader = broker(cluster, info.leader)
-    follower = broker(cluster, next(r for r in info.replicas if r != info.leader))
+    leader = cluster.broker(info.leader)
+    follower = cluster.broker(next(r for r in info.replicas if r != info.leader))
     expands_before = counter(leader, "IsrExpandsPerSec")
     follower.kill()
     wait_for(
@@ -203,7 +192,7 @@ def test_acknowledged_records_survive_leader_kill(cluster: Cluster) -> None:
     reports = produce(cluster, values)
     acked = [value for value, err in reports if err is None]
     assert acked == values
-    old = broker(cluster, partition_info(cluster).leader)
+    old = cluster.broker(partition_info(cluster).leader)
     old.kill()
     wait_for(
         "a new leader",
@@ -226,7 +215,7 @@ def test_acknowledged_records_survive_leader_kill(cluster: Cluster) -> None:
 def test_under_min_isr_refuses_acks_all(cluster: Cluster) -> None:
     wait_for("a full ISR", lambda: len(partition_info(cluster).isrs) == 3)
     info = partition_info(cluster)
-    down = [broker(cluster, r) for r in info.replicas if r != info.leader]
+    down = [cluster.broker(r) for r in info.replicas if r != info.leader]
     for node in down:
         node.kill()
     try:

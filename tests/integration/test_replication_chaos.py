@@ -17,6 +17,7 @@ The tests share one cluster (module fixture) and run in file order:
 
 from __future__ import annotations
 
+import functools
 import signal
 import threading
 import time
@@ -27,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.cluster_harness import Cluster, ClusterNode, running_cluster
+from tests.integration.cluster_harness import Cluster, running_cluster, wait_until
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 admin_module = pytest.importorskip("confluent_kafka.admin")
@@ -79,19 +80,8 @@ def partition_state(cluster: Cluster, topic: str) -> tuple[int, list[int]]:
     return int(info.leader), sorted(int(r) for r in info.isrs)
 
 
-def wait_until(what: str, condition: Any, timeout_s: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(0.1)
-
-
-def broker(cluster: Cluster, node_id: int) -> ClusterNode:
-    return next(b for b in cluster.brokers if b.node_id == node_id)
+def has_new_leader(cluster: Cluster, topic: str, old: int) -> bool:
+    return partition_state(cluster, topic)[0] not in (-1, old)
 
 
 @dataclass
@@ -196,15 +186,17 @@ def test_ten_leader_kills_lose_no_acknowledged_record(cluster: Cluster) -> None:
         for kill in range(1, KILLS + 1):
             leader, isr = partition_state(cluster, topic)
             assert leader in isr and len(isr) == 3, (leader, isr)
-            victim = broker(cluster, leader)
+            victim = cluster.broker(leader)
             killed_at = time.monotonic()
             victim.kill()
             wait_until(
                 f"a new leader after kill {kill}",
-                lambda v=victim.node_id: partition_state(cluster, topic)[0] not in (-1, v),
+                functools.partial(has_new_leader, cluster, topic, victim.node_id),
             )
             first = wait_until(
-                f"acks after kill {kill}", lambda t=killed_at: producer.first_ack_after(t), 120
+                f"acks after kill {kill}",
+                functools.partial(producer.first_ack_after, killed_at),
+                120,
             )
             unavailable.append(first - killed_at)
             print(
@@ -219,7 +211,9 @@ def test_ten_leader_kills_lose_no_acknowledged_record(cluster: Cluster) -> None:
                 120,
             )
             rejoined_at = time.monotonic()
-            wait_until("acks with the full ISR", lambda t=rejoined_at: producer.acks_after(t))
+            wait_until(
+                "acks with the full ISR", functools.partial(producer.acks_after, rejoined_at)
+            )
     finally:
         producer.stop()
     assert not producer.errors, producer.errors[:10]
@@ -247,7 +241,7 @@ def test_controlled_shutdown_moves_leadership_without_failed_produce(cluster: Cl
     try:
         wait_until("first acks", lambda: producer.acks_after(0) > 100)
         leader, _ = partition_state(cluster, topic)
-        victim = broker(cluster, leader)
+        victim = cluster.broker(leader)
         stopped_at = time.monotonic()
         victim.stop()
         new_leader, isr = wait_until(
@@ -270,8 +264,8 @@ def test_stopped_follower_leaves_and_rejoins_the_isr(cluster: Cluster) -> None:
     create_topic(cluster, topic)
     wait_until("a full ISR", lambda: len(partition_state(cluster, topic)[1]) == 3)
     leader_id, isr = partition_state(cluster, topic)
-    leader = broker(cluster, leader_id)
-    follower = broker(cluster, next(r for r in isr if r != leader_id))
+    leader = cluster.broker(leader_id)
+    follower = cluster.broker(next(r for r in isr if r != leader_id))
     assert follower.process is not None
     producer = SequenceProducer(cluster, topic)
     producer.start()
