@@ -5,12 +5,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v kcat >/dev/null 2>&1; then
+# kcat for the interoperability tests; iptables for the chaos test's network cuts.
+missing=()
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
-    echo "== installing kcat (Debian) for the kcat interoperability tests"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat) >/dev/null
+    echo "== installing ${missing[*]} (Debian)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null
   else
-    echo "== kcat not installed and not root: the kcat tests will be skipped"
+    echo "== ${missing[*]} not installed and not root: the tests that need them are skipped"
   fi
 fi
 
