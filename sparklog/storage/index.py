@@ -9,6 +9,9 @@ File formats (Kafka's, big-endian, no header, no checksum):
   timestamp is the segment's running maximum when the entry was written, so entries are
   strictly increasing in timestamp and non-decreasing in offset.
 
+Descriptors: an index holds none between calls; appends and fsyncs go through a
+:class:`~sparklog.storage.handles.PooledFile`, which the node-wide pool may close at any time.
+
 Invariants: entries are kept in memory (two parallel lists, binary searched) and mirror the
 file exactly; the file is never preallocated, so its size is always ``8 * len`` or
 ``12 * len``. Because indexes carry no checksum, :meth:`SparseIndex.load` runs Kafka's sanity
@@ -25,6 +28,8 @@ import struct
 from abc import ABC, abstractmethod
 from typing import Final
 
+from sparklog.storage.handles import PooledFile, open_unpooled
+
 _OFFSET_ENTRY: Final = struct.Struct(">ii")
 _TIME_ENTRY: Final = struct.Struct(">qi")
 OFFSET_ENTRY_SIZE: Final = _OFFSET_ENTRY.size
@@ -40,7 +45,8 @@ class SparseIndex(ABC):
         self.path = path
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_bytes // self.entry_size)
-        self._fd: int | None = None
+        # Opened on the first append and closed under pressure (sparklog.storage.handles).
+        self._file: PooledFile | None = None
 
     # Subclasses fill these with their parsed entries; both lists are sorted.
     keys: list[int]
@@ -74,30 +80,32 @@ class SparseIndex(ABC):
         del self.values[keep:]
         self._rewrite(self.to_bytes())
 
-    def _open(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        return self._fd
+    def _handle(self) -> PooledFile:
+        if self._file is None:
+            self._file = PooledFile(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        return self._file
 
     def _write(self, data: bytes) -> None:
-        os.write(self._open(), data)
+        with self._handle() as fd:
+            os.write(fd, data)
 
     def _rewrite(self, data: bytes) -> None:
         """Replace the whole file (used after truncation and rebuild)."""
         self.close()
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = open_unpooled(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
             os.write(fd, data)
         finally:
             os.close(fd)
 
     def flush(self) -> None:
-        os.fsync(self._open())
+        with self._handle() as fd:
+            os.fsync(fd)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
     def delete(self) -> None:
         self.close()

@@ -5,6 +5,10 @@ Contract and invariants:
 - Files are named by the segment base offset, ``%020d.log|.index|.timeindex``; every batch in
   the file has ``base_offset >= base`` and ``last_offset - base < 2**31``, and offsets increase
   from batch to batch.
+- Descriptors: the ``.log`` file is a :class:`~sparklog.storage.handles.PooledFile`, opened
+  on demand and closed whenever the node-wide pool is over its bound; every use pins it
+  (``with self._file as fd``), so no call ever sees it closed mid-operation. Creating or
+  opening a segment keeps no descriptor open.
 - Only whole batches are ever appended, with one positional write per append; the records are
   never decoded. Index entries come from batch headers alone.
 - Index rule (Kafka's ``LogSegment.append``), applied identically when appending and when
@@ -43,6 +47,7 @@ from sparklog.protocol.records import (
     validate_batch,
 )
 from sparklog.storage.config import LogConfig
+from sparklog.storage.handles import PooledFile, open_unpooled
 from sparklog.storage.index import OffsetIndex, TimeIndex
 from sparklog.storage.slices import DELETED_SUFFIX, FileSlice, TimestampAndOffset
 from sparklog.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
@@ -94,9 +99,13 @@ class LogSegment:
         self.path = os.path.join(
             directory, segment_file_name(base_offset, LOG_SUFFIX) + file_suffix
         )
-        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
-        self._fd: int | None = os.open(self.path, flags, 0o644)
-        self.size = os.fstat(self._fd).st_size
+        if create:
+            os.close(open_unpooled(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL))
+            self.size = 0
+        else:
+            self.size = os.stat(self.path).st_size
+        # Opened on demand and closed under pressure (see sparklog.storage.handles).
+        self._file = PooledFile(self.path, os.O_RDWR)
         self.created_ms = now_ms
         self.offset_index = OffsetIndex(
             self._index_path(INDEX_SUFFIX), base_offset, max_index_bytes
@@ -241,13 +250,9 @@ class LogSegment:
 
     # --- reading headers -----------------------------------------------------------------
 
-    def _read_fd(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR)
-        return self._fd
-
     def read_header_at(self, position: int) -> BatchHeader:
-        data = os.pread(self._read_fd(), RECORD_BATCH_OVERHEAD, position)
+        with self._file as fd:
+            data = os.pread(fd, RECORD_BATCH_OVERHEAD, position)
         return parse_batch_header(data)
 
     def iter_headers(self, start: int, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
@@ -263,7 +268,8 @@ class LogSegment:
             pos += size
 
     def read_batch_bytes(self, position: int, size: int) -> bytes:
-        return os.pread(self._read_fd(), size, position)
+        with self._file as fd:
+            return os.pread(fd, size, position)
 
     # --- appending -----------------------------------------------------------------------
 
@@ -291,12 +297,12 @@ class LogSegment:
             )
         if batches[-1].last_offset - self.base_offset > _INT32_MAX:
             raise ValueError(f"offset {batches[-1].last_offset} does not fit segment")
-        fd = self._read_fd()
         view = memoryview(data)
         start = self.size
         written = 0
-        while written < len(view):
-            written += os.pwrite(fd, view[written:], start + written)
+        with self._file as fd:
+            while written < len(view):
+                written += os.pwrite(fd, view[written:], start + written)
         position = start
         for header in batches:
             self._index_batch(position, header)
@@ -408,31 +414,32 @@ class LogSegment:
         self.txn_index_stale = True
         self._reset_state()
         result = RecoveryResult(0, 0)
-        file_size = os.fstat(self._read_fd()).st_size
-        self.size = file_size
-        pos = 0
-        last_epoch = -1
-        while file_size - pos >= RECORD_BATCH_OVERHEAD:
-            head = os.pread(self._read_fd(), _LOG_OVERHEAD, pos)
-            batch_size = int.from_bytes(head[8:12], "big", signed=True) + _LOG_OVERHEAD
-            if batch_size < RECORD_BATCH_OVERHEAD or pos + batch_size > file_size:
-                break
-            data = os.pread(self._read_fd(), batch_size, pos)
-            try:
-                header = validate_batch(data, 0)
-            except CorruptRecordError:
-                break
-            if header.base_offset < self.next_offset or not self.can_hold(header.last_offset):
-                break
-            self._index_batch(pos, header)
-            if header.partition_leader_epoch > last_epoch:
-                last_epoch = header.partition_leader_epoch
-                result.epoch_starts.append((last_epoch, header.base_offset))
-            pos += batch_size
-        result.valid_bytes = pos
-        result.truncated_bytes = file_size - pos
-        if result.truncated_bytes:
-            os.ftruncate(self._read_fd(), pos)
+        with self._file as fd:
+            file_size = os.fstat(fd).st_size
+            self.size = file_size
+            pos = 0
+            last_epoch = -1
+            while file_size - pos >= RECORD_BATCH_OVERHEAD:
+                head = os.pread(fd, _LOG_OVERHEAD, pos)
+                batch_size = int.from_bytes(head[8:12], "big", signed=True) + _LOG_OVERHEAD
+                if batch_size < RECORD_BATCH_OVERHEAD or pos + batch_size > file_size:
+                    break
+                data = os.pread(fd, batch_size, pos)
+                try:
+                    header = validate_batch(data, 0)
+                except CorruptRecordError:
+                    break
+                if header.base_offset < self.next_offset or not self.can_hold(header.last_offset):
+                    break
+                self._index_batch(pos, header)
+                if header.partition_leader_epoch > last_epoch:
+                    last_epoch = header.partition_leader_epoch
+                    result.epoch_starts.append((last_epoch, header.base_offset))
+                pos += batch_size
+            result.valid_bytes = pos
+            result.truncated_bytes = file_size - pos
+            if result.truncated_bytes:
+                os.ftruncate(fd, pos)
         self.size = pos
         self.indexes_rebuilt = True
         return result
@@ -444,7 +451,8 @@ class LogSegment:
             return 0
         position = found[0]
         removed = self.size - position
-        os.ftruncate(self._read_fd(), position)
+        with self._file as fd:
+            os.ftruncate(fd, position)
         self.size = position
         self.offset_index.truncate_to(offset)
         self.txn_index.truncate_to(offset)
@@ -459,15 +467,14 @@ class LogSegment:
     # --- durability and lifecycle --------------------------------------------------------
 
     def flush(self) -> None:
-        os.fsync(self._read_fd())
+        with self._file as fd:
+            os.fsync(fd)
         self.offset_index.flush()
         self.time_index.flush()
         self.txn_index.flush()
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._file.close()
         self.offset_index.close()
         self.time_index.close()
 

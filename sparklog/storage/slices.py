@@ -1,7 +1,9 @@
 """Value objects the log hands out: file slices, read results, append results.
 
 Contract: a :class:`FileSlice` names bytes of a segment file by path, position and length; it
-holds no open descriptor, so it can cross threads and be handed to ``os.sendfile``. A segment
+holds no open descriptor (segments' own descriptors are pooled and may be closed at any time,
+see :mod:`sparklog.storage.handles`), so it can cross threads and be handed to
+``os.sendfile``, which opens a descriptor of its own for the send. A segment
 deleted by retention is renamed ``<name>.deleted`` and only removed after
 ``file.delete.delay.ms``, so :meth:`FileSlice.open_fd` falls back to that name and a slice
 taken just before a deletion stays readable for that long. Bytes cut off by a truncation read
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+
+from sparklog.storage.handles import open_unpooled
 
 DELETED_SUFFIX = ".deleted"
 
@@ -26,11 +30,12 @@ class FileSlice:
     length: int
 
     def open_fd(self) -> int:
-        """A read-only descriptor for the slice's file (the caller closes it)."""
+        """A read-only descriptor for the slice's file (the caller closes it). Out of
+        descriptors, it raises :class:`~sparklog.storage.handles.TooManyOpenFilesError`."""
         try:
-            return os.open(self.path, os.O_RDONLY)
+            return open_unpooled(self.path, os.O_RDONLY)
         except FileNotFoundError:
-            return os.open(self.path + DELETED_SUFFIX, os.O_RDONLY)
+            return open_unpooled(self.path + DELETED_SUFFIX, os.O_RDONLY)
 
     def read_bytes(self) -> bytes:
         fd = self.open_fd()
