@@ -25,6 +25,12 @@ leadership, write the clean-shutdown markers.
 Background duties run as periodic tasks on the loop: the flush scheduler
 (``log.flush.scheduler.interval.ms``), retention (``log.retention.check.interval.ms``) and the
 checkpoint of recovery points, log start offsets and high watermarks.
+
+Faults (:mod:`sparklog.node_faults`, :mod:`sparklog.fault`): every task above is supervised
+(an exception escaping one halts the running node, logged with its traceback), the loop logs
+any error nothing else retrieved, and a data log dir with an I/O error goes offline as in
+Kafka (its partitions answer KAFKA_STORAGE_ERROR; the node halts when no data log dir is left
+or the metadata log dir failed). The raft driver halts the node on a metadata log I/O error.
 """
 
 from __future__ import annotations
@@ -46,16 +52,19 @@ from sparklog.broker.producer_ids import ProducerIdManager
 from sparklog.broker.remote_log_manager import RemoteLogManager
 from sparklog.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from sparklog.broker.replica_manager import ReplicaManager
+from sparklog.broker.txn_marker_channel import TxnMarkerChannel
 from sparklog.broker.txn_markers import write_txn_markers
 from sparklog.cli.storage_tool import StorageToolError, check_formatted
 from sparklog.config import ServerConfig
 from sparklog.controller.apis import ControllerApis, controller_served_apis
 from sparklog.coordinator.coordinator import GroupCoordinator
 from sparklog.coordinator.txn_coordinator import TransactionCoordinator, TxnConfig
+from sparklog.fault import FaultHandler, halt, install_loop_handler
 from sparklog.metrics import MetricsRegistry
 from sparklog.net.metrics_http import MetricsListenerError, MetricsServer, start_metrics_server
 from sparklog.net.server import KafkaServer
 from sparklog.node_auto_join import AutoJoin, auto_join_enabled
+from sparklog.node_faults import NodeFaults
 from sparklog.node_metrics import register_node_metrics, register_replica_metrics
 from sparklog.node_plane import MetadataPlane, MetadataPlaneError
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
@@ -79,7 +88,14 @@ def _now_ms() -> int:
 
 
 class Node:
-    def __init__(self, config: ServerConfig, cluster_id: str, directory_ids: dict[str, str]):
+    def __init__(
+        self,
+        config: ServerConfig,
+        cluster_id: str,
+        directory_ids: dict[str, str],
+        *,
+        fault_handler: FaultHandler = halt,
+    ):
         self.config = config
         self.cluster_id = cluster_id
         self.directory_ids = directory_ids
@@ -94,12 +110,17 @@ class Node:
         self.lifecycle: BrokerLifecycleManager | None = None
         self.fetchers: ReplicaFetcherManager | None = None
         self.isr_sender: AlterPartitionSender | None = None
+        self.marker_channel: TxnMarkerChannel | None = None
         self._lifecycle_stop = asyncio.Event()
         self.read_service: ReadService | None = None
         self.metrics = MetricsRegistry()
         self.metrics_server: MetricsServer | None = None
         self._auto_join_client: ControllerClient | None = None
         self._cleaner_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-cleaner")
+        self.faults = NodeFaults(
+            fault_handler, self._stopping, config.metadata_log_dir, directory_ids
+        )
+        self.faults.lifecycle = lambda: self.lifecycle
 
     async def _allocate_producer_ids(self) -> tuple[int, int]:
         assert self.controller_client is not None and self.lifecycle is not None
@@ -145,6 +166,7 @@ class Node:
             self._start_auto_join(plane)
         if config.is_broker:
             await self._start_broker(plane)
+        self.faults.supervise(self._tasks)
         log.info(
             "sparklog node %d started (cluster %s, roles %s), listeners: %s",
             config.node_id,
@@ -194,6 +216,7 @@ class Node:
             replica_lag_time_max_ms=int(config.get("replica.lag.time.max.ms")),
         )
         self.replica_manager = replica_manager
+        self.faults.attach(replica_manager)
         controller_client = ControllerClient(
             lambda: plane.leader,
             plane.controller_address,
@@ -223,11 +246,19 @@ class Node:
             controller_id=config.node_id,
         )
         ctx.groups = GroupCoordinator.from_config(config, replica_manager)
+        # Markers go to every partition leader: locally for ours, WriteTxnMarkers for others.
+        self.marker_channel = TxnMarkerChannel(
+            config.node_id,
+            lambda: plane.loader.image,
+            lambda markers: write_txn_markers(ctx, markers),
+            listener_name=config.inter_broker_listener_name,
+            request_timeout_ms=int(config.get("request.timeout.ms")),
+        )
         ctx.transactions = TransactionCoordinator(
             TxnConfig.from_config(config),
             replica_manager,
             ctx.producer_ids.next_producer_id,
-            lambda markers: write_txn_markers(ctx, markers),
+            self.marker_channel.write,
         )
         apis = BrokerApis(ctx)
         log_dirs = [uuid_from_str(d) for d in self.directory_ids.values() if d]
@@ -407,14 +438,14 @@ class Node:
         self.plane.delete_expired_files(_now_ms())
 
     def _checkpoint(self) -> None:
-        assert self.log_manager is not None
-        self.log_manager.checkpoint()
+        self.faults.checkpoint()
 
     def stop(self) -> None:
         self._stopping.set()
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
+        install_loop_handler(loop)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
         await self.start()
@@ -438,6 +469,8 @@ class Node:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.fetchers is not None:
             await self.fetchers.close()
+        if self.marker_channel is not None:
+            await self.marker_channel.close()
         if self.remote_log_manager is not None:
             self.remote_log_manager.close()
         if self.replica_manager is not None:

@@ -15,6 +15,8 @@ The broker side of the lease the controller keeps (see :mod:`sparklog.controller
 - PENDING_CONTROLLED_SHUTDOWN: :meth:`controlled_shutdown` makes heartbeats carry
   ``want_shut_down``; the controller moves our leaderships away and finally answers
   ``should_shut_down``, which completes the shutdown (SHUTTING_DOWN).
+- Every heartbeat carries the ids of the log dirs that failed (``offline_log_dirs``, KIP-858;
+  :meth:`report_offline_dir` sends one at once).
 """
 
 from __future__ import annotations
@@ -76,6 +78,8 @@ class BrokerLifecycleManager:
         self.client = client
         self.metadata_offset = metadata_offset
         self.log_dirs = list(log_dirs)
+        # Ids of log dirs that failed (KIP-858), sent in every heartbeat from then on.
+        self.offline_log_dirs: list[bytes] = []
         self.incarnation_id = random_uuid_bytes()
         self.broker_epoch = -1
         # From the last clean shutdown (the logs' marker); -1 after a crash.
@@ -138,6 +142,7 @@ class BrokerLifecycleManager:
                 "current_metadata_offset": self.metadata_offset(),
                 "want_fence": False,
                 "want_shut_down": self._want_shut_down,
+                "offline_log_dirs": list(self.offline_log_dirs),
             }
             response = await self.client.request(
                 BROKER_HEARTBEAT_KEY, 1, body, timeout_ms=self.session_timeout_ms // 2
@@ -171,6 +176,12 @@ class BrokerLifecycleManager:
             log.warning("Broker %d was fenced by the controller", self.config.node_id)
             self.state = "RECOVERY"
             self.unfenced.clear()
+
+    def report_offline_dir(self, directory_id: bytes) -> None:
+        """A log dir failed: tell the controller in the next heartbeat (sent at once)."""
+        if directory_id not in self.offline_log_dirs:
+            self.offline_log_dirs.append(directory_id)
+            self._poke.set()
 
     async def _sleep(self, stopping: asyncio.Event, ms: int) -> None:
         self._poke.clear()

@@ -38,7 +38,7 @@ from sparklog.broker.partition import Partition
 from sparklog.broker.replica_manager import ReplicaManager, TopicPartition
 from sparklog.metadata.image import MetadataImage
 from sparklog.net.client import KafkaClientConnection
-from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.replication.follower import FollowerCore
 from sparklog.replication.messages import (
@@ -273,18 +273,24 @@ class ReplicaFetcher:
         epoch_end = EpochEndOffset(
             int(diverging.get("epoch", -1)), int(diverging.get("end_offset", -1))
         )
-        outcome = fetching.core.on_fetch_response(
-            FetchResponsePartition(
-                fetch_offset=position.fetch_offset,
-                current_leader_epoch=position.current_leader_epoch,
-                error_code=int(data.get("error_code", 0)),
-                high_watermark=int(data.get("high_watermark", -1)),
-                log_start_offset=int(data.get("log_start_offset", -1)),
-                records=data.get("records"),
-                diverging_epoch=epoch_end if epoch_end.end_offset >= 0 else None,
-                generation=position.generation,
+        try:  # the core appends or truncates the log: an OSError comes from the disk
+            outcome = fetching.core.on_fetch_response(
+                FetchResponsePartition(
+                    fetch_offset=position.fetch_offset,
+                    current_leader_epoch=position.current_leader_epoch,
+                    error_code=int(data.get("error_code", 0)),
+                    high_watermark=int(data.get("high_watermark", -1)),
+                    log_start_offset=int(data.get("log_start_offset", -1)),
+                    records=data.get("records"),
+                    diverging_epoch=epoch_end if epoch_end.end_offset >= 0 else None,
+                    generation=position.generation,
+                )
             )
-        )
+        except OSError as exc:
+            # The log dir goes offline (the broker stops this partition's fetching).
+            self.partitions.pop(tp, None)
+            self.rm.log_dir_failed(partition, "Error while appending replicated records to", exc)
+            return
         if outcome.truncated_to is not None:
             log.info(
                 "Truncated %s-%d to %d (leader %d, epoch %d)",
@@ -311,7 +317,11 @@ class ReplicaFetcher:
                 self.source_broker,
             )
         if outcome.appended_to >= 0 and partition.log.needs_flush:
-            await self.rm.flush(partition.log)
+            try:
+                await self.rm.flush(partition.log)
+            except KafkaApiError:  # the flush took the log dir offline
+                self.partitions.pop(tp, None)
+                return
         if outcome.appended_to >= 0 or outcome.hw_changed or outcome.truncated_to is not None:
             self.rm.fetch_waiters.notify(tp)
 

@@ -25,12 +25,15 @@ loop keeps serving; a produce that needs its data flushed is answered after the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from sparklog.broker.log_dir_failure import LogDirFailureChannel, log_dir_of, storage_error
 from sparklog.broker.partition import Partition, PartitionState, RoleChange
 from sparklog.broker.purgatory import DelayedOperations
 from sparklog.metadata.delta import MetadataDelta
@@ -104,6 +107,10 @@ class ReplicaManager:
         self.isr_shrinks = 0
         self.failed_isr_updates = 0
         self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-flusher")
+        # Offline log dirs (Kafka's LogDirFailureChannel) and the partitions taken out of
+        # service with them: they answer KAFKA_STORAGE_ERROR and are never reopened.
+        self.log_dir_failures = LogDirFailureChannel(log_manager.log_dirs)
+        self.offline_partitions: set[TopicPartition] = set()
 
     # -- metadata publisher -----------------------------------------------------------------
     def publish(self, delta: MetadataDelta, image: MetadataImage) -> None:
@@ -122,6 +129,8 @@ class ReplicaManager:
                     continue
                 tp = (topic.name, index)
                 live.add(tp)
+                if tp in self.offline_partitions:
+                    continue
                 partition = self.partitions.get(tp)
                 if partition is None or partition.topic_id != topic.topic_id:
                     if partition is not None:
@@ -204,6 +213,11 @@ class ReplicaManager:
     # -- lookups ------------------------------------------------------------------------------
     def partition(self, topic: str, index: int) -> Partition:
         partition = self.partitions.get((topic, index))
+        log_dir = log_dir_of(partition.log.directory) if partition is not None else ""
+        if (topic, index) in self.offline_partitions or (
+            partition is not None and not self.log_dir_failures.is_online(log_dir)
+        ):
+            raise storage_error(topic, index, log_dir)
         if partition is None:
             raise KafkaApiError(
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -237,7 +251,12 @@ class ReplicaManager:
         partition = self.leader_partition(topic, index)
         if required_acks == -1:
             self._check_enough_isr(partition)
-        result = partition.log.append_as_leader(records, partition.leader_epoch, from_client=True)
+        try:
+            result = partition.log.append_as_leader(
+                records, partition.leader_epoch, from_client=True
+            )
+        except OSError as exc:
+            raise self.log_dir_failed(partition, "Error while appending records to", exc) from exc
         partition.maybe_advance_hw()
         self._wake((topic, index))
         if partition.log.needs_flush:
@@ -280,6 +299,10 @@ class ReplicaManager:
             return core.check_enough_replicas(required_offset)[0]
 
         await self.produce_waiters.wait_until([tp], settled, max(timeout_ms, 0) / 1000.0)
+        if tp in self.offline_partitions:
+            raise storage_error(
+                partition.topic, partition.index, log_dir_of(partition.log.directory)
+            )
         core = partition.leader_core
         if self.partitions.get(tp) is not partition or core is None:
             raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "leadership moved")
@@ -312,9 +335,12 @@ class ReplicaManager:
         partition = self.leader_partition(topic, index)
         plog = partition.log
         self._check_enough_isr(partition)
-        offset = plog.append_control_marker(
-            producer_id, producer_epoch, coordinator_epoch, committed, partition.leader_epoch
-        )
+        try:
+            offset = plog.append_control_marker(
+                producer_id, producer_epoch, coordinator_epoch, committed, partition.leader_epoch
+            )
+        except OSError as exc:
+            raise self.log_dir_failed(partition, "Error while writing a marker to", exc) from exc
         partition.maybe_advance_hw()
         self._wake((topic, index))
         if plog.needs_flush:
@@ -405,16 +431,59 @@ class ReplicaManager:
         plan = log.begin_flush(up_to_offset)
         if plan is None:
             return
-        await asyncio.get_running_loop().run_in_executor(self._flusher, plan.run)
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._flusher, plan.run)
+        except OSError as exc:
+            # The recovery point stays where it was: these offsets are not known durable.
+            raise self._dir_failed(log, "Error while flushing", exc) from exc
         log.complete_flush(plan)
 
     async def flush_due(self, now_ms: int) -> None:
         """flush.ms: flush every log whose oldest unflushed data has waited that long."""
         for partition in list(self.partitions.values()):
             log = partition.log
+            if not self.log_dir_failures.is_online(log_dir_of(log.directory)):
+                continue
             unflushed = log.log_end_offset > log.recovery_point
             if unflushed and now_ms - log.last_flush_ms >= log.config.flush_ms:
-                await self.flush(log)
+                with contextlib.suppress(KafkaApiError):  # the dir went offline: logged
+                    await self.flush(log)
+
+    # -- log dir failures -------------------------------------------------------------------
+    def log_dir_failed(self, partition: Partition, action: str, exc: OSError) -> KafkaApiError:
+        """An I/O error on ``partition``'s log: take its log dir offline; the error to answer."""
+        return self._dir_failed(partition.log, action, exc)
+
+    def _dir_failed(self, log: Log, action: str, exc: OSError) -> KafkaApiError:
+        log_dir = log_dir_of(log.directory)
+        self.log_dir_failures.maybe_add_offline_log_dir(
+            log_dir, f"{action} {log.topic}-{log.partition} in dir {log_dir} failed: {exc}", exc
+        )
+        return storage_error(log.topic, log.partition, log_dir)
+
+    def handle_log_dir_failure(self, log_dir: str) -> list[TopicPartition]:
+        """Stop serving every partition in the offline ``log_dir`` (Kafka's
+        ``ReplicaManager.handleLogDirFailure``): they leave :attr:`partitions` for
+        :attr:`offline_partitions` (KAFKA_STORAGE_ERROR from then on), their fetchers stop,
+        waiting produces and fetches are answered, and the log manager lets go of the dir."""
+        path = os.path.abspath(log_dir)
+        offline = [tp for tp, p in self.partitions.items() if log_dir_of(p.log.directory) == path]
+        followed = [tp for tp in offline if self.partitions[tp].follower_core is not None]
+        for tp in offline:
+            del self.partitions[tp]
+            self.offline_partitions.add(tp)
+            self._wake(tp)
+        if self.follower_listener is not None and followed:
+            self.follower_listener([], followed)
+        self.log_manager.handle_log_dir_failure(path)
+        log.warning(
+            "Broker %d stopped serving partitions %s because they are in the failed log "
+            "directory %s",
+            self.broker_id,
+            ", ".join(f"{t}-{i}" for t, i in sorted(offline)),
+            path,
+        )
+        return offline
 
     def close(self) -> None:
         self._flusher.shutdown(wait=True)

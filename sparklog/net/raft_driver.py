@@ -27,6 +27,13 @@ Contract:
 - :meth:`RaftDriver.close` stops the timer, fails waiting inbound requests, and closes peer
   connections. It neither resigns nor flushes (that is :meth:`RaftDriver.shutdown`), so closing
   is as abrupt as a crash from the quorum's point of view.
+- Fatal faults (Kafka's raft I/O thread hands every unexpected error to the fatal fault
+  handler, which halts the process): an I/O error writing the metadata log, the quorum state
+  or a downloaded snapshot, a failed fsync, a broken core invariant, or any exception escaping
+  the timer or one of the driver's tasks goes to ``fault_handler`` (default
+  :func:`sparklog.fault.halt`) with a message naming the node, the metadata log dir and the
+  error, and the driver closes. It never keeps running on a dead timer: a node whose metadata
+  log cannot be written stops, and restarts (recovering the log) once the disk is usable.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any, Final, Generic, TypeVar
 
+from sparklog.fault import FaultHandler, halt
 from sparklog.net.client import KafkaClientConnection
 from sparklog.net.raft_flush import OffloadedFlushLog
 from sparklog.net.server import Connection, KafkaServer
@@ -108,6 +116,7 @@ class RaftDriver(Generic[T]):
         executor: Executor | None = None,
         listener_name: str | None = None,
         client_id: str | None = None,
+        fault_handler: FaultHandler = halt,
     ) -> None:
         """``clock`` must be the one ``replica`` was built with (epoch milliseconds).
 
@@ -132,7 +141,10 @@ class RaftDriver(Generic[T]):
         self._timer: asyncio.Task[None] | None = None
         self._closed = False
         self.failure: BaseException | None = None
+        self.fault_handler = fault_handler
         self._flush_log = replica.log if isinstance(replica.log, OffloadedFlushLog) else None
+        if self._flush_log is not None:
+            self._flush_log.on_io_error = self._on_log_io_error
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -212,10 +224,41 @@ class RaftDriver(Generic[T]):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            # A core assertion (a safety invariant broke): stop rather than act on bad state.
-            log.exception("KRaft replica %d failed; stopping its driver", self.replica.node_id)
-            self.failure = exc
-            await self.close()
+            # A broken invariant or an I/O error: stop rather than act on state we cannot trust.
+            self._fatal("Unexpected error in the KRaft replica", exc)
+
+    # -- fatal faults -----------------------------------------------------------------------
+
+    @property
+    def metadata_log_dir(self) -> str:
+        return self._flush_log.log.directory if self._flush_log is not None else "<in memory>"
+
+    def _fatal(self, what: str, exc: BaseException) -> None:
+        """Hand ``exc`` to the fault handler (which halts the node) and close the driver."""
+        if self.failure is not None:
+            return
+        self.failure = exc
+        message = (
+            f"{what} of node {self.replica.node_id} (metadata log dir "
+            f"{self.metadata_log_dir}): {exc!r}"
+        )
+        try:
+            self.fault_handler(message, exc)
+        finally:
+            # Reached only when the handler returns (tests): the driver stops either way.
+            if not self._closed:
+                self._spawn(self.close())
+
+    def _on_log_io_error(self, action: str, exc: OSError) -> None:
+        self._fatal(f"I/O error while {action} the metadata log", exc)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            self._fatal("Unexpected error in a KRaft driver task", exc)
 
     # -- sending ----------------------------------------------------------------------------
 
@@ -239,7 +282,7 @@ class RaftDriver(Generic[T]):
     def _spawn(self, coro: Any) -> None:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._task_done)
 
     def address_of(self, node_id: int) -> tuple[str, int] | None:
         """The controller-listener address of ``node_id``: configured, voter set, or learned."""
@@ -333,11 +376,9 @@ class RaftDriver(Generic[T]):
         """Hand ``message`` to the replica; False if the peer's message could not be read."""
         try:
             outbounds = self.replica.handle(self.clock(), message)
-        except AssertionError as exc:
-            # A safety invariant broke: stop rather than act on state we cannot trust.
-            log.exception("KRaft replica %d failed; stopping its driver", self.replica.node_id)
-            self.failure = exc
-            self._spawn(self.close())
+        except (AssertionError, OSError) as exc:
+            # A safety invariant broke or the disk failed: never act on that state again.
+            self._fatal("Unexpected error in the KRaft replica", exc)
             return False
         except (KeyError, TypeError, ValueError) as exc:
             log.warning(
@@ -368,10 +409,8 @@ class RaftDriver(Generic[T]):
             # offsets were truncated, so failing it loses nothing. Other errors are fatal,
             # as in Kafka: a log that cannot be made durable must not count toward commits.
             if not self._flush_log.truncated_since(plan) and not self._closed:
-                log.critical("fsync of the metadata log failed: %s; stopping", exc)
-                self.failure = exc
                 self._flush_log.complete(plan, False)
-                await self.close()
+                self._fatal("I/O error while flushing the metadata log", exc)
                 return
             succeeded = False
         self._flush_log.complete(plan, succeeded)

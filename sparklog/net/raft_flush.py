@@ -17,17 +17,25 @@ truncation while a plan runs may replace offsets the plan was meant to cover, so
 completes after a truncation to ``t`` advances the recovery point to at most ``t``. The same
 holds for :meth:`~OffloadedFlushLog.reset_to` (a snapshot download restarting the log at
 ``t``): the old plan's segments are gone, and the offsets above ``t`` will hold new bytes.
+
+I/O errors: an ``OSError`` from any write (append, truncation, reset, an inline flush) is
+reported to :attr:`OffloadedFlushLog.on_io_error` (the driver's fatal path: the node stops)
+before it propagates, whichever caller made the write (the raft core, the controller's
+appends), so a write failure can never be mistaken for a recoverable request error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
-from sparklog.raft.log import StorageReplicatedLog
+from sparklog.raft.log import BatchInfo, StorageReplicatedLog
 from sparklog.storage.log import Log
 from sparklog.storage.log_durability import FlushPlan
 
 FlushRunner = Callable[[FlushPlan], None]
+# (what was being done, the error): called before the error propagates
+IoErrorHook = Callable[[str, OSError], None]
 
 
 class OffloadedFlushLog(StorageReplicatedLog):
@@ -41,6 +49,28 @@ class OffloadedFlushLog(StorageReplicatedLog):
         # Plans handed to the runner, each with the lowest truncation point seen since.
         self._running: dict[int, int] = {}
         self._requested_target = -1
+        self.on_io_error: IoErrorHook | None = None
+
+    @contextmanager
+    def _writing(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except OSError as exc:
+            if self.on_io_error is not None:
+                self.on_io_error(action, exc)
+            raise
+
+    def append_as_leader(self, batch: bytes, epoch: int) -> BatchInfo:
+        with self._writing("appending to"):
+            return super().append_as_leader(batch, epoch)
+
+    def append_as_follower(self, data: bytes) -> list[BatchInfo]:
+        with self._writing("appending to"):
+            return super().append_as_follower(data)
+
+    def delete_before(self, offset: int, epoch: int) -> None:
+        with self._writing("moving the start of"):
+            super().delete_before(offset, epoch)
 
     def bind(self, runner: FlushRunner | None) -> None:
         """Install how plans run (the driver's executor); ``None`` flushes inline again."""
@@ -53,7 +83,8 @@ class OffloadedFlushLog(StorageReplicatedLog):
 
     def flush(self) -> None:
         if self._runner is None:
-            super().flush()
+            with self._writing("flushing"):
+                super().flush()
             return
         target = self.log.log_end_offset
         if target <= self._requested_target and self._running:
@@ -78,11 +109,13 @@ class OffloadedFlushLog(StorageReplicatedLog):
             self.log.complete_flush(FlushPlan(plan.directory, limit, plan.segments))
 
     def truncate_to(self, offset: int) -> None:
-        super().truncate_to(offset)
+        with self._writing("truncating"):
+            super().truncate_to(offset)
         self._cap_running(offset)
 
     def reset_to(self, offset: int, epoch: int) -> None:
-        super().reset_to(offset, epoch)
+        with self._writing("resetting"):
+            super().reset_to(offset, epoch)
         self._cap_running(offset)
 
     def _cap_running(self, offset: int) -> None:

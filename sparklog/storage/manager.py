@@ -19,6 +19,8 @@ Contract (Kafka's ``LogManager``):
 - A missing or unreadable checkpoint is treated as empty (recovery from offset 0: slower,
   never unsafe). Recovery points are only as fresh as the last :meth:`checkpoint`; the broker
   calls it periodically (Kafka: ``log.flush.offset.checkpoint.interval.ms``).
+- :meth:`handle_log_dir_failure` takes a dir that had an I/O error out of ``log_dirs`` for
+  good (Kafka's offline log dir): nothing is written there again until the next start.
 - Not thread-safe; the broker drives it from one place.
 """
 
@@ -183,6 +185,11 @@ class LogManager:
     def checkpoint(self) -> None:
         """Write the recovery point, log start and high watermark checkpoints of every dir."""
         for log_dir in self.log_dirs:
+            self.checkpoint_dir(log_dir)
+
+    def checkpoint_dir(self, log_dir: str) -> None:
+        """:meth:`checkpoint` for one log dir (an ``OSError`` names only this dir's disk)."""
+        if log_dir in self.log_dirs:
             logs = {k: v for k, v in self._logs.items() if self._dir_of[k] == log_dir}
             write_offset_checkpoint(
                 os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT),
@@ -201,6 +208,26 @@ class LogManager:
                 os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT),
                 {k: dirty[k] for k in logs if k in dirty},
             )
+
+    def handle_log_dir_failure(self, log_dir: str) -> list[TopicPartition]:
+        """Stop managing every log in ``log_dir`` after an I/O error there (Kafka's
+        ``LogManager.handleLogDirFailure``): its logs are closed and forgotten, and nothing
+        (checkpoints, retention, cleaning, the clean-shutdown marker) touches the dir again.
+        Its files stay as they are for recovery at the next start. Returns the partitions."""
+        path = os.path.abspath(log_dir)
+        if path not in self.log_dirs:
+            return []
+        self.log_dirs.remove(path)
+        gone = [k for k, d in self._dir_of.items() if d == path]
+        for key in gone:
+            log = self._logs.pop(key)
+            del self._dir_of[key]
+            self.cleaner.forget(key)
+            try:
+                log.close()
+            except OSError:
+                _log.warning("Closing %s after its dir failed raised", log.directory)
+        return gone
 
     def flush_due(self, now_ms: int) -> int:
         """Flush logs whose flush.ms has elapsed; returns how many were flushed."""
