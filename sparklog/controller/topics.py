@@ -7,6 +7,15 @@ independently (one bad topic does not fail the others) and all records of a requ
 one atomic batch. Request and response dicts use the codec's snake_case field names;
 absent keys take the wire defaults, so hand-built requests work too.
 
+Bounded operations (Kafka's ``QuorumController.MAX_RECORDS_PER_USER_OP`` and ``BoundedList``):
+one CreateTopics or CreatePartitions may write at most :data:`MAX_RECORDS_PER_USER_OP` records
+(one TopicRecord, one ConfigRecord per override and one PartitionRecord per partition), so a
+topic of 10,000 partitions or more cannot be created in one request. A request over the bound is
+refused as a whole, validate-only or not, before any replica is placed: every topic gets
+POLICY_VIOLATION with Kafka's "Unable to perform excessively large batch operation." and what
+the bound is. Larger topics are grown with further CreatePartitions of at most 10,000
+partitions each; every accepted operation is therefore one bounded metadata batch.
+
 Placement: replicas go round-robin over the unfenced brokers (sorted by id) from a random
 start, ISR = the replicas, leader = the first replica (Kafka's StripedReplicaPlacer without
 racks). A partition is created with leader epoch 0 and partition epoch 0.
@@ -27,6 +36,8 @@ from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import ZERO_UUID
 
 MAX_TOPIC_NAME_LENGTH = 249
+# Kafka's QuorumController.MAX_RECORDS_PER_USER_OP (= MAX_RECORDS_PER_BATCH).
+MAX_RECORDS_PER_USER_OP = 10_000
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
 
@@ -66,6 +77,39 @@ class TopicDefaults:
     rng: random.Random = field(default_factory=random.Random)
 
 
+class BatchTooLargeError(Exception):
+    """Kafka's ``BoundedListTooLongException``: the operation would write more than
+    :data:`MAX_RECORDS_PER_USER_OP` records. Not a per-topic error: the whole request fails."""
+
+
+def excessively_large_batch(needed: int, what: str) -> KafkaApiError:
+    """The whole-request POLICY_VIOLATION Kafka answers for a :class:`BatchTooLargeError`."""
+    return KafkaApiError(
+        ErrorCode.POLICY_VIOLATION,
+        f"Unable to perform excessively large batch operation. {what} needs at least {needed} "
+        f"metadata records, but one operation may write at most {MAX_RECORDS_PER_USER_OP} "
+        "(one per partition, plus one per topic and per config); create at most 9999 "
+        "partitions per topic in one request and add more with CreatePartitions, at most "
+        f"{MAX_RECORDS_PER_USER_OP} partitions at a time.",
+    )
+
+
+def _reserve(planned: int, more: int) -> int:
+    """``planned + more``, or :class:`BatchTooLargeError` if that is over the bound."""
+    if planned + more > MAX_RECORDS_PER_USER_OP:
+        raise BatchTooLargeError(planned + more)
+    return planned + more
+
+
+def _refuse_all(
+    topics: Sequence[Mapping[str, Any]], error: KafkaApiError, **extra: Any
+) -> list[dict[str, Any]]:
+    return [
+        {"name": t["name"], **extra, "error_code": int(error.code), "error_message": error.message}
+        for t in topics
+    ]
+
+
 class _Batch:
     """Records planned by one request, plus the topic names/ids it already claimed."""
 
@@ -73,6 +117,8 @@ class _Batch:
         self.image = image
         self.records: list[MetadataRecord] = []
         self.claimed_names: dict[str, str] = {}
+        # Records this request would write, validate-only included (Kafka bounds both).
+        self.planned = 0
 
     def topic_exists(self, name: str) -> bool:
         return self.image.topics.get_topic(name) is not None or name in self.claimed_names.values()
@@ -191,6 +237,10 @@ def create_topics(
             result.update(_create_one(batch, topic, defaults, validate_only))
         except KafkaApiError as exc:
             result.update(error_code=int(exc.code), error_message=exc.message)
+        except BatchTooLargeError as exc:
+            error = excessively_large_batch(exc.args[0], "This CreateTopics request")
+            refused = _refuse_all(topics, error, topic_id=ZERO_UUID)
+            return [], {"throttle_time_ms": 0, "topics": refused}
         results.append(result)
     return ([] if validate_only else batch.records), {"throttle_time_ms": 0, "topics": results}
 
@@ -213,6 +263,13 @@ def _create_one(
     num_partitions = int(topic.get("num_partitions", -1))
     replication_factor = int(topic.get("replication_factor", -1))
     assignments = list(topic.get("assignments") or [])
+    planned_partitions = len(assignments) or (
+        defaults.num_partitions if num_partitions == -1 else max(num_partitions, 0)
+    )
+    # Checked before any placement, so a request for a million partitions costs nothing.
+    batch.planned = _reserve(
+        batch.planned, 1 + len(topic.get("configs") or []) + planned_partitions
+    )
     if assignments:
         if num_partitions != -1:
             raise KafkaApiError(
@@ -364,15 +421,18 @@ def create_partitions(
         try:
             if names.count(name) > 1:
                 raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
-            records.extend(_create_partitions_one(image, topic, defaults))
+            records.extend(_create_partitions_one(image, topic, defaults, len(records)))
         except KafkaApiError as exc:
             result.update(error_code=int(exc.code), error_message=exc.message)
+        except BatchTooLargeError as exc:
+            error = excessively_large_batch(exc.args[0], "This CreatePartitions request")
+            return [], {"throttle_time_ms": 0, "results": _refuse_all(topics, error)}
         results.append(result)
     return ([] if validate_only else records), {"throttle_time_ms": 0, "results": results}
 
 
 def _create_partitions_one(
-    image: MetadataImage, topic: Mapping[str, Any], defaults: TopicDefaults
+    image: MetadataImage, topic: Mapping[str, Any], defaults: TopicDefaults, planned: int
 ) -> list[MetadataRecord]:
     name = topic["name"]
     existing = image.topics.get_topic(name)
@@ -391,6 +451,7 @@ def _create_partitions_one(
             ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s)."
         )
     additional = count - current
+    _reserve(planned, additional)
     first = existing.partitions.get(0)
     replication_factor = len(first.replicas) if first is not None else defaults.replication_factor
     assignments = topic.get("assignments")
