@@ -16,7 +16,14 @@ a LogAppendTime batch's per-record create times are not kept (Kafka's readers us
 max timestamp); the CRC is recomputed.
 
 Rows are read a row group at a time; row groups whose offset statistics end below
-``from_offset`` are skipped without being read.
+``from_offset`` are skipped without being read. Known loss: the delete-horizon attribute of a
+compacted batch (KIP-534) is not kept; its base timestamp becomes the first record's.
+
+Both directions are vectorised and share their record decoder with the Spark connector: a
+segment's batches are checked (CRC, counts) and decompressed once each, one Python step per
+batch, then decoded into Arrow arrays a run of batches at a time by
+:mod:`.batch_decode` (headers included; odd batches fall back to record_codec's loop,
+exactly). Rebuilt batches are encoded a chunk of rows at a time by :mod:`.batch_encode`.
 """
 
 from __future__ import annotations
@@ -26,18 +33,24 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, TypeAlias
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sparklog.protocol.record_codec import Record, build_batch, decode_batch
+from sparklog.protocol import compression as codecs
 from sparklog.protocol.records import (
+    RECORDS_OFFSET,
     TIMESTAMP_LOG_APPEND_TIME,
+    BatchHeader,
     Buffer,
     CorruptRecordError,
     iter_batches,
+    validate_batch,
 )
 
+from .batch_decode import BatchRecords, RecordArrays, decode_records
+from .batch_encode import encode_batches
 from .layout import FORMAT_VERSION, HEADER_TYPE, PARQUET_SCHEMA
 from .metadata import AbortedTxn
 
@@ -65,6 +78,10 @@ _DICTIONARY_COLUMNS = [
     "aborted",
 ]
 _BATCH_COLUMNS = _DICTIONARY_COLUMNS
+# A decode run ends at this many records or bytes of records (numpy's cost per call is
+# fixed; the bytes bound keeps a run's region in cache).
+_RUN_RECORDS = 1 << 16
+_RUN_BYTES = 4 << 20
 _ROW_COLUMNS = ["offset", "timestamp", "key", "value", "headers"]
 
 
@@ -88,62 +105,71 @@ class SegmentStats:
     segment_bytes: int
 
 
-class _Columns:
-    """Column lists of rows not yet written; ``take`` turns a prefix into an Arrow table."""
+class _PendingRows:
+    """Tables of rows not yet written; :meth:`take` cuts exactly ``n`` rows off the front so
+    row groups keep their configured size whatever the decode runs were."""
 
     def __init__(self) -> None:
-        self.data: dict[str, list[Any]] = {name: [] for name in PARQUET_SCHEMA.names}
+        self._tables: list[pa.Table] = []
+        self.rows = 0
 
-    def __len__(self) -> int:
-        return len(self.data["offset"])
-
-    def add_batch(self, fields: dict[str, Any], records: list[Record], aborted: bool) -> None:
-        n = len(records)
-        data = self.data
-        data["offset"].extend([r.offset for r in records])
-        data["timestamp"].extend([r.timestamp for r in records])
-        data["key"].extend([r.key for r in records])
-        data["value"].extend([r.value for r in records])
-        data["headers"].extend([r.headers or None for r in records])
-        for name, value in fields.items():
-            data[name].extend([value] * n)
-        data["aborted"].extend([aborted] * n)
+    def add(self, table: pa.Table) -> None:
+        self._tables.append(table)
+        self.rows += table.num_rows
 
     def take(self, n: int) -> pa.Table:
-        arrays = []
-        for field in PARQUET_SCHEMA:
-            values = self.data[field.name]
-            head, self.data[field.name] = values[:n], values[n:]
-            if field.name == "headers":
-                arrays.append(_headers_array(head))
-            else:
-                arrays.append(pa.array(head, type=field.type))
-        return pa.Table.from_arrays(arrays, schema=PARQUET_SCHEMA)
+        table = pa.concat_tables(self._tables) if self._tables else PARQUET_SCHEMA.empty_table()
+        head, rest = table.slice(0, n), table.slice(n)
+        self._tables = [rest] if rest.num_rows else []
+        self.rows = rest.num_rows
+        return head
 
 
-def _headers_array(rows: list[tuple[tuple[str, bytes | None], ...] | None]) -> pa.Array:
-    if all(h is None for h in rows):
-        return pa.nulls(len(rows), HEADER_TYPE)
-    offsets = [0]
-    mask: list[bool] = []
-    keys: list[str] = []
-    values: list[bytes | None] = []
-    for headers in rows:
-        if headers is None:
-            mask.append(True)
-        else:
-            mask.append(False)
-            for key, value in headers:
-                keys.append(key)
-                values.append(value)
-        offsets.append(len(keys))
-    struct = pa.StructArray.from_arrays(
-        [pa.array(keys, pa.string()), pa.array(values, pa.binary())],
-        fields=list(HEADER_TYPE.value_type),
-    )
-    return pa.ListArray.from_arrays(
-        pa.array(offsets, pa.int32()), struct, type=HEADER_TYPE, mask=pa.array(mask, pa.bool_())
-    )
+class _Run:
+    """Batches waiting to be decoded together, with the per-batch column values of their rows
+    (numpy's cost per call is fixed, so a run spans many batches)."""
+
+    def __init__(self) -> None:
+        self.batches: list[BatchRecords] = []
+        self.fields: dict[str, list[int]] = {name: [] for name in _BATCH_COLUMNS}
+        self.records = 0
+        self.bytes = 0
+
+    def add(self, batch: BatchRecords, header: BatchHeader, aborted: bool) -> None:
+        self.batches.append(batch)
+        self.records += batch.count
+        self.bytes += batch.end - batch.pos
+        values = (
+            header.timestamp_type,
+            header.base_offset,
+            header.last_offset,
+            header.partition_leader_epoch,
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence,
+            header.is_transactional,
+            header.is_control,
+            header.compression,
+            aborted,
+        )
+        for name, value in zip(_BATCH_COLUMNS, values, strict=True):
+            self.fields[name].append(value)
+
+    def table(self) -> tuple[pa.Table, RecordArrays]:
+        decoded = decode_records(self.batches, HEADER_TYPE)
+        columns: dict[str, pa.Array] = {
+            "offset": pa.array(decoded.offsets),
+            "timestamp": pa.array(decoded.timestamps),
+            "key": decoded.keys,
+            "value": decoded.values,
+            "headers": decoded.headers,
+        }
+        for name in _BATCH_COLUMNS:
+            field_type = PARQUET_SCHEMA.field(name).type
+            per_batch = np.array(self.fields[name], dtype=field_type.to_pandas_dtype())
+            columns[name] = pa.array(np.repeat(per_batch, decoded.batch_rows), field_type)
+        arrays = [columns[name] for name in PARQUET_SCHEMA.names]
+        return pa.Table.from_arrays(arrays, schema=PARQUET_SCHEMA), decoded
 
 
 def _aborted_lookup(aborted_txns: Sequence[AbortedTxn]) -> dict[int, list[tuple[int, int]]]:
@@ -217,14 +243,29 @@ def _transcode_into(
     row_group_rows: int,
 ) -> SegmentStats:
     aborted_ranges = _aborted_lookup(aborted_txns)
-    columns = _Columns()
+    pending = _PendingRows()
+    run = _Run()
     base_offset = end_offset = first_timestamp = max_timestamp = _NO_TIMESTAMP
     record_count = batch_count = 0
     epochs: list[tuple[int, int]] = []
     position = 0
+
+    def flush() -> None:
+        nonlocal run, first_timestamp, max_timestamp, record_count
+        table, decoded = run.table()
+        run = _Run()
+        if decoded.rows:
+            if record_count == 0:
+                first_timestamp = int(decoded.timestamps[0])
+            max_timestamp = max(max_timestamp, int(decoded.timestamps.max()))
+            record_count += decoded.rows
+        pending.add(table)
+        while pending.rows >= row_group_rows:
+            writer.write_table(pending.take(row_group_rows), row_group_size=row_group_rows)
+
     try:
-        for position, header in iter_batches(buf):
-            _, records = decode_batch(buf, position)
+        for position, _ in iter_batches(buf):
+            header = validate_batch(buf, position)
             if batch_count == 0:
                 base_offset = header.base_offset
             batch_count += 1
@@ -232,32 +273,18 @@ def _transcode_into(
             epoch = header.partition_leader_epoch
             if epoch >= 0 and (not epochs or epoch > epochs[-1][0]):
                 epochs.append((epoch, header.base_offset))
-            if not records:
-                continue
-            if record_count == 0:
-                first_timestamp = records[0].timestamp
-            record_count += len(records)
-            max_timestamp = max(max_timestamp, max(r.timestamp for r in records))
-            aborted = False
-            if header.is_transactional and not header.is_control:
-                ranges = aborted_ranges.get(header.producer_id, ())
-                aborted = any(first <= header.base_offset <= last for first, last in ranges)
-            fields = {
-                "timestamp_type": header.timestamp_type,
-                "batch_base_offset": header.base_offset,
-                "batch_last_offset": header.last_offset,
-                "partition_leader_epoch": epoch,
-                "producer_id": header.producer_id,
-                "producer_epoch": header.producer_epoch,
-                "base_sequence": header.base_sequence,
-                "is_transactional": header.is_transactional,
-                "is_control": header.is_control,
-                "compression": header.compression,
-            }
-            columns.add_batch(fields, records, aborted)
-            while len(columns) >= row_group_rows:
-                writer.write_table(columns.take(row_group_rows), row_group_size=row_group_rows)
-            position += header.size_in_bytes
+            batch_end = position + header.size_in_bytes
+            if header.records_count:
+                run.add(
+                    _batch_records(buf, position, batch_end, header),
+                    header,
+                    _is_aborted(header, aborted_ranges),
+                )
+                if run.records >= _RUN_RECORDS or run.bytes >= _RUN_BYTES:
+                    flush()
+            position = batch_end
+        if run.batches:
+            flush()
     except CorruptRecordError as exc:
         raise TranscodeError(f"segment is corrupt at byte {position}: {exc}") from exc
     if position != len(buf):
@@ -265,8 +292,8 @@ def _transcode_into(
             f"segment has {len(buf) - position} trailing bytes at byte {position} that are not"
             " a whole batch (a closed segment must not have a torn tail)"
         )
-    if len(columns) or record_count == 0:
-        writer.write_table(columns.take(len(columns)), row_group_size=row_group_rows)
+    if pending.rows or record_count == 0:
+        writer.write_table(pending.take(pending.rows), row_group_size=row_group_rows)
     return SegmentStats(
         base_offset=base_offset,
         end_offset=end_offset,
@@ -279,6 +306,39 @@ def _transcode_into(
     )
 
 
+def _is_aborted(header: BatchHeader, aborted_ranges: dict[int, list[tuple[int, int]]]) -> bool:
+    if not header.is_transactional or header.is_control:
+        return False
+    ranges = aborted_ranges.get(header.producer_id, ())
+    return any(first <= header.base_offset <= last for first, last in ranges)
+
+
+def _batch_records(buf: Buffer, position: int, end: int, header: BatchHeader) -> BatchRecords:
+    """The batch's records region: in place for codec none, else decompressed once."""
+    if header.compression:
+        with memoryview(buf) as view:
+            compressed = view[position + RECORDS_OFFSET : end]
+            try:
+                payload: Buffer = codecs.decompress(header.compression, compressed)
+            except codecs.CompressionError as exc:
+                raise CorruptRecordError(str(exc), exc.code) from exc
+            finally:
+                compressed.release()
+        records_pos, records_end = 0, len(payload)
+    else:
+        payload, records_pos, records_end = buf, position + RECORDS_OFFSET, end
+    return BatchRecords(
+        payload=payload,
+        pos=records_pos,
+        end=records_end,
+        count=header.records_count,
+        base_offset=header.base_offset,
+        base_timestamp=header.base_timestamp,
+        max_timestamp=header.max_timestamp,
+        log_append=header.timestamp_type == TIMESTAMP_LOG_APPEND_TIME,
+    )
+
+
 ParquetSource: TypeAlias = "pq.ParquetFile | pa.Table | str | bytes | IO[bytes]"
 
 
@@ -286,6 +346,7 @@ RowGroupReader: TypeAlias = "Callable[[pq.ParquetFile, int, list[str]], pa.Table
 """Reads row group ``i`` of a file with the given columns (a cache can stand in)."""
 
 _CHUNK_ROWS = 2048
+_MAX_CHUNK_ROWS = 1 << 16
 
 
 def _read_row_group(parquet: pq.ParquetFile, index: int, columns: list[str]) -> pa.Table:
@@ -370,13 +431,17 @@ def parquet_to_batches(
 
 
 def _row_chunks(tables: Iterator[pa.Table], from_offset: int) -> Iterator[pa.Table]:
-    """Slices of at most ``_CHUNK_ROWS`` rows, starting at the first batch that ends at or
-    after ``from_offset``, so only the rows a fetch needs become Python objects."""
+    """Slices starting at the first batch that ends at or after ``from_offset``: the first
+    ``_CHUNK_ROWS`` rows, then twice as many each time up to ``_MAX_CHUNK_ROWS``, so a small
+    fetch encodes few rows and a long read spreads the vector encoder's fixed cost."""
+    size = _CHUNK_ROWS
     for table in tables:
         # Rows are sorted by offset, so rows of batches ending before from_offset lead.
-        skip = pc.sum(pc.less(table.column("batch_last_offset"), from_offset)).as_py() or 0
-        for start in range(skip, table.num_rows, _CHUNK_ROWS):
-            yield table.slice(start, _CHUNK_ROWS)
+        start = pc.sum(pc.less(table.column("batch_last_offset"), from_offset)).as_py() or 0
+        while start < table.num_rows:
+            yield table.slice(start, size)
+            start += size
+            size = min(2 * size, max(_MAX_CHUNK_ROWS, _CHUNK_ROWS))
 
 
 def iter_parquet_batches(
@@ -390,24 +455,22 @@ def iter_parquet_batches(
     """The batches of :func:`parquet_to_batches`, one at a time, lazily, without a size
     bound."""
     names = _ROW_COLUMNS + _BATCH_COLUMNS
-    pending: dict[str, list[Any]] | None = None
+    pending: pa.Table | None = None
     try:
         tables = _row_group_tables(source, from_offset, names, read_row_group)
-        for table in _row_chunks(tables, from_offset):
-            rows = {name: table.column(name).to_pylist() for name in names}
-            if pending is not None:
-                rows = {name: pending[name] + rows[name] for name in names}
+        for chunk in _row_chunks(tables, from_offset):
+            if pending is not None and pending.num_rows:
+                chunk = pa.concat_tables([pending, chunk])
             # The last batch of a chunk may continue in the next one.
-            tail = _last_batch_start(rows["batch_base_offset"])
-            pending = {name: values[tail:] for name, values in rows.items()}
-            for batch in _encode_batches(rows, 0, tail, from_offset, to_offset, compression):
+            bases = chunk.column("batch_base_offset").to_numpy()
+            tail = int(np.searchsorted(bases, bases[-1], side="left")) if len(bases) else 0
+            pending = chunk.slice(tail)
+            for batch in _encode_rows(chunk.slice(0, tail), from_offset, to_offset, compression):
                 if batch is None:
                     return
                 yield batch
-        if pending is not None:
-            for batch in _encode_batches(
-                pending, 0, len(pending["offset"]), from_offset, to_offset, compression
-            ):
+        if pending is not None and pending.num_rows:
+            for batch in _encode_rows(pending, from_offset, to_offset, compression):
                 if batch is None:
                     return
                 yield batch
@@ -415,67 +478,18 @@ def iter_parquet_batches(
         raise TranscodeError(f"cannot read Parquet segment: {exc}") from exc
 
 
-def _last_batch_start(bases: list[int]) -> int:
-    if not bases:
-        return 0
-    last = bases[-1]
-    i = len(bases) - 1
-    while i > 0 and bases[i - 1] == last:
-        i -= 1
-    return i
-
-
-def _encode_batches(
-    rows: dict[str, list[Any]],
-    start: int,
-    end: int,
-    from_offset: int,
-    to_offset: int | None,
-    compression: int | None,
+def _encode_rows(
+    rows: pa.Table, from_offset: int, to_offset: int | None, compression: int | None
 ) -> Iterator[bytes | None]:
-    """Yields encoded batches of rows[start:end]; a None means "past to_offset, stop"."""
-    bases = rows["batch_base_offset"]
-    i = start
-    while i < end:
-        base = bases[i]
-        j = i + 1
-        while j < end and bases[j] == base:
-            j += 1
-        last = rows["batch_last_offset"][i]
-        if to_offset is not None and base >= to_offset:
-            yield None
-            return
+    """Encoded batches of ``rows`` (whole batches); a None means "past to_offset, stop"."""
+    stop = False
+    if to_offset is not None and rows.num_rows:
+        bases = rows.column("batch_base_offset").to_numpy()
+        cut = int(np.searchsorted(bases, to_offset, side="left"))
+        stop = cut < rows.num_rows
+        rows = rows.slice(0, cut)
+    for batch, _, last in encode_batches(rows, compression):
         if last >= from_offset:
-            yield _encode_one(rows, i, j, compression)
-        i = j
-
-
-def _encode_one(rows: dict[str, list[Any]], i: int, j: int, compression: int | None) -> bytes:
-    offsets, timestamps = rows["offset"], rows["timestamp"]
-    keys, values, headers = rows["key"], rows["value"], rows["headers"]
-    records = [
-        Record(
-            offsets[k],
-            timestamps[k],
-            keys[k],
-            values[k],
-            tuple((h["key"], h["value"]) for h in headers[k]) if headers[k] else (),
-        )
-        for k in range(i, j)
-    ]
-    base = rows["batch_base_offset"][i]
-    log_append = rows["timestamp_type"][i] == TIMESTAMP_LOG_APPEND_TIME
-    return build_batch(
-        records,
-        base_offset=base,
-        compression=rows["compression"][i] if compression is None else compression,
-        timestamp_type=rows["timestamp_type"][i],
-        producer_id=rows["producer_id"][i],
-        producer_epoch=rows["producer_epoch"][i],
-        base_sequence=rows["base_sequence"][i],
-        partition_leader_epoch=rows["partition_leader_epoch"][i],
-        is_transactional=rows["is_transactional"][i],
-        is_control=rows["is_control"][i],
-        last_offset_delta=rows["batch_last_offset"][i] - base,
-        max_timestamp=max(timestamps[i:j]) if log_append else None,
-    )
+            yield batch
+    if stop:
+        yield None

@@ -20,6 +20,7 @@ Plain functions on bytes; no I/O.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import zlib
 from typing import Final
@@ -221,6 +222,15 @@ def _unzstd(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
     if not view:
         raise CompressionError("zstd data is empty")
     dctx = zstandard.ZstdDecompressor()
+    # One frame that states its content size (what this module and librdkafka write) is
+    # bounded up front and decoded in one call; anything else takes the sliced loop below.
+    try:
+        content_size = zstandard.frame_content_size(view)
+    except zstandard.ZstdError:
+        content_size = -1
+    if 0 <= content_size <= max_size:
+        with contextlib.suppress(zstandard.ZstdError):
+            return dctx.decompress(view, allow_extra_data=False)
     chunks: list[bytes] = []
     total = 0
     pos = 0

@@ -219,6 +219,12 @@ def decode_batch(
             raise CorruptRecordError(str(exc), exc.code) from exc
         finally:
             payload.release()
+    return header, decode_records(data, header)
+
+
+def decode_records(data: bytes, header: BatchHeader) -> list[Record]:
+    """The ``header.records_count`` records of a batch's decompressed records region
+    ``data``, which they must fill exactly (the record loop of :func:`decode_batch`)."""
     records: list[Record] = []
     cursor = 0
     for _ in range(header.records_count):
@@ -226,7 +232,7 @@ def decode_batch(
         records.append(record)
     if cursor != len(data):
         raise CorruptRecordError("Incorrect declared batch size, records still remaining in file")
-    return header, records
+    return records
 
 
 def _normalise(item: RecordLike, index: int, base_offset: int, now_ms: int) -> RecordInput:

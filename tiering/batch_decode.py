@@ -1,0 +1,527 @@
+"""The one vectorised decoder of Kafka v2 records into Arrow arrays, shared by the tier
+(segment -> Parquet, :mod:`.transcode`) and the Spark connector (:mod:`sparklog.connector.
+arrow_decode`). It lives here because the connector already depends on the tier.
+
+Contract of :func:`decode_records`: given a run of batches (:class:`BatchRecords`: each one's
+records region, already decompressed, and the header fields its rows need, in log order), it
+returns their rows with ``low <= offset < high`` as :class:`RecordArrays`, equal record for
+record to what :func:`sparklog.protocol.record_codec.decode_records` decodes (offsets
+``base + offsetDelta``; LogAppendTime rows take the batch's max timestamp, others
+``base + timestampDelta``; a length of -1 is null). Damage raises
+:class:`~sparklog.protocol.records.CorruptRecordError` and nothing else.
+
+Invariants that make the vector path and the exact path give identical rows:
+
+- The vector path (:func:`_vector`) takes a run only when every record is in the shape every
+  producer writes: a positive length, records tiling each batch's region exactly, int32
+  varints of at most 5 bytes and timestamp deltas of at most 9, offsets and timestamps that
+  fit an int64, and (when headers are wanted) non-negative header counts and key sizes, UTF-8
+  header keys and headers ending exactly where their record does. Without headers wanted,
+  the header bytes are only required to lie inside the record (they are not read).
+- Anything else makes it answer ``None``; the run is then split in halves down to single
+  batches, and a single batch it still declines goes to the exact path, record_codec's
+  record loop, which is the authority on every edge case (and raises for damage). So only
+  odd batches cost a Python step per record.
+
+How: only record starts depend on each other (each on the previous record's length); runs
+of equal-sized records are found at once and only records of varying sizes are walked in
+Python (:func:`_record_starts`). Every other field is decoded for all records of all the
+batches at once, so numpy's fixed cost per call is paid once per run, not per batch. A varint
+column is read one byte per record when every value is below 0x80, two when below 0x4000,
+and otherwise through a window with a continuation mask. Headers are read in rounds (round
+``j`` reads the ``j``-th header of every record that has one). Keys and values are copied out
+by Arrow from one binary array whose elements alternate field and gap (:func:`_gather`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from array import array
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from sparklog.protocol.record_codec import Record
+from sparklog.protocol.record_codec import decode_records as decode_records_exactly
+from sparklog.protocol.records import (
+    MAGIC_V2,
+    TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_TYPE_MASK,
+    BatchHeader,
+    CorruptRecordError,
+)
+
+__all__ = ["BatchRecords", "RecordArrays", "decode_records", "empty_arrays"]
+
+_INT32_MAX: Final = 0x7FFFFFFF
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
+_INT32_VARINT_BYTES: Final = 5
+_INT64_VARINT_BYTES: Final = 9  # 63 payload bits: always fits an int64 before the zigzag
+_SHIFTS: Final = np.arange(0, 70, 7, dtype=np.uint64)
+_COLUMNS: Final = np.arange(10, dtype=np.int64)
+# Record starts: at most this many runs of equal-sized records per batch are found by numpy,
+# and a run shorter than ``_SHORT_RUN`` means sizes vary, so the rest is walked record by record.
+_MAX_RUNS: Final = 8
+_SHORT_RUN: Final = 16
+_BINARY: Final = pa.binary()
+
+Int64s = npt.NDArray[np.int64]
+Bytes = npt.NDArray[np.uint8]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BatchRecords:
+    """One batch's records region ``payload[pos:end]`` (decompressed, or in place in the
+    log for codec none) and what its rows need from the batch header. ``low``/``high`` cut
+    the rows to ``low <= offset < high`` (``None`` is open)."""
+
+    payload: bytes | bytearray | memoryview
+    pos: int
+    end: int
+    count: int
+    base_offset: int
+    base_timestamp: int
+    max_timestamp: int
+    log_append: bool
+    low: int | None = None
+    high: int | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecordArrays:
+    """The kept rows of a run: ``batch_rows[i]`` rows came from the run's ``i``-th batch.
+    ``headers`` is None when headers were not asked for, else a list array of the asked type,
+    null for a record without headers."""
+
+    rows: int
+    batch_rows: Int64s
+    offsets: Int64s
+    timestamps: Int64s
+    keys: pa.Array
+    values: pa.Array
+    headers: pa.Array | None
+
+
+def empty_arrays(batches: int, headers_type: pa.DataType | None) -> RecordArrays:
+    return RecordArrays(
+        rows=0,
+        batch_rows=np.zeros(batches, dtype=np.int64),
+        offsets=np.zeros(0, dtype=np.int64),
+        timestamps=np.zeros(0, dtype=np.int64),
+        keys=pa.array([], pa.binary()),
+        values=pa.array([], pa.binary()),
+        headers=None if headers_type is None else pa.array([], headers_type),
+    )
+
+
+def decode_records(
+    batches: list[BatchRecords], headers_type: pa.DataType | None = None
+) -> RecordArrays:
+    """The kept rows of ``batches`` in order; see the module docstring. ``headers_type``
+    (a ``list<struct<key: string, value: binary>>``) asks for the headers column."""
+    nonempty = [b for b in batches if b.count > 0]
+    if len(nonempty) != len(batches):
+        if any(b.count < 0 for b in batches):
+            raise CorruptRecordError("Record batch declares a negative record count")
+        decoded = decode_records(nonempty, headers_type) if nonempty else None
+        return _spread(decoded, [b.count > 0 for b in batches], headers_type)
+    if not batches:
+        return empty_arrays(0, headers_type)
+    try:
+        fast = _vector(batches, headers_type)
+    except (IndexError, ValueError, OverflowError, pa.ArrowException):
+        fast = None
+    if fast is not None:
+        return fast
+    if len(batches) == 1:
+        return _exact(batches[0], headers_type)
+    half = len(batches) // 2
+    return concat([decode_records(part, headers_type) for part in (batches[:half], batches[half:])])
+
+
+def _spread(
+    decoded: RecordArrays | None, present: list[bool], headers_type: pa.DataType | None
+) -> RecordArrays:
+    """``decoded`` of the non-empty batches, with zero rows for the empty ones."""
+    if decoded is None:
+        return empty_arrays(len(present), headers_type)
+    batch_rows = np.zeros(len(present), dtype=np.int64)
+    batch_rows[np.flatnonzero(present)] = decoded.batch_rows
+    return dataclasses.replace(decoded, batch_rows=batch_rows)
+
+
+def concat(parts: list[RecordArrays]) -> RecordArrays:
+    """The runs ``parts`` as one."""
+    if len(parts) == 1:
+        return parts[0]
+    headers = [p.headers for p in parts]
+    return RecordArrays(
+        rows=sum(p.rows for p in parts),
+        batch_rows=np.concatenate([p.batch_rows for p in parts]),
+        offsets=np.concatenate([p.offsets for p in parts]),
+        timestamps=np.concatenate([p.timestamps for p in parts]),
+        keys=pa.concat_arrays([p.keys for p in parts]),
+        values=pa.concat_arrays([p.values for p in parts]),
+        headers=None if headers[0] is None else pa.concat_arrays(headers),
+    )
+
+
+def _exact(batch: BatchRecords, headers_type: pa.DataType | None) -> RecordArrays:
+    """One batch through record_codec's record loop (the reference; raises for damage)."""
+    header = BatchHeader(
+        base_offset=batch.base_offset,
+        batch_length=0,
+        partition_leader_epoch=-1,
+        magic=MAGIC_V2,
+        crc=0,
+        attributes=TIMESTAMP_TYPE_MASK if batch.log_append else 0,
+        last_offset_delta=0,
+        base_timestamp=batch.base_timestamp,
+        max_timestamp=batch.max_timestamp,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        records_count=batch.count,
+    )
+    assert header.timestamp_type == (TIMESTAMP_LOG_APPEND_TIME if batch.log_append else 0)
+    data = bytes(memoryview(batch.payload)[batch.pos : batch.end])
+    records: list[Record] = [
+        r
+        for r in decode_records_exactly(data, header)
+        if (batch.low is None or r.offset >= batch.low)
+        and (batch.high is None or r.offset < batch.high)
+    ]
+    try:
+        offsets = np.array([r.offset for r in records], dtype=np.int64)
+        timestamps = np.array([r.timestamp for r in records], dtype=np.int64)
+    except OverflowError as exc:
+        raise CorruptRecordError(f"Record offset or timestamp out of range: {exc}") from exc
+    headers = None
+    if headers_type is not None:
+        headers = pa.array(
+            [[{"key": k, "value": v} for k, v in r.headers] or None for r in records],
+            headers_type,
+        )
+    return RecordArrays(
+        rows=len(records),
+        batch_rows=np.array([len(records)], dtype=np.int64),
+        offsets=offsets,
+        timestamps=timestamps,
+        keys=pa.array([r.key for r in records], pa.binary()),
+        values=pa.array([r.value for r in records], pa.binary()),
+        headers=headers,
+    )
+
+
+def _record_starts(
+    data: bytes | bytearray | memoryview, pos: int, end: int, count: int
+) -> Int64s | None:
+    """Where each of the ``count`` records from ``pos`` starts, following the length varints;
+    ``None`` for a length varint of 4 bytes or more (records of 1 MiB and up, where this is
+    not what costs).
+
+    Runs of records of one size (the usual case: fixed-width keys and values, and the offset
+    and timestamp deltas of a batch change width at most a few times) are found with numpy:
+    guess that the records from ``pos`` all have the size of the first one, and keep the
+    guesses up to the first one whose length varint differs from the first one's bytes. That
+    check is exact: a record starting at a kept guess has the first one's length, so the next
+    one starts at the next guess. Short runs (variable sizes) hand the rest to :func:`_walk`."""
+    u8 = np.frombuffer(data, dtype=np.uint8)
+    runs: list[Int64s] = []
+    left = count
+    for _ in range(_MAX_RUNS):
+        if left == 0:
+            break
+        first = data[pos]
+        second = data[pos + 1] if first >= 0x80 else 0
+        if second >= 0x80:
+            break
+        raw = first if first < 0x80 else (first & 0x7F) | (second << 7)
+        if raw & 1:
+            break  # a negative length: the walk steps over it, the vector check rejects it
+        stride = (1 if first < 0x80 else 2) + (raw >> 1)
+        guesses = np.arange(pos, pos + stride * left, stride, dtype=np.int64)
+        same = u8.take(guesses, mode="clip") == first
+        if first >= 0x80:
+            same &= u8.take(guesses + 1, mode="clip") == second
+        same &= guesses < end
+        differs = np.flatnonzero(~same)
+        run = left if not len(differs) else int(differs[0])
+        runs.append(guesses[:run])
+        left -= run
+        pos += stride * run
+        if run < _SHORT_RUN:
+            break
+    if left:
+        rest = _walk(data, pos, left)
+        if rest is None:
+            return None
+        runs.append(rest)
+    return runs[0] if len(runs) == 1 else np.concatenate(runs)
+
+
+def _walk(data: bytes | bytearray | memoryview, pos: int, count: int) -> Int64s | None:
+    """:func:`_record_starts` one record at a time."""
+    starts = array("q")
+    append = starts.append
+    for _ in range(count):
+        append(pos)
+        b = data[pos]
+        if b < 0x80:
+            # A negative (odd) length moves on as if positive; the vector check rejects it.
+            pos += 1 + (b >> 1)
+        else:
+            b2 = data[pos + 1]
+            if b2 < 0x80:
+                pos += 2 + (((b & 0x7F) | (b2 << 7)) >> 1)
+                continue
+            b3 = data[pos + 2]
+            if b3 >= 0x80:
+                return None
+            pos += 3 + (((b & 0x7F) | ((b2 & 0x7F) << 7) | (b3 << 14)) >> 1)
+    return np.frombuffer(starts, dtype=np.int64)
+
+
+def _count(values: npt.NDArray[np.bool_] | Bytes) -> int:
+    """Non-zero elements; ``ndarray.any`` costs several times more per call."""
+    return int(np.count_nonzero(values))
+
+
+def _zigzag(raw: Int64s) -> Int64s:
+    result: Int64s = (raw >> 1) ^ -(raw & 1)
+    return result
+
+
+def _varints(u8: Bytes, pos: Int64s, max_bytes: int) -> tuple[Int64s, Int64s] | None:
+    """Zigzag varints starting at ``pos`` (positions may be garbage; reads are clipped):
+    values and the positions after them, or ``None`` if one is longer than ``max_bytes``."""
+    first = u8.take(pos, mode="clip").astype(np.int64)
+    long_first = first >= 0x80
+    if not _count(long_first):
+        return _zigzag(first), pos + 1
+    second = u8.take(pos + 1, mode="clip").astype(np.int64)
+    if not _count(long_first & (second >= 0x80)):
+        two = (first & 0x7F) | (second << 7)
+        raw = np.where(long_first, two, first)
+        return _zigzag(raw), pos + 1 + long_first
+    window = u8.take(pos[:, None] + _COLUMNS[:max_bytes], mode="clip")
+    more = window >= 0x80
+    last = more.argmin(axis=1)  # the first byte without the continuation bit
+    if _count(more[np.arange(len(pos)), last]):
+        return None
+    parts = (window & 0x7F).astype(np.uint64) << _SHIFTS[:max_bytes]
+    parts[_COLUMNS[:max_bytes] > last[:, None]] = 0
+    raw64 = parts.sum(axis=1, dtype=np.uint64).astype(np.int64)
+    return _zigzag(raw64), pos + 1 + last
+
+
+def _gather(region: Bytes, starts: Int64s, sizes: Int64s) -> tuple[pa.Buffer, Int64s]:
+    """The fields ``region[starts[i] : starts[i] + sizes[i]]`` concatenated (in increasing
+    order, not overlapping) and their end offsets."""
+    ends = np.cumsum(sizes)
+    count = len(starts)
+    if not count or not ends[-1]:
+        return pa.py_buffer(b""), ends
+    # One Arrow binary array over the region whose elements alternate field, gap (up to the
+    # next field); Arrow's take of the even elements copies the fields in C (far faster than
+    # numpy's boolean indexing of bytes or joining slices).
+    offsets = np.empty(2 * count + 1, dtype=np.int32)
+    offsets[0 : 2 * count : 2] = starts
+    offsets[1 : 2 * count : 2] = starts + sizes
+    offsets[2 * count] = len(region)
+    elements = pa.Array.from_buffers(
+        pa.binary(), 2 * count, [None, pa.py_buffer(offsets), pa.py_buffer(region)]
+    )
+    picked = elements.take(pa.array(np.arange(0, 2 * count, 2, dtype=np.int32)))
+    # Read where the picked bytes begin rather than assume 0: Arrow may answer with a slice.
+    _, picked_offsets, data = picked.buffers()
+    begin = int(np.frombuffer(picked_offsets, dtype=np.int32)[picked.offset])
+    return data.slice(begin, int(ends[-1])), ends
+
+
+def _binary(
+    region: Bytes, starts: Int64s, lengths: Int64s, type_: pa.DataType = _BINARY
+) -> pa.Array:
+    """A binary (or string) array of the fields; a negative length is null."""
+    nulls = lengths < 0
+    data, ends = _gather(region, starts, np.maximum(lengths, 0))
+    offsets = np.zeros(len(starts) + 1, dtype=np.int32)
+    offsets[1:] = ends
+    null_count = _count(nulls)
+    validity = None
+    if null_count:
+        validity = pa.py_buffer(np.packbits(~nulls, bitorder="little"))
+    return pa.Array.from_buffers(
+        type_, len(starts), [validity, pa.py_buffer(offsets), data], null_count=null_count
+    )
+
+
+def _overflowed(left: Int64s, right: Int64s, total: Int64s) -> bool:
+    """Whether any int64 ``left + right`` wrapped around to give ``total``."""
+    return bool(_count(((left ^ total) & (right ^ total)) < 0))
+
+
+def _vector(batches: list[BatchRecords], headers_type: pa.DataType | None) -> RecordArrays | None:
+    counts = [batch.count for batch in batches]
+    first = batches[0]
+    # Uncompressed batches of one buffer are read in place, the batch headers between them
+    # left unread; others (decompressed payloads) are copied together.
+    in_place = all(b.payload is first.payload for b in batches)
+    batch_starts: list[int] = []
+    parts = []
+    region_size = 0
+    for batch in batches:
+        region_start = batch.pos - first.pos if in_place else region_size
+        found = _record_starts(batch.payload, batch.pos, batch.end, batch.count)
+        if found is None:
+            return None
+        batch_starts.append(region_start)
+        parts.append(found + (region_start - batch.pos))
+        region_size = region_start + batch.end - batch.pos
+    if region_size > _INT32_MAX:
+        return None  # Arrow's int32 offsets could not address it
+    if in_place:
+        region = np.frombuffer(first.payload, dtype=np.uint8)[first.pos : first.pos + region_size]
+    else:
+        joined = b"".join([memoryview(b.payload)[b.pos : b.end] for b in batches])
+        region = np.frombuffer(joined, dtype=np.uint8)
+    starts = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    count = len(starts)
+    per_batch = np.array(counts, dtype=np.int64)
+    batch_last = np.cumsum(per_batch) - 1  # each batch's last record
+
+    length = _varints(region, starts, _INT32_VARINT_BYTES)
+    if length is None:
+        return None
+    sizes, after = length
+    record_ends = after + sizes
+    # Records tile each batch's region exactly: every record ends where the next starts,
+    # a batch's last one where the batch ends.
+    expected_ends = np.empty(count, dtype=np.int64)
+    expected_ends[:-1] = starts[1:]
+    expected_ends[batch_last] = [
+        s + b.end - b.pos for s, b in zip(batch_starts, batches, strict=True)
+    ]
+    if _count(sizes <= 0) or _count(record_ends != expected_ends):
+        return None
+    timestamp = _varints(region, after + 1, _INT64_VARINT_BYTES)  # + 1: attributes byte
+    if timestamp is None:
+        return None
+    ts_deltas, p = timestamp
+    offset = _varints(region, p, _INT32_VARINT_BYTES)
+    if offset is None:
+        return None
+    offset_deltas, p = offset
+    key = _varints(region, p, _INT32_VARINT_BYTES)
+    if key is None:
+        return None
+    key_lengths, key_starts = key
+    value = _varints(region, key_starts + np.maximum(key_lengths, 0), _INT32_VARINT_BYTES)
+    if value is None:
+        return None
+    value_lengths, value_starts = value
+    header_counts = value_starts + np.maximum(value_lengths, 0)
+    # Every field advances by at least a byte, so fields that end inside the record (or
+    # exactly at its end) all lie inside it.
+    header_lists = None
+    if headers_type is None:
+        if _count(header_counts >= record_ends):
+            return None
+    elif _count(region.take(header_counts, mode="clip")) or _count(header_counts >= record_ends):
+        header_lists = _headers(region, header_counts, record_ends, headers_type)
+        if header_lists is None:
+            return None
+    elif _count(header_counts + 1 != record_ends):
+        return None
+
+    def each(values: list[int]) -> Int64s:
+        return np.repeat(np.array(values, dtype=np.int64), per_batch)
+
+    bases = each([b.base_offset for b in batches])
+    offsets = bases + offset_deltas
+    if _overflowed(bases, offset_deltas, offsets):
+        return None
+    base_timestamps = each([b.max_timestamp if b.log_append else b.base_timestamp for b in batches])
+    if any(b.log_append for b in batches):
+        ts_deltas = np.where(each([b.log_append for b in batches]) != 0, 0, ts_deltas)
+    timestamps = base_timestamps + ts_deltas
+    if _overflowed(base_timestamps, ts_deltas, timestamps):
+        return None
+    batch_index = np.repeat(np.arange(len(batches), dtype=np.int64), per_batch)
+    if any(b.low is not None or b.high is not None for b in batches):
+        lows = each([_INT64_MIN if b.low is None else b.low for b in batches])
+        highs = each([_INT64_MAX if b.high is None else b.high for b in batches])
+        keep = (offsets >= lows) & (offsets < highs)
+        if _count(keep) != count:
+            offsets, timestamps, batch_index = offsets[keep], timestamps[keep], batch_index[keep]
+            key_lengths, key_starts = key_lengths[keep], key_starts[keep]
+            value_lengths, value_starts = value_lengths[keep], value_starts[keep]
+            if header_lists is not None:
+                header_lists = header_lists.filter(pa.array(keep))
+    if headers_type is not None and header_lists is None:
+        header_lists = pa.nulls(len(offsets), headers_type)
+    return RecordArrays(
+        rows=len(offsets),
+        batch_rows=np.bincount(batch_index, minlength=len(batches)).astype(np.int64),
+        offsets=offsets,
+        timestamps=timestamps,
+        keys=_binary(region, key_starts, key_lengths),
+        values=_binary(region, value_starts, value_lengths),
+        headers=header_lists,
+    )
+
+
+def _headers(
+    region: Bytes, count_pos: Int64s, record_ends: Int64s, headers_type: pa.DataType
+) -> pa.Array | None:
+    """The headers of every record (count varint at ``count_pos``) as a list array of
+    ``headers_type``, null for none; ``None`` unless they end exactly at ``record_ends``."""
+    decoded = _varints(region, count_pos, _INT32_VARINT_BYTES)
+    if decoded is None:
+        return None
+    header_counts, cursor = decoded
+    # Each header takes at least two bytes, which bounds the rounds below by the record size.
+    if _count(header_counts < 0) or _count(2 * header_counts > record_ends - cursor):
+        return None
+    list_offsets = np.zeros(len(count_pos) + 1, dtype=np.int64)
+    np.cumsum(header_counts, out=list_offsets[1:])
+    entries = int(list_offsets[-1])
+    key_starts = np.empty(entries, dtype=np.int64)
+    key_lengths = np.empty(entries, dtype=np.int64)
+    value_starts = np.empty(entries, dtype=np.int64)
+    value_lengths = np.empty(entries, dtype=np.int64)
+    having = np.flatnonzero(header_counts > 0)
+    round_ = 0
+    while len(having):
+        at = list_offsets[having] + round_
+        key = _varints(region, cursor[having], _INT32_VARINT_BYTES)
+        if key is None:
+            return None
+        lengths, key_at = key
+        if _count(lengths < 0):
+            return None
+        value = _varints(region, key_at + lengths, _INT32_VARINT_BYTES)
+        if value is None:
+            return None
+        value_len, value_at = value
+        key_starts[at], key_lengths[at] = key_at, lengths
+        value_starts[at], value_lengths[at] = value_at, value_len
+        cursor[having] = value_at + np.maximum(value_len, 0)
+        round_ += 1
+        having = having[header_counts[having] > round_]
+    if _count(cursor != record_ends):
+        return None
+    struct_type = headers_type.value_type
+    keys = _binary(region, key_starts, key_lengths, struct_type.field("key").type)
+    keys.validate(full=True)  # UTF-8; ArrowInvalid sends the run to the exact path
+    values = _binary(region, value_starts, value_lengths, struct_type.field("value").type)
+    structs = pa.StructArray.from_arrays([keys, values], fields=list(struct_type))
+    return pa.ListArray.from_arrays(
+        pa.array(list_offsets.astype(np.int32)),
+        structs,
+        type=headers_type,
+        mask=pa.array(header_counts == 0),
+    )
