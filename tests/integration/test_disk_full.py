@@ -1,0 +1,285 @@
+"""A full disk on a real cluster (3 controllers + 3 brokers): the data log dir, then the
+metadata log dir, each a small tmpfs mount that a filler file fills to ENOSPC.
+
+1. Broker 101 keeps its data log dir (``log.dirs``) on an 8 MiB tmpfs and leads a partition
+   with replication factor 3 and ``min.insync.replicas=2`` while a confluent-kafka producer
+   (``acks=all``, idempotent) writes to it. Once the dir is full the broker takes it offline
+   and, since it has no other data log dir, halts as Kafka does: exit status 1 after
+   "Shutdown broker because all log dirs in ... have failed". The controller fences it and
+   moves the leadership; producing goes on. After the filler is removed and the broker
+   restarted it recovers its log, rejoins the ISR, and every acknowledged record is read
+   back.
+2. Broker 102 keeps its metadata log dir (``metadata.log.dir``) on a tmpfs. Once it is full the
+   next metadata append (the leader's no-op records arrive every
+   ``metadata.max.idle.interval.ms``) fails and the node halts with a fatal fault naming the
+   metadata log dir and the error (no silent hang with stale metadata); with room again it
+   restarts and is unfenced.
+
+No node's log may ever contain "Task exception was never retrieved". Both tests need root to
+mount tmpfs and are skipped (saying so) otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.cluster_harness import Cluster, ClusterNode, wait_until
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+admin_module = pytest.importorskip("confluent_kafka.admin")
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.timeout(420),
+    pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root"),
+]
+
+TOPIC = "full-disk"
+TMPFS_SIZE = "8m"
+SETTINGS = {
+    "controller.quorum.election.timeout.ms": 500,
+    "controller.quorum.fetch.timeout.ms": 1000,
+    "broker.session.timeout.ms": 3000,
+    "broker.heartbeat.interval.ms": 500,
+    "replica.lag.time.max.ms": 4000,
+    "replica.fetch.backoff.ms": 200,
+    "replica.fetch.wait.max.ms": 200,
+}
+WAIT_S = 90.0
+NEVER_RETRIEVED = "Task exception was never retrieved"
+
+
+def mount_tmpfs(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", str(path)], check=True
+    )
+
+
+def unmount(path: Path) -> None:
+    for _ in range(50):
+        done = subprocess.run(["umount", str(path)], capture_output=True, check=False)
+        if done.returncode == 0 or b"not mounted" in done.stderr:
+            return
+        time.sleep(0.1)  # a child still holding a file there is being reaped
+
+
+def fill(mount: Path) -> Path:
+    """Write a filler file until the mount answers ENOSPC; the filler's path."""
+    filler = mount / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for size in (1 << 16, 4096, 512, 1):
+            chunk = b"\0" * size
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, chunk)
+    finally:
+        os.close(fd)
+    return filler
+
+
+def admin(bootstrap: str) -> Any:
+    return admin_module.AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+
+
+def running_bootstrap(cluster: Cluster) -> str:
+    return ",".join(b.address for b in cluster.brokers if b.is_running())
+
+
+def partition_state(cluster: Cluster) -> Any:
+    metadata = admin(running_bootstrap(cluster)).list_topics(topic=TOPIC, timeout=10)
+    return metadata.topics[TOPIC].partitions[0]
+
+
+def wait_for(what: str, check: Any, timeout_s: float = WAIT_S) -> Any:
+    return wait_until(what, check, timeout_s, interval_s=0.25, tolerate=(Exception,))
+
+
+def wait_exit(node: ClusterNode, timeout_s: float = WAIT_S) -> int:
+    assert node.process is not None
+    try:
+        code = node.process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{node.name} still running:\n{node.log_tail()}") from None
+    node.process = None
+    return code
+
+
+class Producing:
+    """A producer thread (acks=all, idempotent) writing numbered values until stopped."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.producer = confluent_kafka.Producer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "acks": "all",
+                "enable.idempotence": True,
+                "message.timeout.ms": 120_000,
+                "linger.ms": 5,
+                "log_level": 0,
+            }
+        )
+        self.acked: list[bytes] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _report(self, err: Any, msg: Any) -> None:
+        if err is None:
+            self.acked.append(msg.value())
+        else:
+            self.errors.append(str(err))
+
+    def _run(self) -> None:
+        sequence = 0
+        while not self._stop.is_set():
+            value = f"record-{sequence:08d}-".encode() + b"x" * 200
+            try:
+                self.producer.produce(TOPIC, value, partition=0, on_delivery=self._report)
+                sequence += 1
+            except BufferError:
+                pass
+            self.producer.poll(0.002)
+
+    def __enter__(self) -> Producing:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if not self._stop.is_set():
+            self._stop.set()
+            self._thread.join(timeout=30)
+            self.producer.flush(150)
+
+
+def consume_all(cluster: Cluster, at_least: int) -> list[bytes]:
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": running_bootstrap(cluster),
+            "group.id": f"check-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "log_level": 0,
+        }
+    )
+    consumer.assign([confluent_kafka.TopicPartition(TOPIC, 0, 0)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + WAIT_S
+    try:
+        while len(values) < at_least and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            values.append(msg.value())
+    finally:
+        consumer.close()
+    return values
+
+
+def assert_no_lost_task(cluster: Cluster) -> None:
+    for node in cluster.nodes:
+        text = node.log_path.read_text(errors="replace") if node.log_path.exists() else ""
+        assert NEVER_RETRIEVED not in text, f"{node.name}:\n{node.log_tail()}"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    root: Path = tmp_path_factory.mktemp("disk-full")
+    data_mount, meta_mount = root / "tmpfs-data-101", root / "tmpfs-meta-102"
+    cluster = Cluster(root, controllers=3, brokers=3, overrides=SETTINGS)
+    mounted: list[Path] = []
+    try:
+        for mount in (data_mount, meta_mount):
+            mount_tmpfs(mount)
+            mounted.append(mount)
+        data_broker, meta_broker = cluster.broker(101), cluster.broker(102)
+        # 101: data on the tmpfs, metadata on the ordinary disk; 102 the other way round.
+        data_broker.props["log.dirs"] = str(data_mount)
+        data_broker.props["metadata.log.dir"] = str(data_broker.workdir / "meta")
+        meta_broker.props["metadata.log.dir"] = str(meta_mount)
+        for node in (data_broker, meta_broker):
+            node.write_properties()
+        cluster.start()
+        topic = admin_module.NewTopic(
+            TOPIC,
+            num_partitions=1,
+            replica_assignment=[[101, 102, 103]],
+            config={"min.insync.replicas": "2"},
+        )
+        client = admin(cluster.bootstrap_servers)  # kept alive until the result is in
+        client.create_topics([topic], operation_timeout=30)[TOPIC].result(timeout=60)
+        wait_for("101 leading the topic", lambda: partition_state(cluster).leader == 101)
+        yield cluster
+    except Exception:
+        for node in cluster.nodes:
+            print(f"----- {node.name} -----\n{node.log_tail()}")
+        raise
+    finally:
+        cluster.close()
+        for mount in mounted:
+            unmount(mount)
+
+
+def test_a_full_data_log_dir_halts_the_broker_and_loses_no_acknowledged_record(
+    cluster: Cluster,
+) -> None:
+    broker = cluster.broker(101)
+    mount = Path(broker.props["log.dirs"])
+    with Producing(cluster) as producing:
+        wait_for("records acknowledged", lambda: len(producing.acked) >= 300)
+        filler = fill(mount)
+        code = wait_exit(broker)
+        log = broker.log_path.read_text(errors="replace")
+        assert code == 1, log[-4000:]
+        assert f"Shutdown broker because all log dirs in {mount} have failed" in log
+        assert "Encountered fatal fault" in log and "No space left on device" in log
+        leader = wait_for(
+            "a new leader", lambda: partition_state(cluster).leader in (102, 103) or None
+        )
+        acked_at_move = len(producing.acked)
+        wait_for("producing past the move", lambda: len(producing.acked) >= acked_at_move + 300)
+    assert not producing.errors, producing.errors[:5]
+    filler.unlink()
+    broker.launch()
+    broker.wait_ready()
+    wait_for("101 back in the ISR", lambda: 101 in partition_state(cluster).isrs)
+    log = broker.log_path.read_text(errors="replace")
+    assert log.count("Shutdown broker because") == 1, "the restart must not fail again"
+    acked = set(producing.acked)
+    consumed = set(consume_all(cluster, len(producing.acked)))
+    lost = acked - consumed
+    assert not lost, f"{len(lost)} acknowledged records lost (new leader {leader})"
+    assert_no_lost_task(cluster)
+
+
+def test_a_full_metadata_log_dir_is_a_fatal_fault_and_the_node_restarts(
+    cluster: Cluster,
+) -> None:
+    broker = cluster.broker(102)
+    mount = Path(broker.props["metadata.log.dir"])
+    filler = fill(mount)
+    # The leader appends a no-op record every metadata.max.idle.interval.ms: 102 must follow.
+    code = wait_exit(broker)
+    log = broker.log_path.read_text(errors="replace")
+    assert code == 1, log[-4000:]
+    fatal = [line for line in log.splitlines() if "Encountered fatal fault" in line]
+    assert fatal, log[-4000:]
+    assert str(mount) in fatal[0] and "No space left on device" in fatal[0], fatal[0]
+    filler.unlink()
+    broker.launch()
+    broker.wait_ready()  # the client listener opens once the controller unfenced it
+    wait_for("102 back in the ISR", lambda: 102 in partition_state(cluster).isrs)
+    assert_no_lost_task(cluster)
