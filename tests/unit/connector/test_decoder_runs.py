@@ -1,7 +1,7 @@
 """The decoder's record-start search (no Spark needed): runs of equal-sized records found by
 numpy must give exactly the starts a record-by-record walk gives, for every mix of runs,
 sizes straddling the one/two/three-byte varint limits, and damaged bytes; and whole batches
-of such runs must decode to the same rows on the numpy path as on the Python loops.
+of such runs must decode to the same rows on the numpy path as on record_codec's record loop.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparklog.connector import arrow_decode_np
 from sparklog.connector.arrow_decode import ArrowRecordBuilder
 from sparklog.protocol.record_codec import RecordInput, build_batch
+from sparklog.tiering import batch_decode
 
 _HEADER_BYTES = 61
 _NEVER = 10**9
@@ -44,7 +44,7 @@ def _records(runs: list[tuple[int, int]], null_every: int) -> list[RecordInput]:
 
 
 def _walk_starts(buf: bytes, count: int) -> list[int] | None:
-    found = arrow_decode_np._walk(buf, _HEADER_BYTES, count)
+    found = batch_decode._walk(buf, _HEADER_BYTES, count)
     return None if found is None else found.tolist()
 
 
@@ -53,7 +53,7 @@ def _walk_starts(buf: bytes, count: int) -> list[int] | None:
 def test_runs_give_the_starts_of_a_walk(runs: list[tuple[int, int]], null_every: int) -> None:
     records = _records(runs, null_every)
     buf = build_batch(records, base_offset=0)
-    found = arrow_decode_np._record_starts(buf, _HEADER_BYTES, len(buf), len(records))
+    found = batch_decode._record_starts(buf, _HEADER_BYTES, len(buf), len(records))
     assert found is not None
     assert found.dtype == np.int64
     assert found.tolist() == _walk_starts(buf, len(records))
@@ -77,8 +77,8 @@ def test_damaged_runs_give_the_walk_or_fail_like_it(
     count = max(1, len(records) + extra)
     outcomes: list[list[int] | str | None] = []
     searches: list[Callable[[], npt.NDArray[np.int64] | None]] = [
-        lambda: arrow_decode_np._record_starts(data, _HEADER_BYTES, len(data), count),
-        lambda: arrow_decode_np._walk(data, _HEADER_BYTES, count),
+        lambda: batch_decode._record_starts(data, _HEADER_BYTES, len(data), count),
+        lambda: batch_decode._walk(data, _HEADER_BYTES, count),
     ]
     for search in searches:
         try:
@@ -131,7 +131,7 @@ def test_uniform_batch_is_found_in_one_run(monkeypatch: pytest.MonkeyPatch) -> N
     def no_walk(*_: object) -> None:
         raise AssertionError("a uniform batch must not be walked record by record")
 
-    monkeypatch.setattr(arrow_decode_np, "_walk", no_walk)
-    found = arrow_decode_np._record_starts(buf, _HEADER_BYTES, len(buf), len(records))
+    monkeypatch.setattr(batch_decode, "_walk", no_walk)
+    found = batch_decode._record_starts(buf, _HEADER_BYTES, len(buf), len(records))
     assert found is not None and len(found) == 60
     assert found[1] - found[0] == (len(buf) - _HEADER_BYTES) // 60

@@ -1,25 +1,23 @@
-"""The numpy fast path of the Arrow decoder against its Python loops and the reference codec.
+"""The connector's use of the shared vectorised decoder (:mod:`sparklog.tiering.batch_decode`)
+against record_codec's record loop (its exact path) and the reference codec.
 
 The same builder is run twice over random logs, once with every batch offered to the numpy path
 (``vector_min_records = 1``) and once with none, and the two ``RecordBatch``es must be equal,
 column by column and null for null; both must also match ``record_codec.decode_batch``. The
 logs mix null keys and values, headers, one- to three-byte length varints, multi-byte
 timestamp deltas, compacted offset gaps, every codec, LogAppendTime, control batches and
-aborted transactions, and reads are cut inside batches. A direct test checks the numpy path
-really decodes (not declines) the plain batches, and damaged input gives both paths the same
-outcome.
+aborted transactions, and reads are cut inside batches. Direct tests check the numpy path
+really decodes (not declines) plain batches and batches with headers, and damaged input gives
+both paths the same outcome.
 """
 
 from __future__ import annotations
-
-from array import array
 
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparklog.connector import arrow_decode, arrow_decode_columns, arrow_decode_np
 from sparklog.connector.arrow_decode import AbortedTransactions, ArrowRecordBuilder
 from sparklog.protocol import compression as codecs
 from sparklog.protocol.record_codec import (
@@ -31,6 +29,7 @@ from sparklog.protocol.record_codec import (
     decode_batch,
 )
 from sparklog.protocol.records import TIMESTAMP_LOG_APPEND_TIME, CorruptRecordError
+from sparklog.tiering import batch_decode
 
 _ALL_CODECS = [codecs.NONE, codecs.GZIP, codecs.SNAPPY, codecs.LZ4, codecs.ZSTD]
 _NEVER = 10**9
@@ -192,31 +191,36 @@ def test_numpy_path_decodes_plain_batches_itself(
 ) -> None:
     buf = build_batch(records, base_offset=5)
     low, high = min(cut), max(cut) + 1
-    batch = arrow_decode_np.BatchRecords(
-        buf, 61, len(buf), len(records), 5, 1_000, log_append, low, high, False
+    batch = batch_decode.BatchRecords(
+        buf, 61, len(buf), len(records), 5, 1_000, 2_000, log_append, low, high
     )
-    decoded = arrow_decode_np.decode_records([batch], 10, 3, 4)
-    assert decoded is not None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(batch_decode, "_exact", _no_exact_path)
+        decoded = batch_decode.decode_records([batch])
     wanted = [(i + 5, r) for i, r in enumerate(records) if low <= i + 5 < high]
-    assert decoded.rows == len(wanted)
-    offsets = array("q", bytes(decoded.offsets))
-    assert list(offsets) == [offset for offset, _ in wanted]
-    keys = b"".join(r.key or b"" for _, r in wanted)
-    assert bytes(decoded.key_data) == keys
-    null_values = array("q", bytes(decoded.value_null_rows))
-    assert list(null_values) == [10 + i for i, (_, r) in enumerate(wanted) if r.value is None]
-    ends = array("i", bytes(decoded.value_ends))
-    assert list(ends)[-1:] == ([4 + sum(len(r.value or b"") for _, r in wanted)] if wanted else [])
+    assert decoded.rows == len(wanted) == int(decoded.batch_rows.sum())
+    assert decoded.offsets.tolist() == [offset for offset, _ in wanted]
+    assert decoded.keys.to_pylist() == [r.key for _, r in wanted]
+    assert decoded.values.to_pylist() == [r.value for _, r in wanted]
+    expected_ts = [2_000 if log_append else 1_000 + (r.timestamp or 0) - (records[0].timestamp or 0)
+                   for _, r in wanted]  # fmt: skip
+    assert decoded.timestamps.tolist() == expected_ts
 
 
-def test_records_with_headers_are_left_to_the_python_loops() -> None:
-    buf = build_batch([(b"k", b"v", (("h", b"x"),))] * 20, base_offset=0)
-    batch = arrow_decode_np.BatchRecords(buf, 61, len(buf), 20, 0, 0, False, None, None, True)
-    assert arrow_decode_np.decode_records([batch], 0, 0, 0) is None
+def _no_exact_path(*_: object) -> None:
+    raise AssertionError("the vector path declined a batch it must decode")
+
+
+def test_records_with_headers_are_decoded_by_the_vector_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    buf = build_batch([(b"k", b"v", (("h", b"x"), ("\u00e9", None)))] * 20, base_offset=0)
+    monkeypatch.setattr(batch_decode, "_exact", _no_exact_path)
     builder = ArrowRecordBuilder("t", 0, True)
     builder.vector_min_records = 1
     builder.add(buf, 0, 100)
-    assert builder.build().column("headers").to_pylist() == [[{"key": "h", "value": b"x"}]] * 20
+    expected = [[{"key": "h", "value": b"x"}, {"key": "\u00e9", "value": None}]] * 20
+    assert builder.build().column("headers").to_pylist() == expected
 
 
 @settings(max_examples=200, deadline=None)
@@ -239,20 +243,6 @@ def test_damage_gives_both_paths_the_same_outcome(
         assert fast is slow
     else:
         assert fast[0] == slow[0] and fast[1].equals(slow[1])
-
-
-def test_without_numpy_the_python_loops_decode_everything(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    records = [(None if i % 2 else b"k", None if i % 3 else b"v" * i) for i in range(50)]
-    buf = build_batch(records, base_offset=0, compression=codecs.LZ4)
-    with_numpy = _decode(buf, 3, 45, False, 1, None)
-    monkeypatch.setattr(arrow_decode, "_vector", None)
-    monkeypatch.setattr(arrow_decode_columns, "_validity_bitmap", None)
-    without = _decode(buf, 3, 45, False, 1, None)
-    assert with_numpy[0] == without[0]
-    assert with_numpy[1].equals(without[1])
-    assert without[1].column("key").null_count == 21
 
 
 def test_paths_alternate_within_one_build() -> None:
