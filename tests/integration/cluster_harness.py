@@ -19,7 +19,8 @@ Contract:
   own): ``node.metrics()`` reads them (``{mbean: {attribute: value}}``) through the CLI's client,
   ``node.metric(mbean, attribute)`` one value (``None`` while unreachable).
 - ``running_cluster(root, ...)`` is the test fixtures' context: it starts the cluster, prints
-  every node's log tail when start-up or the body fails, and always closes it.
+  every node's log tail when start-up or the body fails, and always closes it; after a body
+  that succeeded, no node's log may say "Task exception was never retrieved".
 - ``wait_until(what, check)`` is the tests' bounded poll: it returns the first truthy result.
 - ``describe()`` runs ``sparklog metadata-quorum describe --status`` (the real CLI, as a
   subprocess) against the running controllers and parses its lines.
@@ -45,6 +46,7 @@ from tests.integration.node_harness import (
     REPO_ROOT,
     NodeError,
     _die_with_parent,
+    assert_no_lost_task,
     free_port,
     probe_api_versions,
 )
@@ -395,6 +397,9 @@ def running_cluster(
     try:
         cluster.start()
         yield cluster
+        cluster.close()
+        for node in cluster.nodes:
+            assert_no_lost_task(node.log_path)
     except Exception:
         for node in cluster.nodes:
             print(f"----- {node.name} -----\n{node.log_tail()}")

@@ -1,7 +1,8 @@
 """Fixtures that run real sparklog nodes for integration tests.
 
 - ``node_factory``: creates nodes under the test's tmp_path; every node it made is stopped (then
-  killed if needed) at teardown, whatever the test did.
+  killed if needed) at teardown, whatever the test did, and its log checked for a task that
+  died unseen ("Task exception was never retrieved").
 - ``node``: one fresh, started node per test.
 - ``module_node``: one started node shared by a module (tests must use unique topic names).
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.node_harness import Node
+from tests.integration.node_harness import Node, assert_no_lost_task
 
 
 class NodeFactory:
@@ -36,6 +37,8 @@ class NodeFactory:
     def close(self) -> None:
         for node in self.nodes:
             node.close()
+        for node in self.nodes:
+            assert_no_lost_task(node.log_path)
 
 
 def unique_topic(prefix: str) -> str:

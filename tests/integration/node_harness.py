@@ -10,6 +10,8 @@ Contract:
   raises ``NodeError`` carrying the log tail. Every wait is bounded.
 - ``stop()`` is SIGTERM plus a bounded wait (escalating to SIGKILL, then raising); ``kill()`` is
   SIGKILL. The child gets PR_SET_PDEATHSIG so a crashed test run never leaves a node behind.
+- ``assert_no_lost_task(log_path)``: the fixtures' closing check that a node's log never says
+  "Task exception was never retrieved".
 """
 
 from __future__ import annotations
@@ -36,6 +38,21 @@ FORMAT_TIMEOUT_S = 60.0
 
 class NodeError(RuntimeError):
     """The node failed to format, start, become ready or stop in time."""
+
+
+# asyncio's report of a task that died with nobody looking (sparklog.fault supervises every
+# long-running task, so this line in a node's log is a bug).
+LOST_TASK_MESSAGE = "Task exception was never retrieved"
+
+
+def assert_no_lost_task(log_path: Path) -> None:
+    """AssertionError if the node log at ``log_path`` reports a task exception nobody saw."""
+    try:
+        text = log_path.read_bytes().decode(errors="replace")
+    except OSError:
+        return
+    at = text.find(LOST_TASK_MESSAGE)
+    assert at < 0, f"{log_path}: {text[max(at - 2000, 0) : at + 4000]}"
 
 
 def free_port() -> int:

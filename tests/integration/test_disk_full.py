@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from tests.integration.cluster_harness import Cluster, ClusterNode, wait_until
+from tests.integration.node_harness import assert_no_lost_task
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 admin_module = pytest.importorskip("confluent_kafka.admin")
@@ -55,7 +56,6 @@ SETTINGS = {
     "replica.fetch.wait.max.ms": 200,
 }
 WAIT_S = 90.0
-NEVER_RETRIEVED = "Task exception was never retrieved"
 
 
 def mount_tmpfs(path: Path) -> None:
@@ -189,10 +189,9 @@ def consume_all(cluster: Cluster, at_least: int) -> list[bytes]:
     return values
 
 
-def assert_no_lost_task(cluster: Cluster) -> None:
+def assert_no_lost_task_anywhere(cluster: Cluster) -> None:
     for node in cluster.nodes:
-        text = node.log_path.read_text(errors="replace") if node.log_path.exists() else ""
-        assert NEVER_RETRIEVED not in text, f"{node.name}:\n{node.log_tail()}"
+        assert_no_lost_task(node.log_path)
 
 
 @pytest.fixture(scope="module")
@@ -262,7 +261,7 @@ def test_a_full_data_log_dir_halts_the_broker_and_loses_no_acknowledged_record(
     consumed = set(consume_all(cluster, len(producing.acked)))
     lost = acked - consumed
     assert not lost, f"{len(lost)} acknowledged records lost (new leader {leader})"
-    assert_no_lost_task(cluster)
+    assert_no_lost_task_anywhere(cluster)
 
 
 def test_a_full_metadata_log_dir_is_a_fatal_fault_and_the_node_restarts(
@@ -282,4 +281,4 @@ def test_a_full_metadata_log_dir_is_a_fatal_fault_and_the_node_restarts(
     broker.launch()
     broker.wait_ready()  # the client listener opens once the controller unfenced it
     wait_for("102 back in the ISR", lambda: 102 in partition_state(cluster).isrs)
-    assert_no_lost_task(cluster)
+    assert_no_lost_task_anywhere(cluster)
