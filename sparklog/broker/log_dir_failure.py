@@ -62,6 +62,10 @@ class LogDirFailureChannel:
         return tuple(self._offline)
 
     @property
+    def any_offline(self) -> bool:
+        return bool(self._offline)
+
+    @property
     def all_offline(self) -> bool:
         return bool(self.log_dirs) and all(d in self._offline for d in self.log_dirs)
 

@@ -213,11 +213,12 @@ class ReplicaManager:
     # -- lookups ------------------------------------------------------------------------------
     def partition(self, topic: str, index: int) -> Partition:
         partition = self.partitions.get((topic, index))
-        log_dir = log_dir_of(partition.log.directory) if partition is not None else ""
-        if (topic, index) in self.offline_partitions or (
-            partition is not None and not self.log_dir_failures.is_online(log_dir)
-        ):
-            raise storage_error(topic, index, log_dir)
+        if self.log_dir_failures.any_offline:
+            log_dir = log_dir_of(partition.log.directory) if partition is not None else ""
+            if (topic, index) in self.offline_partitions or (
+                partition is not None and not self.log_dir_failures.is_online(log_dir)
+            ):
+                raise storage_error(topic, index, log_dir)
         if partition is None:
             raise KafkaApiError(
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
