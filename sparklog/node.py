@@ -48,6 +48,7 @@ from sparklog.broker.apis import SERVED, BrokerApis
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.controller_channel import ControllerClient
 from sparklog.broker.lifecycle import BrokerLifecycleManager
+from sparklog.broker.log_dir_failure import log_dir_of
 from sparklog.broker.producer_ids import ProducerIdManager
 from sparklog.broker.remote_log_manager import RemoteLogManager
 from sparklog.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -409,19 +410,25 @@ class Node:
 
     async def _retention(self) -> None:
         assert self.log_manager is not None
-        deleted = self.log_manager.retention_pass(_now_ms(), clean=False)
+        try:
+            deleted = self.log_manager.retention_pass(_now_ms(), clean=False)
+        except OSError as exc:
+            self.faults.io_error(exc, "Error while deleting segments")
+            return
         if deleted:
             log.info("Retention deleted %d segment(s)", deleted)
         # Compaction reads and rewrites whole segments: that part runs on the cleaner thread
         # (Kafka's log.cleaner.threads=1); planning and the segment swap stay on the loop.
         loop = asyncio.get_running_loop()
         for cleaning in self.log_manager.cleaning_passes(_now_ms()):
+            log_dir = log_dir_of(cleaning.log.directory)
             try:
                 await loop.run_in_executor(self._cleaner_thread, cleaning.write)
+                cleaning.install()
+            except OSError as exc:
+                self.faults.io_error(exc, "Failed to clean up a log", log_dir)
             except Exception:
                 log.exception("Cleaning %s failed", cleaning.log.directory)
-                continue
-            cleaning.install()
 
     def _metadata_housekeeping(self) -> None:
         assert self.plane is not None

@@ -16,6 +16,9 @@
 - :meth:`NodeFaults.checkpoint` writes each log dir's checkpoints; an ``OSError`` there
   takes that dir offline ("Disk error while writing recovery offsets checkpoint in
   directory ...", as Kafka) instead of failing every checkpoint pass after it.
+- :meth:`NodeFaults.io_error` does the same for retention and the log cleaner: the dir is the
+  one named, else the one holding the file the error names; an error naming no data log dir
+  is re-raised (it is not a disk fault this class can place).
 """
 
 from __future__ import annotations
@@ -98,6 +101,21 @@ class NodeFaults:
         lifecycle = self.lifecycle()
         if directory_id and lifecycle is not None:
             lifecycle.report_offline_dir(uuid_from_str(directory_id))
+
+    def io_error(self, exc: OSError, message: str, log_dir: str | None = None) -> None:
+        """Take the log dir behind ``exc`` offline (see the module docstring)."""
+        rm = self.replica_manager
+        directory = log_dir
+        if directory is None and rm is not None and isinstance(exc.filename, str):
+            path = os.path.abspath(exc.filename)
+            for candidate in rm.log_dir_failures.log_dirs:
+                if path.startswith(candidate + os.sep):
+                    directory = candidate
+        if rm is None or directory is None:
+            raise exc
+        rm.log_dir_failures.maybe_add_offline_log_dir(
+            directory, f"{message} in dir {directory}: {exc}", exc
+        )
 
     def checkpoint(self) -> None:
         rm = self.replica_manager

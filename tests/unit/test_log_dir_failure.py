@@ -22,7 +22,9 @@ from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.fault import supervise
 from sparklog.net.raft_driver import RaftDriver, wall_clock_ms
 from sparklog.net.raft_flush import OffloadedFlushLog
+from sparklog.node_faults import NodeFaults
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.kafka_uuid import uuid_from_str
 from sparklog.protocol.records import validate_batch
 from sparklog.raft.core import RaftConfig, RaftReplica
 from sparklog.raft.quorum_state import QuorumStateStore
@@ -301,3 +303,80 @@ def test_a_failed_task_is_logged_and_escalated_a_cancelled_one_is_not(
     ]
     assert "Task heartbeats failed" in caplog.text
     assert "never retrieved" not in caplog.text
+
+
+# -- the node's handling --------------------------------------------------------------------
+
+
+class FakeLifecycle:
+    def __init__(self) -> None:
+        self.reported: list[bytes] = []
+
+    def report_offline_dir(self, directory_id: bytes) -> None:
+        self.reported.append(directory_id)
+
+
+def test_the_node_reports_a_partial_failure_and_halts_when_no_dir_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def scenario() -> None:
+        rm, _, _ = _two_dir_rm(tmp_path)
+        a, b = str(tmp_path / "a"), str(tmp_path / "b")
+        ids = {a: "AAAAAAAAAAAAAAAAAAAAAA", b: "BBBBBBBBBBBBBBBBBBBBBA"}
+        faults = Recorder()
+        node = NodeFaults(faults, asyncio.Event(), str(tmp_path / "meta"), ids)
+        lifecycle = FakeLifecycle()
+        node.lifecycle = lambda: lifecycle  # type: ignore[assignment,return-value]
+        node.attach(rm)
+        # A checkpoint that cannot be written takes its dir offline (handled on the next turn).
+        real = rm.log_manager.checkpoint_dir
+
+        def checkpoint_dir(log_dir: str) -> None:
+            if log_dir == a:
+                raise ENOSPC
+            real(log_dir)
+
+        monkeypatch.setattr(rm.log_manager, "checkpoint_dir", checkpoint_dir)
+        node.checkpoint()
+        assert rm.log_dir_failures.offline_dirs == (a,) and ("t", 0) in rm.partitions
+        await asyncio.sleep(0)
+        assert ("t", 0) in rm.offline_partitions and rm.log_manager.log_dirs == [b]
+        assert lifecycle.reported == [uuid_from_str(ids[a])] and not faults.faults
+        # Retention failing on a file of b: b goes offline too, and nothing is left.
+        node.io_error(
+            OSError(errno.EIO, "Input/output error", os.path.join(b, "u-0", "x.log")),
+            "Error while deleting segments",
+        )
+        await asyncio.sleep(0)
+        assert [m for m, _ in faults.faults] == [
+            f"Shutdown broker because all log dirs in {a}, {b} have failed"
+        ]
+        with pytest.raises(OSError):  # an error naming no data log dir is not placed
+            node.io_error(OSError(errno.EIO, "x", "/elsewhere/file"), "Error")
+        rm.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_task_failing_while_the_node_stops_is_only_logged() -> None:
+    async def scenario() -> Recorder:
+        faults = Recorder()
+        stopping = asyncio.Event()
+        node = NodeFaults(faults, stopping, "/meta", {})
+
+        async def fails_on_stop() -> None:
+            await stopping.wait()
+            raise RuntimeError("closed under me")
+
+        async def fails_now() -> None:
+            raise RuntimeError("broken")
+
+        node.supervise([asyncio.create_task(fails_now())])
+        await asyncio.sleep(0.01)
+        node.supervise([asyncio.create_task(fails_on_stop())])
+        stopping.set()
+        await asyncio.sleep(0.01)
+        return faults
+
+    faults = asyncio.run(scenario())
+    assert len(faults.faults) == 1 and "fails_now" in faults.faults[0][0]
