@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 from sparklog.controller.quorum_controller import QuorumController
 from sparklog.controller.result import ControllerResult
+from sparklog.fault import supervise
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.metrics import LatencyWindow
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
@@ -89,7 +90,12 @@ class ControllerDriver:
         self._changed.set()
         if leader.leader_id == self._raft.node_id and leader.epoch > self._activated_epoch:
             loop = asyncio.get_running_loop()
-            self._activation = loop.create_task(self._activate(leader.epoch))
+            # Supervised: an activation failing with anything but a Kafka error is logged
+            # with its traceback at once, not when the task is collected.
+            self._activation = supervise(
+                loop.create_task(self._activate(leader.epoch)),
+                f"controller activation in epoch {leader.epoch}",
+            )
         elif leader.leader_id != self._raft.node_id and self._activated_epoch >= 0:
             log.info("Controller %d is no longer active (%s)", self._raft.node_id, leader)
 
