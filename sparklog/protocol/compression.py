@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
+import threading
 import zlib
 from typing import Final
 
@@ -60,6 +61,7 @@ _XERIAL_HEADER: Final = struct.Struct(">8sii")
 _ZSTD_INPUT_SLICE: Final = 1024
 _GZIP_WBITS: Final = 16 + zlib.MAX_WBITS
 _ZSTD_LEVEL: Final = 3
+_THREAD: Final = threading.local()
 
 
 class CompressionError(KafkaApiError):
@@ -217,11 +219,20 @@ def _unlz4(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
         return bytes(out)
 
 
+def _zstd_decompressor() -> zstandard.ZstdDecompressor:
+    """This thread's decompressor: making one costs more than decoding a small batch, and a
+    decompressor must not be shared between threads."""
+    dctx: zstandard.ZstdDecompressor | None = getattr(_THREAD, "zstd_decompressor", None)
+    if dctx is None:
+        dctx = _THREAD.zstd_decompressor = zstandard.ZstdDecompressor()
+    return dctx
+
+
 def _unzstd(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
-    view = memoryview(bytes(data))
+    view = memoryview(data).cast("B")
     if not view:
         raise CompressionError("zstd data is empty")
-    dctx = zstandard.ZstdDecompressor()
+    dctx = _zstd_decompressor()
     # One frame that states its content size (what this module and librdkafka write) is
     # bounded up front and decoded in one call; anything else takes the sliced loop below.
     try:
