@@ -231,6 +231,8 @@ DEFS: dict[str, ConfigDef] = {
         _d("sparklog.read.listener", "string"),
         # host:port of the HTTP metrics listener (sparklog.net.metrics_http); unset: none.
         _d("sparklog.metrics.listener", "string"),
+        # Open segment files kept at most (sparklog.storage.handles); 0: half of RLIMIT_NOFILE.
+        _d("sparklog.log.open.files.max", "int", 0, minimum=0),
     )
 }
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import resource
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -70,6 +71,7 @@ from sparklog.node_plane import MetadataPlane, MetadataPlaneError
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import uuid_from_str
 from sparklog.readservice.server import ReadService, start_read_service
+from sparklog.storage.handles import configure_default_pool
 from sparklog.storage.manager import LogManager
 from sparklog.tiering.config import TieringConfig
 
@@ -206,7 +208,15 @@ class Node:
         config = self.config
         default_log_config = config.default_log_config()
         self.log_manager = LogManager(list(config.log_dirs), default_log_config, _now_ms)
-        self.log_manager.load()
+        pool = configure_default_pool(int(config.get("sparklog.log.open.files.max")))
+        log.info(
+            "Segment files are opened on demand, at most %d at a time (RLIMIT_NOFILE %d)",
+            pool.capacity,
+            resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+        )
+        # Opening thousands of logs takes seconds: off the loop, so raft and the controller
+        # keep running meanwhile (nothing else touches the log manager before it is loaded).
+        await asyncio.get_running_loop().run_in_executor(None, self.log_manager.load)
         replica_manager = ReplicaManager(
             config.node_id,
             self.log_manager,

@@ -2,7 +2,10 @@
 
 It is a metadata publisher: each new metadata image creates the logs of partitions assigned to
 this broker, drops the logs of deleted topics and applies leader/ISR changes (the partitions we
-start following go to the replica fetchers, see :mod:`sparklog.broker.replica_fetcher`).
+start following go to the replica fetchers, see :mod:`sparklog.broker.replica_fetcher`). On a
+running event loop an image is applied in time-boxed rounds, so an image adding thousands of
+partitions never stalls heartbeats; a partition whose log cannot be opened for lack of file
+descriptors answers KAFKA_STORAGE_ERROR and is retried (:mod:`sparklog.broker.publish_rounds`).
 Request handlers call :meth:`append` and :meth:`read`; both work on bytes and file slices only,
 never on individual records. Appends and transaction markers (:meth:`append_control_marker`,
 which can move the last stable offset) wake parked fetches through ``fetch_waiters``.
@@ -35,6 +38,7 @@ from dataclasses import dataclass
 
 from sparklog.broker.log_dir_failure import LogDirFailureChannel, log_dir_of, storage_error
 from sparklog.broker.partition import Partition, PartitionState, RoleChange
+from sparklog.broker.publish_rounds import PublishRounds
 from sparklog.broker.purgatory import DelayedOperations
 from sparklog.metadata.delta import MetadataDelta
 from sparklog.metadata.image import MetadataImage
@@ -47,6 +51,7 @@ from sparklog.replication.messages import (
     FollowerFetchResult,
 )
 from sparklog.storage.config import LogConfig
+from sparklog.storage.handles import TooManyOpenFilesError, is_out_of_descriptors
 from sparklog.storage.log import Log
 from sparklog.storage.manager import LogManager
 from sparklog.storage.slices import LogReadResult
@@ -111,11 +116,15 @@ class ReplicaManager:
         # service with them: they answer KAFKA_STORAGE_ERROR and are never reopened.
         self.log_dir_failures = LogDirFailureChannel(log_manager.log_dirs)
         self.offline_partitions: set[TopicPartition] = set()
+        # Large images are applied in time-boxed rounds (sparklog.broker.publish_rounds).
+        self.publish_rounds = PublishRounds()
 
     # -- metadata publisher -----------------------------------------------------------------
     def publish(self, delta: MetadataDelta, image: MetadataImage) -> None:
         """Make the hosted partitions match ``image`` (create, reconfigure, delete)."""
         self.image = image
+        rounds = self.publish_rounds
+        rounds.begin(image)
         now = _now_ms()
         brokers = brokers_of(image)
         broker_epoch = self.broker_epoch()
@@ -129,13 +138,19 @@ class ReplicaManager:
                     continue
                 tp = (topic.name, index)
                 live.add(tp)
-                if tp in self.offline_partitions:
+                if tp in self.offline_partitions or rounds.skip(tp):
                     continue
                 partition = self.partitions.get(tp)
                 if partition is None or partition.topic_id != topic.topic_id:
                     if partition is not None:
                         self._drop(tp)
-                    partition = self._open(topic.name, index, topic.topic_id, config)
+                    try:
+                        partition = self._open(topic.name, index, topic.topic_id, config)
+                    except (TooManyOpenFilesError, OSError) as exc:
+                        if not is_out_of_descriptors(exc):
+                            raise
+                        rounds.failed(tp, exc)
+                        continue
                 elif partition.log.config != config:
                     partition.log.update_config(config)
                 partition.local_broker_epoch = broker_epoch
@@ -162,6 +177,7 @@ class ReplicaManager:
                     core.local_broker_epoch = broker_epoch
                     partition.maybe_advance_hw(now)
                 self._wake(tp)
+                rounds.done(tp)
         for tp in list(self.partitions):
             if tp not in live:
                 if self.partitions[tp].follower_core is not None:
@@ -169,6 +185,8 @@ class ReplicaManager:
                 self._drop(tp)
         if self.follower_listener is not None and (followed or unfollowed):
             self.follower_listener(followed, unfollowed)
+        # What this round had no time for (or no descriptors for) is applied by the next one.
+        rounds.end(lambda: self.publish(delta, self.image) if self.image is not None else None)
 
     def topic_config(self, topic: str, image: MetadataImage) -> LogConfig:
         overrides = image.configs.topic_config(topic)
@@ -220,6 +238,9 @@ class ReplicaManager:
             ):
                 raise storage_error(topic, index, log_dir)
         if partition is None:
+            reason = self.publish_rounds.unavailable((topic, index))
+            if reason is not None:
+                raise KafkaApiError(ErrorCode.KAFKA_STORAGE_ERROR, reason)
             raise KafkaApiError(
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 "This server does not host this topic-partition.",
@@ -487,6 +508,7 @@ class ReplicaManager:
         return offline
 
     def close(self) -> None:
+        self.publish_rounds.cancel()
         self._flusher.shutdown(wait=True)
 
     def delete_records(self, topic: str, index: int, offset: int) -> int:

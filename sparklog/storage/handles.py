@@ -43,6 +43,7 @@ __all__ = [
     "HandlePool",
     "PooledFile",
     "TooManyOpenFilesError",
+    "configure_default_pool",
     "default_pool",
     "derive_capacity",
     "is_out_of_descriptors",
@@ -239,6 +240,13 @@ def open_unpooled(path: str, flags: int, pool: HandlePool | None = None) -> int:
             f"Cannot open {path}: {os.strerror(exc.errno or 0)} (closed {freed} idle segment "
             "file(s) first)"
         ) from exc
+
+
+def configure_default_pool(max_open: int) -> HandlePool:
+    """Set the process-wide pool's bound: ``max_open``, or :func:`derive_capacity` if 0."""
+    pool = default_pool()
+    pool.set_capacity(max_open if max_open > 0 else derive_capacity())
+    return pool
 
 
 _default_pool: HandlePool | None = None

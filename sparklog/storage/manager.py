@@ -150,10 +150,13 @@ class LogManager:
         existing = self._logs.get(key)
         if existing is not None:
             return existing
-        counts = {d: 0 for d in self.log_dirs}
-        for log_dir in self._dir_of.values():
-            counts[log_dir] += 1
-        log_dir = min(self.log_dirs, key=lambda d: counts[d])
+        if len(self.log_dirs) == 1:
+            log_dir = self.log_dirs[0]  # no count of every log (20,000 creates: quadratic)
+        else:
+            counts = {d: 0 for d in self.log_dirs}
+            for log_dir in self._dir_of.values():
+                counts[log_dir] += 1
+            log_dir = min(self.log_dirs, key=lambda d: counts[d])
         log = Log.open(
             os.path.join(log_dir, log_dir_name(topic, partition)),
             config or self.default_config,
