@@ -371,35 +371,20 @@ def _row_group_tables(
     parquet = source if isinstance(source, pq.ParquetFile) else pq.ParquetFile(source)
     # Statistics are per leaf column: find leaves by path (nested headers add two leaves).
     leaves = {parquet.schema.column(i).path: i for i in range(len(parquet.schema))}
-    offset_index = leaves.get("offset", -1)
-    base_index = leaves.get("batch_base_offset", -1)
-    if offset_index < 0 or base_index < 0:
+    if "offset" not in leaves or "batch_last_offset" not in leaves:
         raise TranscodeError("Parquet object has no 'offset' column: not a sparklog segment")
-    count = parquet.num_row_groups
-    for i in range(count):
-        if _ends_before(parquet, i, offset_index, from_offset) and (
-            i + 1 == count or not _continues(parquet, i, offset_index, base_index)
-        ):
-            continue
-        yield read_row_group(parquet, i, columns)
-
-
-def _stats(parquet: pq.ParquetFile, group: int, column: int) -> Any:
-    statistics = parquet.metadata.row_group(group).column(column).statistics
-    return statistics if statistics is not None and statistics.has_min_max else None
+    # A group is skipped only when every batch in it ends before from_offset: judged on the
+    # batches' last offsets, not the rows', since compaction may leave a batch's last rows
+    # below from_offset while the batch (and a fetch from inside it) goes on.
+    last_index = leaves["batch_last_offset"]
+    for i in range(parquet.num_row_groups):
+        if not _ends_before(parquet, i, last_index, from_offset):
+            yield read_row_group(parquet, i, columns)
 
 
 def _ends_before(parquet: pq.ParquetFile, group: int, column: int, offset: int) -> bool:
-    statistics = _stats(parquet, group, column)
-    return statistics is not None and statistics.max < offset
-
-
-def _continues(parquet: pq.ParquetFile, group: int, offset_col: int, base_col: int) -> bool:
-    """Whether the last batch of row group ``group`` continues into the next one (so the
-    group must be read to rebuild that batch whole)."""
-    here = _stats(parquet, group, offset_col)
-    following = _stats(parquet, group + 1, base_col)
-    return here is None or following is None or following.min <= here.max
+    statistics = parquet.metadata.row_group(group).column(column).statistics
+    return statistics is not None and statistics.has_min_max and statistics.max < offset
 
 
 def parquet_to_batches(
