@@ -58,6 +58,7 @@ __all__ = [
     "DEFAULT_ROW_GROUP_ROWS",
     "SegmentStats",
     "TranscodeError",
+    "open_parquet_writer",
     "parquet_to_batches",
     "segment_to_parquet",
 ]
@@ -193,6 +194,19 @@ def _open_source(source: str | Buffer) -> tuple[Buffer, Any]:
     return source, None
 
 
+def open_parquet_writer(sink: Any) -> pq.ParquetWriter:
+    """A writer of :data:`PARQUET_SCHEMA` rows to ``sink`` (a path or an Arrow stream) with
+    the layout's options: zstd, statistics on every column."""
+    return pq.ParquetWriter(
+        sink,
+        PARQUET_SCHEMA,
+        compression="zstd",
+        use_dictionary=_DICTIONARY_COLUMNS,
+        column_encoding=_DELTA_COLUMNS,
+        write_statistics=True,
+    )
+
+
 def segment_to_parquet(
     source: str | Buffer,
     aborted_txns: Sequence[AbortedTxn] = (),
@@ -209,14 +223,7 @@ def segment_to_parquet(
     buf, mapped = _open_source(source)
     sink: Any = out if out is not None else pa.BufferOutputStream()
     try:
-        writer = pq.ParquetWriter(
-            sink,
-            PARQUET_SCHEMA,
-            compression="zstd",
-            use_dictionary=_DICTIONARY_COLUMNS,
-            column_encoding=_DELTA_COLUMNS,
-            write_statistics=True,
-        )
+        writer = open_parquet_writer(sink)
         try:
             stats = _transcode_into(writer, buf, aborted_txns, row_group_rows)
             writer.add_key_value_metadata(
