@@ -267,7 +267,7 @@ class Node:
             config,
             self.cluster_id,
             controller_client,
-            lambda: plane.loader.image.provenance.last_offset,
+            lambda: plane.loader.published_offset,
             log_dirs,
             previous_broker_epoch=self.log_manager.previous_broker_epoch,
         )

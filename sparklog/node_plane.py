@@ -10,10 +10,11 @@
   that fetches the log from the leader.
 - on a controller, the :class:`QuorumController` (active only on the raft leader) and its
   :class:`~sparklog.controller.driver.ControllerDriver`;
-- the broker's :class:`MetadataLoader` (its own image; publishers installed on it later get a
-  catch-up delta first), with the :class:`SnapshotGenerator` installed on it: every node writes
-  its own snapshots of the committed image into ``metadata.log.dir`` (``{end}-{epoch}.checkpoint``
-  files) after ``metadata.log.max.record.bytes.between.snapshots`` or
+- the broker's :class:`MetadataLoader` (its own image; it publishes nothing until it replayed up
+  to the replica's high watermark, then one delta from the empty image), with the
+  :class:`SnapshotGenerator` installed on it: every node writes its own snapshots of the
+  committed image into ``metadata.log.dir`` (``{end}-{epoch}.checkpoint`` files) after
+  ``metadata.log.max.record.bytes.between.snapshots`` or
   ``metadata.log.max.snapshot.interval.ms``, and the raft replica then deletes the log
   segments below them.
 
@@ -201,7 +202,10 @@ class MetadataPlane:
             controller_driver = ControllerDriver(
                 controller, replica, driver.wakeup, clock_ms=clock_ms
             )
-        loader = MetadataLoader(cluster_id=cluster_id)
+        # Publishes nothing before it replayed up to the raft high watermark (Kafka's loader).
+        loader = MetadataLoader(
+            cluster_id=cluster_id, high_watermark=lambda: replica.high_watermark
+        )
         snapshot_errors = ErrorCount()
         generator = SnapshotGenerator.from_config(
             config,
