@@ -13,8 +13,9 @@ Invariants:
   the log end offset. A single-replica partition commits on append.
 - The last stable offset is the log's: the high watermark, held back to the first offset of
   the earliest transaction that is open or whose marker the high watermark has not passed.
-- Metadata with an older leader epoch, or the same leader epoch and a partition epoch not newer
-  than ours, is stale and ignored.
+- Metadata with an older leader epoch or partition epoch, or the same leader epoch and a
+  partition epoch not newer than ours, is stale and ignored; so is a leader epoch below the
+  latest epoch of our log (old metadata replayed after a restart, when ours is still -1).
 - A request naming a leader epoch older than ours is FENCED_LEADER_EPOCH, newer is
   UNKNOWN_LEADER_EPOCH (KIP-320).
 """
@@ -22,6 +23,7 @@ Invariants:
 from __future__ import annotations
 
 import enum
+import logging
 import time
 from dataclasses import dataclass
 
@@ -30,6 +32,8 @@ from sparklog.replication.follower import FollowerCore
 from sparklog.replication.leader import DEFAULT_REPLICA_LAG_TIME_MAX_MS, LeaderCore
 from sparklog.replication.messages import BrokerStatus, PartitionView
 from sparklog.storage.log import Log
+
+_log = logging.getLogger(__name__)
 
 
 def _now_ms() -> int:
@@ -136,10 +140,25 @@ class Partition:
         brokers: dict[int, BrokerStatus] | None = None,
     ) -> RoleChange:
         """Adopt a new leader/ISR from the metadata log; stale epochs are ignored."""
-        if state.leader_epoch < self.state.leader_epoch or (
-            state.leader_epoch == self.state.leader_epoch
-            and state.partition_epoch <= self.state.partition_epoch
+        if (
+            state.leader_epoch < self.state.leader_epoch
+            or state.partition_epoch < self.state.partition_epoch
+            or (
+                state.leader_epoch == self.state.leader_epoch
+                and state.partition_epoch <= self.state.partition_epoch
+            )
         ):
+            return RoleChange.NONE
+        if state.leader_epoch < self.log.latest_epoch:
+            # Kafka's makeLeader/makeFollower skip a state older than what the replica knows;
+            # after a restart what we know is our log: it holds a newer leader's batches.
+            _log.warning(
+                "Skipped the state change of %s-%d to %s: the log already holds leader epoch %d",
+                self.topic,
+                self.index,
+                state,
+                self.log.latest_epoch,
+            )
             return RoleChange.NONE
         now = _now_ms() if now_ms is None else now_ms
         was_leader = self.is_leader

@@ -18,6 +18,8 @@ Invariants:
 - At most one AlterPartition is in flight; a response for another proposal is stale and
   ignored. A refused change rolls back to the committed ISR; a change the controller may have
   seen stays pending until the metadata image says what happened.
+- A view whose leader epoch is below the latest epoch in our log is stale (a restart replaying
+  old metadata): it is refused, whatever this core saw before.
 - A follower joins the ISR only when its LEO reaches both the HW and the start offset of our
   leader epoch, and its broker is unfenced, not shutting down and of the epoch we know.
 """
@@ -192,6 +194,10 @@ class LeaderCore:
         if view.leader_epoch < self.leader_epoch or view.partition_epoch < self.partition_epoch:
             return False
         if view.leader_epoch == self.leader_epoch and view.partition_epoch == self.partition_epoch:
+            return False
+        if view.leader_epoch < self.log.latest_epoch:
+            # Our log already holds a newer leader's batches: this view is history (replayed
+            # metadata), and leading it would rewrite the epoch cache below them.
             return False
         new_leader_epoch = view.leader_epoch > self.leader_epoch
         first_epoch = self.leader_epoch < 0

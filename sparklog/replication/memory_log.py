@@ -47,6 +47,8 @@ class InMemoryEpochCache:
     def assign(self, epoch: int, start_offset: int) -> None:
         if self.epochs and self.epochs[-1] == epoch and start_offset >= self.starts[-1]:
             return
+        if self.epochs and epoch < self.epochs[-1]:
+            return  # an older epoch never rewrites newer history (only truncation does)
         while self.epochs and (self.epochs[-1] >= epoch or self.starts[-1] >= start_offset):
             self.epochs.pop()
             self.starts.pop()

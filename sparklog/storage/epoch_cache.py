@@ -4,6 +4,10 @@ Contract and invariants (Kafka's ``LeaderEpochFileCache``):
 - Entries ``(epoch, start_offset)`` are strictly increasing in both fields.
 - :meth:`assign` adds an entry for a new epoch; entries it contradicts (an epoch >= the new one
   or a start offset >= the new one) are removed first, so the invariant always holds.
+- :meth:`assign` never lets an older epoch rewrite newer history: an epoch below the latest is
+  ignored with a warning (a stale leadership replayed from old metadata must not drop the
+  entries of the leaders that came after it). Only truncation (:meth:`truncate_from_end`,
+  :meth:`clear`) removes newer entries.
 - :meth:`end_offset_for_epoch` answers OffsetForLeaderEpoch: the end offset of the largest
   epoch <= the requested one (the start of the next epoch, or the log end offset for the
   latest epoch); ``(-1, -1)`` when the epoch is unknown.
@@ -73,6 +77,17 @@ class LeaderEpochCache:
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"invalid epoch entry ({epoch}, {start_offset})")
         if self._epochs and self._epochs[-1] == epoch and start_offset >= self._starts[-1]:
+            return False
+        if self._epochs and epoch < self._epochs[-1]:
+            _log.warning(
+                "Ignoring leader epoch %d at offset %d for %s: older than the latest epoch %d "
+                "(starting at %d)",
+                epoch,
+                start_offset,
+                self._path,
+                self._epochs[-1],
+                self._starts[-1],
+            )
             return False
         while self._epochs and (self._epochs[-1] >= epoch or self._starts[-1] >= start_offset):
             self._epochs.pop()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+import pytest
 
 from sparklog.storage.epoch_cache import LeaderEpochCache
 
@@ -27,10 +30,36 @@ def test_assign_removes_contradicting_entries(tmp_path: Path) -> None:
     cache = make(tmp_path, [100])
     cache.assign(1, 0)
     cache.assign(3, 40)
-    cache.assign(2, 30)  # a lower epoch at a lower offset replaces epoch 3
-    assert cache.entries == [(1, 0), (2, 30)]
-    cache.assign(5, 20)  # offset below the start of epoch 2
+    cache.assign(3, 30)  # the latest epoch at a lower offset moves its start down
+    assert cache.entries == [(1, 0), (3, 30)]
+    cache.assign(5, 20)  # a newer epoch at an offset below the start of epoch 3
     assert cache.entries == [(1, 0), (5, 20)]
+
+
+def test_assign_never_rewrites_newer_history_with_an_older_epoch(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 16: a stale leadership (epoch 2, replayed from old metadata) assigned at the log
+    end must not drop the entries of the leaders that came after it."""
+    cache = make(tmp_path, [38_044])
+    cache.assign(1, 0)
+    cache.assign(3, 4_053)
+    cache.assign(7, 20_000)
+    before = (tmp_path / "leader-epoch-checkpoint").read_text()
+    with caplog.at_level(logging.WARNING, logger="sparklog.storage.epoch_cache"):
+        cache.assign(2, 38_044)  # older epoch at the log end
+        cache.assign(5, 30_000)  # older epoch inside the latest epoch's range
+        cache.assign(6, 1_000)  # older epoch below everything
+    assert cache.entries == [(1, 0), (3, 4_053), (7, 20_000)]
+    assert (tmp_path / "leader-epoch-checkpoint").read_text() == before
+    assert cache.end_offset_for_epoch(7) == (7, 38_044)
+    assert sum("Ignoring leader epoch" in r.getMessage() for r in caplog.records) == 3
+    # Truncation still removes newer entries; then the older epoch is the latest again.
+    cache.truncate_from_end(20_000)
+    cache.assign(7, 20_000)
+    assert cache.entries == [(1, 0), (3, 4_053), (7, 20_000)]
+    cache.assign(8, 38_044)
+    assert cache.entries[-1] == (8, 38_044)
 
 
 def test_end_offset_for_epoch(tmp_path: Path) -> None:
