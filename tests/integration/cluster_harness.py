@@ -21,7 +21,8 @@ Contract:
 - ``running_cluster(root, ...)`` is the test fixtures' context: it starts the cluster, prints
   every node's log tail when start-up or the body fails, and always closes it; after a body
   that succeeded, no node's log may say "Task exception was never retrieved".
-- ``wait_until(what, check)`` is the tests' bounded poll: it returns the first truthy result.
+- ``wait_until(what, check)`` is the tests' bounded poll: it returns the first truthy result;
+  ``consume_values(...)`` reads a partition from its start with confluent-kafka.
 - ``describe()`` runs ``sparklog metadata-quorum describe --status`` (the real CLI, as a
   subprocess) against the running controllers and parses its lines.
 """
@@ -361,6 +362,36 @@ class Cluster:
                 node.kill()
 
 
+def consume_values(
+    bootstrap: str, topic: str, partition: int, at_least: int, timeout_s: float = 60.0
+) -> list[bytes]:
+    """Read ``topic``-``partition`` from offset 0 with confluent-kafka until ``at_least`` values
+    arrived or ``timeout_s`` passed; the values in offset order."""
+    import confluent_kafka  # the cluster tests that read records all need it
+
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "log_level": 0,
+        }
+    )
+    consumer.assign([confluent_kafka.TopicPartition(topic, partition, 0)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(values) < at_least and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            values.append(msg.value() or b"")
+    finally:
+        consumer.close()
+    return values
+
+
 def wait_until(
     what: str,
     check: Callable[[], Any],
@@ -389,12 +420,20 @@ def wait_until(
 
 @contextlib.contextmanager
 def running_cluster(
-    root: Path, controllers: int, brokers: int, overrides: Mapping[str, object]
+    root: Path,
+    controllers: int,
+    brokers: int,
+    overrides: Mapping[str, object],
+    *,
+    prepare: Callable[[Cluster], None] | None = None,
 ) -> Iterator[Cluster]:
     """A started ``Cluster`` for the body, closed after it; node logs shown on a failure (a
-    start-up failure is otherwise only a timeout)."""
+    start-up failure is otherwise only a timeout). ``prepare`` may change nodes' ``props``
+    (then ``write_properties()``) before the first start, e.g. to place their directories."""
     cluster = Cluster(root, controllers=controllers, brokers=brokers, overrides=overrides)
     try:
+        if prepare is not None:
+            prepare(cluster)
         cluster.start()
         yield cluster
         cluster.close()

@@ -32,7 +32,13 @@ from typing import Any
 
 import pytest
 
-from tests.integration.cluster_harness import Cluster, ClusterNode, wait_until
+from tests.integration.cluster_harness import (
+    Cluster,
+    ClusterNode,
+    consume_values,
+    running_cluster,
+    wait_until,
+)
 from tests.integration.node_harness import assert_no_lost_task
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -105,14 +111,20 @@ def wait_for(what: str, check: Any, timeout_s: float = WAIT_S) -> Any:
     return wait_until(what, check, timeout_s, interval_s=0.25, tolerate=(Exception,))
 
 
-def wait_exit(node: ClusterNode, timeout_s: float = WAIT_S) -> int:
+def halted(node: ClusterNode, timeout_s: float = WAIT_S) -> list[str]:
+    """Wait for ``node`` to halt on its own; its exit status must be 1 (a fatal fault). The
+    fatal lines of its log."""
     assert node.process is not None
     try:
         code = node.process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise AssertionError(f"{node.name} still running:\n{node.log_tail()}") from None
     node.process = None
-    return code
+    assert code == 1, node.log_tail()
+    log = node.log_path.read_text(errors="replace")
+    fatal = [line for line in log.splitlines() if "Encountered fatal fault" in line]
+    assert len(fatal) == 1, node.log_tail()
+    return fatal
 
 
 class Producing:
@@ -165,30 +177,6 @@ class Producing:
             self.producer.flush(150)
 
 
-def consume_all(cluster: Cluster, at_least: int) -> list[bytes]:
-    consumer = confluent_kafka.Consumer(
-        {
-            "bootstrap.servers": running_bootstrap(cluster),
-            "group.id": f"check-{time.monotonic_ns()}",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "log_level": 0,
-        }
-    )
-    consumer.assign([confluent_kafka.TopicPartition(TOPIC, 0, 0)])
-    values: list[bytes] = []
-    deadline = time.monotonic() + WAIT_S
-    try:
-        while len(values) < at_least and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            values.append(msg.value())
-    finally:
-        consumer.close()
-    return values
-
-
 def assert_no_lost_task_anywhere(cluster: Cluster) -> None:
     for node in cluster.nodes:
         assert_no_lost_task(node.log_path)
@@ -198,36 +186,33 @@ def assert_no_lost_task_anywhere(cluster: Cluster) -> None:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root: Path = tmp_path_factory.mktemp("disk-full")
     data_mount, meta_mount = root / "tmpfs-data-101", root / "tmpfs-meta-102"
-    cluster = Cluster(root, controllers=3, brokers=3, overrides=SETTINGS)
-    mounted: list[Path] = []
-    try:
-        for mount in (data_mount, meta_mount):
-            mount_tmpfs(mount)
-            mounted.append(mount)
+
+    def place_dirs(cluster: Cluster) -> None:
+        # 101: data on a tmpfs, metadata on the ordinary disk; 102 the other way round.
         data_broker, meta_broker = cluster.broker(101), cluster.broker(102)
-        # 101: data on the tmpfs, metadata on the ordinary disk; 102 the other way round.
         data_broker.props["log.dirs"] = str(data_mount)
         data_broker.props["metadata.log.dir"] = str(data_broker.workdir / "meta")
         meta_broker.props["metadata.log.dir"] = str(meta_mount)
         for node in (data_broker, meta_broker):
             node.write_properties()
-        cluster.start()
-        topic = admin_module.NewTopic(
-            TOPIC,
-            num_partitions=1,
-            replica_assignment=[[101, 102, 103]],
-            config={"min.insync.replicas": "2"},
-        )
-        client = admin(cluster.bootstrap_servers)  # kept alive until the result is in
-        client.create_topics([topic], operation_timeout=30)[TOPIC].result(timeout=60)
-        wait_for("101 leading the topic", lambda: partition_state(cluster).leader == 101)
-        yield cluster
-    except Exception:
-        for node in cluster.nodes:
-            print(f"----- {node.name} -----\n{node.log_tail()}")
-        raise
+
+    mounted: list[Path] = []
+    try:
+        for mount in (data_mount, meta_mount):
+            mount_tmpfs(mount)
+            mounted.append(mount)
+        with running_cluster(root, 3, 3, SETTINGS, prepare=place_dirs) as cluster:
+            topic = admin_module.NewTopic(
+                TOPIC,
+                num_partitions=1,
+                replica_assignment=[[101, 102, 103]],
+                config={"min.insync.replicas": "2"},
+            )
+            client = admin(cluster.bootstrap_servers)  # kept alive until the result is in
+            client.create_topics([topic], operation_timeout=30)[TOPIC].result(timeout=60)
+            wait_for("101 leading the topic", lambda: partition_state(cluster).leader == 101)
+            yield cluster
     finally:
-        cluster.close()
         for mount in mounted:
             unmount(mount)
 
@@ -240,11 +225,9 @@ def test_a_full_data_log_dir_halts_the_broker_and_loses_no_acknowledged_record(
     with Producing(cluster) as producing:
         wait_for("records acknowledged", lambda: len(producing.acked) >= 300)
         filler = fill(mount)
-        code = wait_exit(broker)
-        log = broker.log_path.read_text(errors="replace")
-        assert code == 1, log[-4000:]
-        assert f"Shutdown broker because all log dirs in {mount} have failed" in log
-        assert "Encountered fatal fault" in log and "No space left on device" in log
+        fatal = halted(broker)
+        assert f"Shutdown broker because all log dirs in {mount} have failed" in fatal[0]
+        assert "No space left on device" in broker.log_path.read_text(errors="replace")
         leader = wait_for(
             "a new leader", lambda: partition_state(cluster).leader in (102, 103) or None
         )
@@ -256,9 +239,11 @@ def test_a_full_data_log_dir_halts_the_broker_and_loses_no_acknowledged_record(
     broker.wait_ready()
     wait_for("101 back in the ISR", lambda: 101 in partition_state(cluster).isrs)
     log = broker.log_path.read_text(errors="replace")
-    assert log.count("Shutdown broker because") == 1, "the restart must not fail again"
+    assert log.count("Encountered fatal fault") == 1, "the restart must not fail again"
     acked = set(producing.acked)
-    consumed = set(consume_all(cluster, len(producing.acked)))
+    consumed = set(
+        consume_values(running_bootstrap(cluster), TOPIC, 0, len(producing.acked), WAIT_S)
+    )
     lost = acked - consumed
     assert not lost, f"{len(lost)} acknowledged records lost (new leader {leader})"
     assert_no_lost_task_anywhere(cluster)
@@ -271,11 +256,7 @@ def test_a_full_metadata_log_dir_is_a_fatal_fault_and_the_node_restarts(
     mount = Path(broker.props["metadata.log.dir"])
     filler = fill(mount)
     # The leader appends a no-op record every metadata.max.idle.interval.ms: 102 must follow.
-    code = wait_exit(broker)
-    log = broker.log_path.read_text(errors="replace")
-    assert code == 1, log[-4000:]
-    fatal = [line for line in log.splitlines() if "Encountered fatal fault" in line]
-    assert fatal, log[-4000:]
+    fatal = halted(broker)
     assert str(mount) in fatal[0] and "No space left on device" in fatal[0], fatal[0]
     filler.unlink()
     broker.launch()

@@ -19,14 +19,19 @@ and ``min.insync.replicas=2``, produced to with confluent-kafka ``acks=all``:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.cluster_harness import Cluster, ClusterNode, running_cluster, wait_until
+from tests.integration.cluster_harness import (
+    Cluster,
+    ClusterNode,
+    consume_values,
+    running_cluster,
+    wait_until,
+)
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 admin_module = pytest.importorskip("confluent_kafka.admin")
@@ -101,27 +106,7 @@ def produce(cluster: Cluster, values: list[bytes]) -> list[tuple[bytes, Any]]:
 
 
 def consume_all(cluster: Cluster, expected: int) -> list[bytes]:
-    consumer = confluent_kafka.Consumer(
-        {
-            "bootstrap.servers": running_bootstrap(cluster),
-            "group.id": f"check-{time.monotonic_ns()}",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "log_level": 0,
-        }
-    )
-    consumer.assign([confluent_kafka.TopicPartition(TOPIC, 0, 0)])
-    values: list[bytes] = []
-    deadline = time.monotonic() + WAIT_S
-    try:
-        while len(values) < expected and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            values.append(msg.value())
-    finally:
-        consumer.close()
-    return values
+    return consume_values(running_bootstrap(cluster), TOPIC, 0, expected, WAIT_S)
 
 
 def log_bytes(node: ClusterNode) -> bytes:
