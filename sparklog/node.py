@@ -273,6 +273,7 @@ class Node:
         )
         lifecycle_task = asyncio.create_task(self.lifecycle.run(self._lifecycle_stop))
         self._tasks.append(lifecycle_task)
+        self.faults.supervise(self._tasks)  # a failure while we wait is reported at once
         await self._wait_unfenced(lifecycle_task)
         max_request = int(config.get("socket.request.max.bytes"))
         queued = int(config.get("queued.max.requests"))

@@ -10,6 +10,7 @@ exact path (record_codec's loop), which is kept for odd and damaged batches.
 from __future__ import annotations
 
 import dataclasses
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
@@ -29,7 +30,13 @@ from sparklog.protocol.record_codec import (
     control_record,
     decode_batch,
 )
-from sparklog.protocol.records import BatchHeader, iter_batches
+from sparklog.protocol.records import (
+    CRC_OFFSET,
+    RECORDS_COUNT_OFFSET,
+    BatchHeader,
+    compute_crc,
+    iter_batches,
+)
 from sparklog.tiering import batch_decode, transcode
 from sparklog.tiering.layout import PARQUET_SCHEMA
 from sparklog.tiering.metadata import AbortedTxn
@@ -309,3 +316,16 @@ def test_corrupt_and_torn_segments_are_clean_errors(tmp_path: Path) -> None:
     assert isinstance(data, bytes)
     with pytest.raises(TranscodeError):
         parquet_to_batches(data[: len(data) // 2], 0, 100)
+
+
+def test_records_that_do_not_fill_their_batch_are_corrupt(tmp_path: Path) -> None:
+    """A batch with a valid CRC whose records do not match its count: the vector path
+    declines it and the exact path refuses it, from a mapped file as from bytes."""
+    good = bytearray(build_batch([(b"k", b"v" * 300)] * 30, base_offset=0))
+    struct.pack_into(">i", good, RECORDS_COUNT_OFFSET, 31)
+    struct.pack_into(">I", good, CRC_OFFSET, compute_crc(good, 0, len(good) - 12))
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(bytes(good))
+    for source in (str(log), bytes(good)):
+        with pytest.raises(TranscodeError, match="corrupt"):
+            segment_to_parquet(source)
