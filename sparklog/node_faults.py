@@ -17,8 +17,8 @@
   takes that dir offline ("Disk error while writing recovery offsets checkpoint in
   directory ...", as Kafka) instead of failing every checkpoint pass after it.
 - :meth:`NodeFaults.io_error` does the same for retention and the log cleaner: the dir is the
-  one named, else the one holding the file the error names; an error naming no data log dir
-  is re-raised (it is not a disk fault this class can place).
+  one named, else the one holding the file the error names; an error naming no data log dir,
+  or a shortage of file descriptors, is re-raised (not a disk fault this class can place).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import os
 from collections.abc import Callable, Mapping
 
 from sparklog.broker.lifecycle import BrokerLifecycleManager
-from sparklog.broker.log_dir_failure import failure_decision
+from sparklog.broker.log_dir_failure import failure_decision, is_disk_failure, log_dir_holding
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.fault import FaultHandler, supervise
 from sparklog.protocol.kafka_uuid import uuid_from_str
@@ -106,12 +106,9 @@ class NodeFaults:
         """Take the log dir behind ``exc`` offline (see the module docstring)."""
         rm = self.replica_manager
         directory = log_dir
-        if directory is None and rm is not None and isinstance(exc.filename, str):
-            path = os.path.abspath(exc.filename)
-            for candidate in rm.log_dir_failures.log_dirs:
-                if path.startswith(candidate + os.sep):
-                    directory = candidate
-        if rm is None or directory is None:
+        if directory is None and rm is not None:
+            directory = log_dir_holding(exc.filename, rm.log_dir_failures.log_dirs)
+        if rm is None or directory is None or not is_disk_failure(exc):
             raise exc
         rm.log_dir_failures.maybe_add_offline_log_dir(
             directory, f"{message} in dir {directory}: {exc}", exc
@@ -126,6 +123,8 @@ class NodeFaults:
             try:
                 manager.checkpoint_dir(log_dir)
             except OSError as exc:
+                if not is_disk_failure(exc):
+                    raise
                 rm.log_dir_failures.maybe_add_offline_log_dir(
                     log_dir,
                     f"Disk error while writing recovery offsets checkpoint in directory "

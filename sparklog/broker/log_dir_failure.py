@@ -14,7 +14,11 @@ Contract:
   Kafka's messages ("Shutdown broker because the metadata log dir ... has failed", "Shutdown
   broker because all log dirs in ... have failed"); otherwise the broker stops serving the
   dir's partitions (KAFKA_STORAGE_ERROR) and reports the dir's id to the controller.
-- Paths are compared as absolute paths; :func:`log_dir_of` is the parent of a partition dir.
+- Running out of file descriptors (EMFILE, ENFILE) is not a disk failure
+  (:func:`is_disk_failure`): the operation fails with KAFKA_STORAGE_ERROR and is retried, the
+  dir stays online (:mod:`sparklog.storage.handles`).
+- Paths are compared as absolute paths; :func:`log_dir_of` is the parent of a partition dir,
+  :func:`log_dir_holding` the data log dir a file path lies in.
 - Not thread-safe: used from the broker's event loop only.
 """
 
@@ -26,6 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.storage.handles import is_out_of_descriptors
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +40,22 @@ OfflineListener = Callable[[str], None]
 def log_dir_of(partition_directory: str) -> str:
     """The log dir holding a partition directory (its absolute parent)."""
     return os.path.dirname(os.path.abspath(partition_directory.rstrip(os.sep)))
+
+
+def is_disk_failure(exc: BaseException) -> bool:
+    """True for an I/O error that takes a log dir offline (not a descriptor shortage)."""
+    return isinstance(exc, OSError) and not is_out_of_descriptors(exc)
+
+
+def log_dir_holding(path: object, log_dirs: Iterable[str]) -> str | None:
+    """The dir of ``log_dirs`` that ``path`` (an ``OSError.filename``) lies in, if any."""
+    if not isinstance(path, str):
+        return None
+    target = os.path.abspath(path)
+    for log_dir in log_dirs:
+        if target.startswith(os.path.abspath(log_dir) + os.sep):
+            return os.path.abspath(log_dir)
+    return None
 
 
 def storage_error(topic: str, index: int, log_dir: str) -> KafkaApiError:

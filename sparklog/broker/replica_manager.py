@@ -36,7 +36,13 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from sparklog.broker.log_dir_failure import LogDirFailureChannel, log_dir_of, storage_error
+from sparklog.broker.log_dir_failure import (
+    LogDirFailureChannel,
+    is_disk_failure,
+    log_dir_holding,
+    log_dir_of,
+    storage_error,
+)
 from sparklog.broker.partition import Partition, PartitionState, RoleChange
 from sparklog.broker.publish_rounds import PublishRounds
 from sparklog.broker.purgatory import DelayedOperations
@@ -148,7 +154,8 @@ class ReplicaManager:
                         partition = self._open(topic.name, index, topic.topic_id, config)
                     except (TooManyOpenFilesError, OSError) as exc:
                         if not is_out_of_descriptors(exc):
-                            raise
+                            self._creation_failed(tp, exc)
+                            continue
                         rounds.failed(tp, exc)
                         continue
                 elif partition.log.config != config:
@@ -478,10 +485,22 @@ class ReplicaManager:
 
     def _dir_failed(self, log: Log, action: str, exc: OSError) -> KafkaApiError:
         log_dir = log_dir_of(log.directory)
+        if not is_disk_failure(exc):  # out of descriptors: retried, the dir stays online
+            return KafkaApiError(ErrorCode.KAFKA_STORAGE_ERROR, f"{action} failed: {exc}")
         self.log_dir_failures.maybe_add_offline_log_dir(
             log_dir, f"{action} {log.topic}-{log.partition} in dir {log_dir} failed: {exc}", exc
         )
         return storage_error(log.topic, log.partition, log_dir)
+
+    def _creation_failed(self, tp: TopicPartition, exc: BaseException) -> None:
+        """Creating ``tp``'s log failed on the disk: the dir goes offline, the partition is
+        offline here (Kafka marks it so); an error naming no data log dir is re-raised."""
+        log_dir = log_dir_holding(getattr(exc, "filename", None), self.log_dir_failures.log_dirs)
+        if log_dir is None or not is_disk_failure(exc):
+            raise exc
+        self.offline_partitions.add(tp)
+        message = f"Error while creating log for {tp[0]}-{tp[1]} in dir {log_dir}: {exc}"
+        self.log_dir_failures.maybe_add_offline_log_dir(log_dir, message, exc)
 
     def handle_log_dir_failure(self, log_dir: str) -> list[TopicPartition]:
         """Stop serving every partition in the offline ``log_dir`` (Kafka's

@@ -380,3 +380,30 @@ def test_a_task_failing_while_the_node_stops_is_only_logged() -> None:
 
     faults = asyncio.run(scenario())
     assert len(faults.faults) == 1 and "fails_now" in faults.faults[0][0]
+
+
+def test_out_of_descriptors_is_not_a_disk_failure_but_a_failed_create_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def scenario() -> None:
+        rm, _, _ = _two_dir_rm(tmp_path)
+
+        def emfile(fd: int, data: Any, offset: int) -> int:
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+        with monkeypatch.context() as patch:
+            patch.setattr(os, "pwrite", emfile)
+            with pytest.raises(KafkaApiError) as raised:
+                await rm.append("t", 0, bytearray(batch()), 1)
+        assert raised.value.code == ErrorCode.KAFKA_STORAGE_ERROR
+        assert not rm.log_dir_failures.any_offline
+        assert (await rm.append("t", 0, bytearray(batch()), 1)).base_offset == 0
+        # Creating a log in b failed on the disk: b goes offline, the partition is offline.
+        b = str(tmp_path / "b")
+        rm._creation_failed(("v", 0), OSError(errno.ENOSPC, "full", os.path.join(b, "v-0")))
+        assert rm.log_dir_failures.offline_dirs == (b,) and ("v", 0) in rm.offline_partitions
+        with pytest.raises(OSError):
+            rm._creation_failed(("w", 0), OSError(errno.ENOSPC, "full", "/elsewhere/w-0"))
+        rm.close()
+
+    asyncio.run(scenario())
