@@ -148,7 +148,8 @@ class Nemesis:
         self.history.record("nemesis", "info", kind, value)
         elapsed = (time.monotonic_ns() - self._started_ns) / 1e9
         shown = {k: v for k, v in value.items() if k != "phase"}
-        self.say(f"[{elapsed:7.1f}s] nemesis {kind} {value.get('phase')} {shown}")
+        clock = time.strftime("%H:%M:%S")
+        self.say(f"[{elapsed:7.1f}s {clock}] nemesis {kind} {value.get('phase')} {shown}")
 
     # -- targets ------------------------------------------------------------------------------
     def _healthy(self, nodes: list[ChaosNode]) -> list[ChaosNode]:
