@@ -53,6 +53,7 @@ class PublishRounds:
         self._done: set[TopicPartition] = set()
         self._deadline = math.inf
         self._deferred = 0
+        self._applied = 0
         self._failed: dict[TopicPartition, str] = {}
         self._failed_now: list[TopicPartition] = []
         self._scheduled: asyncio.Handle | None = None
@@ -64,6 +65,7 @@ class PublishRounds:
             self._image = image
             self._done.clear()
         self._deferred = 0
+        self._applied = 0
         self._failed_now = []
         self.rounds += 1
         try:
@@ -74,20 +76,23 @@ class PublishRounds:
             self._deadline = self._clock() + self.budget_s
 
     def skip(self, tp: TopicPartition) -> bool:
-        """True if ``tp`` is already applied to this image, or this round is out of time."""
+        """True if ``tp`` is already applied to this image, or this round is out of time
+        (every round applies at least one partition, so rounds always make progress)."""
         if tp in self._done:
             return True
-        if self._deferred or self._clock() >= self._deadline:
+        if self._deferred or (self._applied and self._clock() >= self._deadline):
             self._deferred += 1
             return True
         return False
 
     def done(self, tp: TopicPartition) -> None:
+        self._applied += 1
         self._done.add(tp)
         self._failed.pop(tp, None)
 
     def failed(self, tp: TopicPartition, exc: BaseException) -> None:
         """``tp`` could not be opened for lack of file descriptors; retried later."""
+        self._applied += 1
         self._failed[tp] = f"Partition {tp[0]}-{tp[1]} cannot be opened now: {exc}"
         self._failed_now.append(tp)
 

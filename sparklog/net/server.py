@@ -13,6 +13,10 @@ Contract:
   transport's write buffer is above its high-water mark, we stop reading from that socket; TCP
   then pushes back on the client.
 - A handler returning ``None`` sends no response (Produce with acks=0).
+- File regions (fetched segment bytes) are opened only while being sent, by the region itself;
+  segments' pooled descriptors may be closed meanwhile without harm. A region that cannot be
+  opened (out of descriptors, file gone) aborts that connection with one warning, as a torn
+  send does: the frame is already partly written. The client reconnects and fetches again.
 - ``close()`` stops accepting and reading, answers the requests already received (bounded by a
   grace period) and then closes every connection.
 """
@@ -37,6 +41,7 @@ from sparklog.protocol.headers import (
 )
 from sparklog.protocol.schema import Api
 from sparklog.protocol.types import Chunk, nbytes
+from sparklog.storage.errors import StorageError
 from sparklog.storage.slices import FileSlice
 
 log = logging.getLogger(__name__)
@@ -154,7 +159,13 @@ class Connection(asyncio.Protocol):
         small: list[bytes | memoryview] = []
         for chunk in chunks:
             if not isinstance(chunk, bytes | memoryview):
-                chunk = chunk.read_bytes()
+                try:
+                    chunk = chunk.read_bytes()
+                except (OSError, StorageError) as exc:
+                    # Out of descriptors, or the file is gone: the response cannot be
+                    # completed, so the client reconnects and fetches again.
+                    self._abort(f"reading a file region for the response failed: {exc}")
+                    return
             if nbytes(chunk) >= LARGE_CHUNK_BYTES:
                 if small:
                     self._transport.write(b"".join(small))
@@ -184,7 +195,8 @@ class Connection(asyncio.Protocol):
         try:
             with os.fdopen(region.open_fd(), "rb", buffering=0) as file:
                 sent = await loop.sendfile(transport, file, region.position, region.length)
-        except (OSError, RuntimeError) as exc:
+        except (OSError, RuntimeError, StorageError) as exc:
+            # StorageError: out of file descriptors (sparklog.storage.handles).
             self._abort(f"sending {region.path} failed: {exc}")
             return False
         if sent != region.length:
