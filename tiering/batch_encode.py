@@ -2,7 +2,7 @@
 the encoder behind a remote fetch (:func:`.transcode.parquet_to_batches`).
 
 Contract of :func:`encode_batches`: ``rows`` holds whole batches (rows sharing
-``batch_base_offset`` are one batch and are adjacent, in offset order). It returns one
+``batch_base_offset`` are one batch and are adjacent, in offset order). It yields one
 encoded batch per group of rows, in order, with ``(base offset, last offset)``, equal byte for
 byte to what :func:`sparklog.protocol.record_codec.build_batch` makes of the same records and
 header fields: base offset, lastOffsetDelta, partition leader epoch, producer id / epoch, base
@@ -21,6 +21,7 @@ so all the records of the rows are one contiguous buffer. Only the batch frame (
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import Final
 
 import crc32c
@@ -125,12 +126,16 @@ def _column(rows: pa.Table, name: str) -> Int64s:
     return np.asarray(rows.column(name).to_numpy(), dtype=np.int64)
 
 
-def encode_batches(rows: pa.Table, compression: int | None = None) -> list[tuple[bytes, int, int]]:
-    """``(batch, base offset, last offset)`` for each batch of ``rows``; see the module
-    docstring. ``compression`` None keeps each batch's codec of origin."""
+def encode_batches(
+    rows: pa.Table, compression: int | None = None
+) -> Iterator[tuple[bytes, int, int]]:
+    """``(batch, base offset, last offset)`` for each batch of ``rows``, lazily; see the
+    module docstring. ``compression`` None keeps each batch's codec of origin. The records of
+    every batch are laid out at the first step; each batch is compressed and framed only when
+    asked for, so a reader that stops at its byte limit pays no codec work past it."""
     count = rows.num_rows
     if not count:
-        return []
+        return
     rows = rows.combine_chunks()
     bases = _column(rows, "batch_base_offset")
     firsts = np.flatnonzero(np.concatenate([[True], bases[1:] != bases[:-1]]))
@@ -188,7 +193,6 @@ def encode_batches(rows: pa.Table, compression: int | None = None) -> list[tuple
             "timestamp_type",
         )
     }
-    out: list[tuple[bytes, int, int]] = []
     for i, first in enumerate(firsts.tolist()):
         base = int(bases[first])
         codec = fields["compression"][i] if compression is None else compression
@@ -214,5 +218,4 @@ def encode_batches(rows: pa.Table, compression: int | None = None) -> list[tuple
         prefix = _PREFIX.pack(
             base, len(body) + 9, fields["partition_leader_epoch"][i], MAGIC_V2, crc32c.crc32c(body)
         )
-        out.append((prefix + body, base, last))
-    return out
+        yield prefix + body, base, last
