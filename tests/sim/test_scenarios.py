@@ -9,7 +9,7 @@ import pytest
 
 from tests.sim.__main__ import repro
 from tests.sim.replication.invariants import InvariantViolation, LivenessViolation
-from tests.sim.replication.scenarios import REPL_SCENARIOS, chaos
+from tests.sim.replication.scenarios import REPL_SCENARIOS, chaos, restart_old_metadata
 from tests.sim.scenarios import SCENARIOS
 
 SEEDS = int(os.environ.get("SIM_SEEDS", "200"))
@@ -52,3 +52,17 @@ def test_replication_invariants_catch_a_broken_controller(mutation: str) -> None
         except InvariantViolation as exc:
             caught.append(str(exc))
     assert caught, f"no safety violation found with mutation {mutation}"
+
+
+def test_truncation_below_hw_is_caught_when_replayed_metadata_rewrites_the_epoch_cache() -> None:
+    """Issue 16 put back on purpose: a replayed old leadership rewrites the epoch cache at the
+    log end, and followers then truncate below their high watermark; invariant 6 says so."""
+    caught: list[str] = []
+    for seed in range(20):
+        try:
+            restart_old_metadata(seed, mutation="rewrite_epoch_cache")
+        except LivenessViolation:
+            continue
+        except InvariantViolation as exc:
+            caught.append(str(exc))
+    assert any("below its high watermark" in message for message in caught), caught

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import heapq
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from sparklog.protocol.errors import ErrorCode
 from tests.sim.cluster import NetworkFaults
-from tests.sim.replication.model import ControllerModel
+from tests.sim.replication.model import ControllerModel, MetadataImage
 from tests.sim.replication.node import DEFAULT_CONFIG, ReplConfig, SimBroker
 from tests.sim.replication.wire import (
     CONTROLLER_ID,
@@ -100,6 +100,10 @@ class ReplSimulation:
         mutation: str | None = None,
     ) -> None:
         self.seed = seed
+        self.mutation = mutation
+        self.replay_metadata_on_restart = False
+        """Restarted brokers replay every image pushed so far first (see ``SimBroker``)."""
+        self.image_history: list[MetadataImage] = []
         self.random = random.Random(seed)
         self.config = config
         self.now = 0
@@ -126,6 +130,7 @@ class ReplSimulation:
         self._backlog: dict[int, list[Callable[[], None]]] = {}
         self.brokers = {b: SimBroker(b, self) for b in config.replicas}
         image = self.controller.image()
+        self.image_history.append(image)
         for broker_id, broker in self.brokers.items():
             broker.start(image, self.controller.registrations[broker_id].broker_epoch)
         self._pushed_version = image.version
@@ -232,6 +237,8 @@ class ReplSimulation:
     def _push(self) -> None:
         image = self.controller.image()
         self._pushed_version = image.version
+        if self.replay_metadata_on_restart and image.version != self.image_history[-1].version:
+            self.image_history.append(image)
         for broker_id in self.brokers:
             self.send(CONTROLLER_ID, broker_id, MetadataPush(image), None)
 
@@ -315,6 +322,9 @@ class ReplSimulation:
         self.stats.acked += 1
         for observer in self.observers:
             observer.ack(self, broker_id, leader_epoch, base_offset, data)
+
+    def replayed_metadata(self) -> Sequence[MetadataImage]:
+        return self.image_history if self.replay_metadata_on_restart else ()
 
     def on_truncate(self, broker_id: int) -> None:
         self.stats.truncations += 1

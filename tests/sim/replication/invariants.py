@@ -11,6 +11,8 @@
 4. A follower's log equals its leader's below the follower's high watermark (the leader being
    the broker the follower fetches from, while that broker leads in the same epoch).
 5. The controller's ISR contains the leader, or the leader is -1.
+6. No replica ever truncates its log below its own high watermark (what it acknowledged as
+   committed); a crash losing unflushed records is not a truncation (issue 16).
 
 Liveness is checked by the scenarios after healing (:func:`check_converged`).
 """
@@ -105,6 +107,13 @@ class ReplInvariants:
 
     # -- after every event -----------------------------------------------------------------------
     def check(self, sim: ReplSimulation) -> None:
+        for broker in sim.brokers.values():
+            if broker.log.below_hw_truncations:
+                offset, hw = broker.log.below_hw_truncations[0]
+                raise InvariantViolation(
+                    f"broker {broker.broker_id} truncated its log to {offset}, below its high "
+                    f"watermark {hw} (t={sim.now})"
+                )
         controller = sim.controller
         if controller.leader >= 0 and controller.leader not in controller.isr:
             raise InvariantViolation(

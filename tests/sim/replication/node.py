@@ -9,12 +9,20 @@ simulation), so a seed replays exactly.
 
 :class:`CrashLog` is an :class:`InMemoryLog` with a flushed prefix: a crash keeps only what was
 flushed (Kafka's default is to leave flushing to the OS, so most appends are not flushed), and
-truncations count as durable.
+truncations count as durable. It records every truncation below its high watermark (the
+records it acknowledged as committed): the invariants allow none.
+
+Restart with old metadata (issue 16): when the simulation asks for it
+(:meth:`Host.replayed_metadata`), a restarted broker applies every historical image older than
+the one its registration returned, then that one, as a metadata loader replaying its log would
+publish them, all within one event. The cores must refuse the states older than the broker's
+log; like the broker's ``Partition``, the driver drops a fresh :class:`LeaderCore` that
+refused its first view.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -59,11 +67,15 @@ class CrashLog(InMemoryLog):
         self.flushed_offset = 0
         self.generation = 0
         """Bumped whenever batches are removed: cached comparisons are void."""
+        self.below_hw_truncations: list[tuple[int, int]] = []
+        """(offset, high watermark) of every truncation below the high watermark."""
 
     def flush(self) -> None:
         self.flushed_offset = self.log_end_offset
 
     def truncate_to(self, offset: int) -> bool:
+        if offset < self.high_watermark:
+            self.below_hw_truncations.append((offset, self.high_watermark))
         truncated = super().truncate_to(offset)
         if truncated:
             self.generation += 1
@@ -120,6 +132,11 @@ class Host(Protocol):
 
     now: int
     config: ReplConfig
+    mutation: str | None
+
+    def replayed_metadata(self) -> Sequence[MetadataImage]:
+        """The images a restarted broker replays before the current one (oldest first)."""
+        ...
 
     def send(self, src: int, dst: int, payload: Payload, dst_incarnation: int | None) -> None: ...
 
@@ -162,6 +179,7 @@ class SimBroker:
         self.alter_inflight: tuple[int, int] | None = None
         self._request_ids = 0
         self._fetch_token = 0
+        self._replaying = False
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self, image: MetadataImage | None = None, broker_epoch: int = -1) -> None:
@@ -201,9 +219,35 @@ class SimBroker:
     def _registered(self, broker_epoch: int, image: MetadataImage) -> None:
         self.registered = True
         self.broker_epoch = broker_epoch
+        # The replay runs within one event, so its passing roles are never observable (no
+        # request reaches them): only what they leave behind (the log, its epoch cache) counts.
+        self._replaying = True
+        try:
+            for old in self.host.replayed_metadata():
+                if old.version >= image.version:
+                    break
+                if self.host.mutation == "rewrite_epoch_cache":
+                    self._rewrite_epoch_cache(old)
+                self.apply_image(old)
+        finally:
+            self._replaying = False
         self.apply_image(image)
         self._heartbeat_loop()
         self.host.timer(self.broker_id, self.host.config.isr_check_ms, self._leader_tick)
+
+    def _rewrite_epoch_cache(self, old: MetadataImage) -> None:
+        """The bug of issue 16 on purpose: a replayed leadership assigns its old epoch at our
+        log end, and the epoch cache drops every newer entry."""
+        view = old.partition
+        if view.leader != self.broker_id:
+            return
+        cache = self.log.epoch_cache
+        end = self.log.log_end_offset
+        while cache.epochs and (cache.epochs[-1] >= view.leader_epoch or cache.starts[-1] >= end):
+            cache.epochs.pop()
+            cache.starts.pop()
+        cache.epochs.append(view.leader_epoch)
+        cache.starts.append(end)
 
     def _heartbeat_loop(self) -> None:
         self._send(CONTROLLER_ID, Heartbeat(self.broker_epoch))
@@ -267,8 +311,11 @@ class SimBroker:
             before = leader.leader_epoch
             if leader.become_leader(view, now):
                 self.alter_inflight = None
-                if leader.leader_epoch != before:
+                if leader.leader_epoch != before and not self._replaying:
                     self.host.on_become_leader(self.broker_id, leader.leader_epoch)
+            elif leader.leader_epoch < 0:
+                self.leader = None  # a stale first view (older than our log): no role yet
+                return
             self._complete_produces()
             return
         if self.leader is not None:

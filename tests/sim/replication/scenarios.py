@@ -344,6 +344,33 @@ def total_failure(seed: int) -> ReplRunStats:
     return stats
 
 
+def restart_old_metadata(seed: int, mutation: str | None = None) -> ReplRunStats:
+    """Issue 16: brokers (leaders half of the time) crash and restart while leadership moves;
+    every restarted broker first replays every metadata image since the start, as a loader
+    replaying its metadata log would publish them, then the current one. The historical
+    states name it leader or follower of epochs its log has long passed. ``mutation``
+    "rewrite_epoch_cache" puts the old bug back on purpose (a replayed leadership rewrites the
+    epoch cache at the log end)."""
+    sim, invariants = new_sim(seed, mutation=mutation)
+    sim.replay_metadata_on_restart = True
+    rnd = sim.random
+    lossy(sim, max_drop=0.05, max_dup=0.05, max_slow=0.02)
+    heal = 6000
+    sim.workload(100, heal, PRODUCE_EVERY_MS)
+
+    def restart_one() -> None:
+        leader = current_leader(sim)
+        if leader is not None and rnd.random() < 0.5:
+            victim = leader
+        else:
+            victim = rnd.choice([b for b in sim.brokers if b != leader])
+        crash_for(sim, victim, rnd.randint(50, 1000))
+
+    for t in range(400, heal - 400, 500):
+        sim.at(t + rnd.randint(0, 300), restart_one)
+    return finish(sim, invariants, heal)
+
+
 def chaos(
     seed: int, config: ReplConfig = DEFAULT_CONFIG, mutation: str | None = None
 ) -> ReplRunStats:
@@ -387,4 +414,5 @@ REPL_SCENARIOS: dict[str, Callable[[int], ReplRunStats]] = {
     "repl_delete_records": delete_records,
     "repl_total_failure": total_failure,
     "repl_chaos": chaos,
+    "repl_restart_old_metadata": restart_old_metadata,
 }
