@@ -23,10 +23,17 @@ Rules, as in Kafka's ``BrokerHeartbeatManager`` and ``ReplicationControlManager`
 - Controlled shutdown: the first ``want_shut_down`` heartbeat of an active broker records
   ``in_controlled_shutdown`` (PENDING_CONTROLLED_SHUTDOWN) and moves its leaderships; the next
   one, when it leads nothing, fences it and answers ``should_shut_down``.
+- Offline log dirs (KIP-858, Kafka's ``handleDirectoriesOffline``): a heartbeat naming
+  registered dirs in ``offline_log_dirs`` records the broker's remaining online dirs
+  (BrokerRegistrationChangeRecord ``log_dirs``) and logs them. Partitions are not assigned to
+  directories here (every replica's directory is unassigned, which Kafka counts as online), so
+  no leadership moves for a partial failure; a broker that loses every data log dir halts and
+  is fenced when its session expires.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,9 +43,12 @@ from sparklog.controller.replication_control import (
     elect_for_unfenced,
     remove_broker_from_isrs,
 )
-from sparklog.metadata.image import MetadataImage
+from sparklog.metadata.image import BrokerRegistration, MetadataImage
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.kafka_uuid import uuid_to_str
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -159,6 +169,7 @@ def heartbeat(
     elif not fenced and body.get("want_fence"):
         records.extend(fence_records(ctx, broker_id))
         fenced = True
+    records.extend(offline_dirs_records(broker, body.get("offline_log_dirs") or ()))
     response = {
         "throttle_time_ms": 0,
         "error_code": 0,
@@ -167,6 +178,31 @@ def heartbeat(
         "should_shut_down": should_shut_down,
     }
     return HeartbeatOutcome(tuple(records), response)
+
+
+def offline_dirs_records(
+    broker: BrokerRegistration, offline_dirs: Iterable[bytes]
+) -> list[MetadataRecord]:
+    """The registration change for registered dirs newly reported offline (else nothing)."""
+    reported = {bytes(d) for d in offline_dirs}
+    newly = [d for d in broker.log_dirs if d in reported]
+    if not newly:
+        return []
+    online = [d for d in broker.log_dirs if d not in reported]
+    log.warning(
+        "Directories %s in broker %d marked offline, remaining directories: %s",
+        [uuid_to_str(d) for d in newly],
+        broker.broker_id,
+        [uuid_to_str(d) for d in online],
+    )
+    change = {
+        "broker_id": broker.broker_id,
+        "broker_epoch": broker.epoch,
+        "fenced": 0,
+        "in_controlled_shutdown": 0,
+        "log_dirs": online,
+    }
+    return [make_record("BrokerRegistrationChangeRecord", change)]
 
 
 def _heartbeat_error(code: ErrorCode) -> dict[str, Any]:

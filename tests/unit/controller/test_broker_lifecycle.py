@@ -152,3 +152,31 @@ def test_reregistration_and_unregister(tmp_path: Path) -> None:
     assert controller.image.cluster.broker(1) is None
     missing = controller.run(controller.unregister_broker({"broker_id": 1}))
     assert missing["error_code"] == ErrorCode.BROKER_ID_NOT_REGISTERED
+
+
+def test_offline_log_dirs_leave_the_registration(tmp_path: Path) -> None:
+    node = Node(tmp_path, brokers=0)
+    controller = node.controller
+    dir_a, dir_b = b"a" * 16, b"b" * 16
+    body = registration(7, b"i" * 16) | {"log_dirs": [dir_a, dir_b]}
+    epoch = controller.run(controller.broker_registration(body, "c", 0))["broker_epoch"]
+    beat(node, 7, epoch, now=10)
+
+    def offline(dirs: list[bytes], now: int) -> int:
+        heartbeat = {
+            "broker_id": 7,
+            "broker_epoch": epoch,
+            "current_metadata_offset": controller.image.provenance.last_offset,
+            "want_fence": False,
+            "want_shut_down": False,
+            "offline_log_dirs": dirs,
+        }
+        assert controller.run(controller.broker_heartbeat(heartbeat, now))["error_code"] == 0
+        return controller.image.provenance.last_offset
+
+    before = offline([], 20)
+    after = offline([dir_a], 30)
+    broker = controller.image.cluster.broker(7)
+    assert after > before and broker is not None and broker.log_dirs == (dir_b,)
+    assert not broker.fenced
+    assert offline([dir_a], 40) == after  # already recorded: nothing more to write
