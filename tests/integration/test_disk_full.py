@@ -1,5 +1,6 @@
-"""A full disk on a real cluster (3 controllers + 3 brokers): the data log dir, then the
-metadata log dir, each a small tmpfs mount that a filler file fills to ENOSPC.
+"""A full disk on a real cluster (3 controllers + 3 brokers): a data log dir, the metadata log
+dir, then one of two data log dirs, each a small tmpfs mount that a filler file fills to
+ENOSPC.
 
 1. Broker 101 keeps its data log dir (``log.dirs``) on an 8 MiB tmpfs and leads a partition
    with replication factor 3 and ``min.insync.replicas=2`` while a confluent-kafka producer
@@ -15,7 +16,13 @@ metadata log dir, each a small tmpfs mount that a filler file fills to ENOSPC.
    metadata log dir and the error (no silent hang with stale metadata); with room again it
    restarts and is unfenced.
 
-No node's log may ever contain "Task exception was never retrieved". Both tests need root to
+3. Broker 103 has two data log dirs, each a tmpfs. Filling the one holding a partition it
+   alone hosts takes only that dir offline: a produce there answers KAFKA_STORAGE_ERROR, the
+   broker keeps running on its other dir, and the controller records the offline dir from the
+   broker's heartbeats (KIP-858). After a clean stop, freeing the space and a restart, the
+   partition is served again with every record it held.
+
+No node's log may ever contain "Task exception was never retrieved". The tests need root to
 mount tmpfs and are skipped (saying so) otherwise.
 """
 
@@ -32,6 +39,8 @@ from typing import Any
 
 import pytest
 
+from sparklog.client.producer import ProduceError, Producer, ProducerConfig
+from sparklog.protocol.errors import ErrorCode
 from tests.integration.cluster_harness import (
     Cluster,
     ClusterNode,
@@ -186,19 +195,23 @@ def assert_no_lost_task_anywhere(cluster: Cluster) -> None:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root: Path = tmp_path_factory.mktemp("disk-full")
     data_mount, meta_mount = root / "tmpfs-data-101", root / "tmpfs-meta-102"
+    jbod = [root / "tmpfs-data-103-a", root / "tmpfs-data-103-b"]
 
     def place_dirs(cluster: Cluster) -> None:
-        # 101: data on a tmpfs, metadata on the ordinary disk; 102 the other way round.
-        data_broker, meta_broker = cluster.broker(101), cluster.broker(102)
+        # 101: data on a tmpfs, metadata on the ordinary disk; 102 the other way round; 103
+        # two data log dirs, each a tmpfs, and metadata on the ordinary disk.
+        data_broker, meta_broker, jbod_broker = (cluster.broker(i) for i in (101, 102, 103))
         data_broker.props["log.dirs"] = str(data_mount)
-        data_broker.props["metadata.log.dir"] = str(data_broker.workdir / "meta")
         meta_broker.props["metadata.log.dir"] = str(meta_mount)
-        for node in (data_broker, meta_broker):
+        jbod_broker.props["log.dirs"] = ",".join(str(d) for d in jbod)
+        for node in (data_broker, jbod_broker):
+            node.props["metadata.log.dir"] = str(node.workdir / "meta")
+        for node in (data_broker, meta_broker, jbod_broker):
             node.write_properties()
 
     mounted: list[Path] = []
     try:
-        for mount in (data_mount, meta_mount):
+        for mount in (data_mount, meta_mount, *jbod):
             mount_tmpfs(mount)
             mounted.append(mount)
         with running_cluster(root, 3, 3, SETTINGS, prepare=place_dirs) as cluster:
@@ -262,4 +275,47 @@ def test_a_full_metadata_log_dir_is_a_fatal_fault_and_the_node_restarts(
     broker.launch()
     broker.wait_ready()  # the client listener opens once the controller unfenced it
     wait_for("102 back in the ISR", lambda: 102 in partition_state(cluster).isrs)
+    assert_no_lost_task_anywhere(cluster)
+
+
+def test_one_of_two_log_dirs_failing_takes_only_its_partitions_offline(cluster: Cluster) -> None:
+    broker = cluster.broker(103)
+    topic = "one-dir-of-two"
+    created = admin_module.NewTopic(topic, num_partitions=1, replica_assignment=[[103]])
+    client = admin(cluster.bootstrap_servers)
+    client.create_topics([created], operation_timeout=30)[topic].result(timeout=60)
+    config = ProducerConfig(retries=5, retry_backoff_ms=200)
+    with Producer(cluster.bootstrap_servers, config) as producer:
+        for i in range(5):
+            producer.send(topic, f"before-{i}".encode(), partition=0)
+        producer.flush()
+    dirs = [Path(d) for d in broker.props["log.dirs"].split(",")]
+    failing = next(d for d in dirs if (d / f"{topic}-0").is_dir())
+    filler = fill(failing)
+    with Producer(cluster.bootstrap_servers, config) as producer:
+        producer.send(topic, b"x" * 100_000, partition=0)  # more than a page: ENOSPC
+        with pytest.raises(ProduceError) as raised:
+            producer.flush()
+    assert raised.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR, raised.value
+    # The broker keeps running on its other dir and reports the failed one to the controller.
+    wait_for(
+        "the controller to record the offline dir",
+        lambda: any(
+            "in broker 103 marked offline" in c.log_path.read_text(errors="replace")
+            for c in cluster.controllers
+        ),
+    )
+    assert broker.is_running(), broker.log_tail()
+    log = broker.log_path.read_text(errors="replace")
+    assert f"(log dir {failing} is now offline)" in log and "Encountered fatal" not in log
+    # A clean stop with a dir offline, then a restart with room again: all is served.
+    broker.stop()
+    filler.unlink()
+    broker.launch()
+    broker.wait_ready()
+    with Producer(running_bootstrap(cluster), config) as producer:
+        producer.send(topic, b"after", partition=0)
+        producer.flush()
+    values = consume_values(running_bootstrap(cluster), topic, 0, 6, WAIT_S)
+    assert values == [f"before-{i}".encode() for i in range(5)] + [b"after"]
     assert_no_lost_task_anywhere(cluster)
