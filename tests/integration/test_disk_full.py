@@ -1,6 +1,6 @@
 """A full disk on a real cluster (3 controllers + 3 brokers): a data log dir, the metadata log
 dir, then one of two data log dirs, each a small tmpfs mount that a filler file fills to
-ENOSPC.
+ENOSPC, and last a controller's metadata log dir.
 
 1. Broker 101 keeps its data log dir (``log.dirs``) on an 8 MiB tmpfs and leads a partition
    with replication factor 3 and ``min.insync.replicas=2`` while a confluent-kafka producer
@@ -21,6 +21,10 @@ ENOSPC.
    broker keeps running on its other dir, and the controller records the offline dir from the
    broker's heartbeats (KIP-858). After a clean stop, freeing the space and a restart, the
    partition is served again with every record it held.
+
+4. Controller 3 keeps its metadata log on a tmpfs. Once it is full the controller halts with a
+   fatal fault naming the dir; the two other voters keep a leader and the cluster takes admin
+   writes; with room again it restarts and catches up with the quorum.
 
 No node's log may ever contain "Task exception was never retrieved". The tests need root to
 mount tmpfs and are skipped (saying so) otherwise.
@@ -49,6 +53,7 @@ from tests.integration.cluster_harness import (
     wait_until,
 )
 from tests.integration.node_harness import assert_no_lost_task
+from tests.integration.test_cluster_kraft import wait_caught_up
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 admin_module = pytest.importorskip("confluent_kafka.admin")
@@ -196,6 +201,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root: Path = tmp_path_factory.mktemp("disk-full")
     data_mount, meta_mount = root / "tmpfs-data-101", root / "tmpfs-meta-102"
     jbod = [root / "tmpfs-data-103-a", root / "tmpfs-data-103-b"]
+    controller_mount = root / "tmpfs-meta-controller-3"
 
     def place_dirs(cluster: Cluster) -> None:
         # 101: data on a tmpfs, metadata on the ordinary disk; 102 the other way round; 103
@@ -208,10 +214,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             node.props["metadata.log.dir"] = str(node.workdir / "meta")
         for node in (data_broker, meta_broker, jbod_broker):
             node.write_properties()
+        # Controller 3: its only dir (metadata log) on a tmpfs.
+        cluster.controller(3).props["log.dirs"] = str(controller_mount)
+        cluster.controller(3).write_properties()
 
     mounted: list[Path] = []
     try:
-        for mount in (data_mount, meta_mount, *jbod):
+        for mount in (data_mount, meta_mount, *jbod, controller_mount):
             mount_tmpfs(mount)
             mounted.append(mount)
         with running_cluster(root, 3, 3, SETTINGS, prepare=place_dirs) as cluster:
@@ -318,4 +327,24 @@ def test_one_of_two_log_dirs_failing_takes_only_its_partitions_offline(cluster: 
         producer.flush()
     values = consume_values(running_bootstrap(cluster), topic, 0, 6, WAIT_S)
     assert values == [f"before-{i}".encode() for i in range(5)] + [b"after"]
+    assert_no_lost_task_anywhere(cluster)
+
+
+def test_a_full_metadata_log_dir_on_a_voter_halts_it_and_the_quorum_goes_on(
+    cluster: Cluster,
+) -> None:
+    controller = cluster.controller(3)
+    mount = Path(controller.props["log.dirs"])
+    filler = fill(mount)
+    fatal = halted(controller)  # a follower appends fetched records, a leader its own
+    assert str(mount) in fatal[0] and "No space left on device" in fatal[0], fatal[0]
+    assert cluster.leader_id() in (1, 2)
+    topic = "after-a-voter-halted"
+    created = admin_module.NewTopic(topic, num_partitions=1, replication_factor=1)
+    client = admin(running_bootstrap(cluster))
+    client.create_topics([created], operation_timeout=30)[topic].result(timeout=60)
+    filler.unlink()
+    controller.launch()
+    controller.wait_ready()
+    wait_caught_up(cluster, controller)
     assert_no_lost_task_anywhere(cluster)
