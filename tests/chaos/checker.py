@@ -29,7 +29,8 @@ same verdict) and counts, each of which must be 0 for the run to be valid:
 - ``node_crashes``: a node that exited when no fault asked it to (a full disk is a reason).
 
 Informational (not anomalies): ``acked``, ``sends``, ``txns_committed``, ``txns_aborted``,
-``txns_unknown``, ``indeterminate_sends``, ``client_restarts``, ``polls``.
+``txns_unknown``, ``indeterminate_sends``, ``client_restarts`` (a client that crashed and was
+replaced), ``workers_stuck`` (a client that did not stop in time), ``polls``.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ INFO = (
     "txns_unknown",
     "polls",
     "client_restarts",
+    "workers_stuck",
 )
 EXAMPLES_PER_ANOMALY = 5
 
@@ -228,6 +230,8 @@ def _check_reads(ops: list[Op], final: _Final, aborted: set[str], result: Result
             result.flag("offset_resets", [op.process, op.value])
         elif op.f == "crash":
             result.counts["client_restarts"] += 1
+        elif op.f == "worker_stuck":
+            result.counts["workers_stuck"] += 1
 
 
 def _check_watermarks(ops: Iterable[Op], result: Result) -> None:

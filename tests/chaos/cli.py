@@ -132,7 +132,7 @@ def run(
     duration_s: float,
     seed: int,
     workdir: Path | None = None,
-    say: Callable[[str], None] = print,
+    say: Callable[[str], None] = lambda line: print(line, flush=True),
 ) -> Report:
     say(f"chaos: seed={seed} duration={duration_s:.0f}s root={is_root()}")
     for line in cleanup_stale():

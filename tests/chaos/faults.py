@@ -73,8 +73,9 @@ class Nemesis:
 
     def __post_init__(self) -> None:
         self.skipped["clock_jump"] = (
-            "one real clock shared by every process on this box (and other users); sparklog "
-            "has no injectable per-process clock offset"
+            "one real clock shared by every process on this box (and other users) and no "
+            "per-process clock offset in sparklog; libfaketime (wall clock only) makes Python's "
+            "time.sleep fail with EINVAL, and faking the monotonic clock too can only jump forward"
         )
         if not is_root():
             reason = "needs root (iptables owner match; a tmpfs per broker)"
