@@ -22,7 +22,8 @@ Contract:
   every node's log tail when start-up or the body fails, and always closes it; after a body
   that succeeded, no node's log may say "Task exception was never retrieved".
 - ``wait_until(what, check)`` is the tests' bounded poll: it returns the first truthy result;
-  ``consume_values(...)`` reads a partition from its start with confluent-kafka.
+  ``consume_values(...)`` reads a partition from its start with confluent-kafka,
+  ``partition_metadata(...)`` one partition's leader and ISR.
 - ``describe()`` runs ``sparklog metadata-quorum describe --status`` (the real CLI, as a
   subprocess) against the running controllers and parses its lines.
 """
@@ -219,6 +220,11 @@ class Cluster:
     def bootstrap_servers(self) -> str:
         return ",".join(b.address for b in self.brokers)
 
+    @property
+    def running_bootstrap_servers(self) -> str:
+        """The client listeners of the brokers running now (one may be down on purpose)."""
+        return ",".join(b.address for b in self.brokers if b.is_running())
+
     def _properties(self, node: ClusterNode) -> dict[str, str]:
         props = {
             "process.roles": node.role,
@@ -360,6 +366,15 @@ class Cluster:
                 node.stop(timeout_s=15.0)
             with contextlib.suppress(Exception):
                 node.kill()
+
+
+def partition_metadata(cluster: Cluster, topic: str, index: int = 0) -> Any:
+    """confluent-kafka's metadata of ``topic``-``index`` (``leader``, ``replicas``, ``isrs``),
+    as the running brokers answer it."""
+    from confluent_kafka.admin import AdminClient
+
+    client = AdminClient({"bootstrap.servers": cluster.running_bootstrap_servers, "log_level": 0})
+    return client.list_topics(topic=topic, timeout=10).topics[topic].partitions[index]
 
 
 def consume_values(

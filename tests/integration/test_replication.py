@@ -29,6 +29,7 @@ from tests.integration.cluster_harness import (
     Cluster,
     ClusterNode,
     consume_values,
+    partition_metadata,
     running_cluster,
     wait_until,
 )
@@ -69,12 +70,11 @@ def admin(bootstrap: str) -> Any:
 
 
 def running_bootstrap(cluster: Cluster) -> str:
-    return ",".join(b.address for b in cluster.brokers if b.is_running())
+    return cluster.running_bootstrap_servers
 
 
 def partition_info(cluster: Cluster) -> Any:
-    metadata = admin(running_bootstrap(cluster)).list_topics(topic=TOPIC, timeout=10)
-    return metadata.topics[TOPIC].partitions[0]
+    return partition_metadata(cluster, TOPIC)
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout_s: float = WAIT_S) -> None:
