@@ -17,10 +17,12 @@ Contract and invariants:
 - The pool is shared by the log's thread and the threads that flush and clean logs, so its
   bookkeeping is under a lock; it starts no thread itself.
 - Running out of descriptors (EMFILE / ENFILE) while opening closes every idle pooled
-  descriptor and retries once; if the open still fails, :class:`TooManyOpenFilesError` (a
-  :class:`~sparklog.storage.errors.StorageError`, KAFKA_STORAGE_ERROR) is raised. It is a
-  per-request, per-partition failure the node survives, never a log directory failure: the
-  disk is fine and the same open succeeds once descriptors are free again.
+  descriptor and retries once (with a warning on the 1st, 2nd, 4th, 8th, ... time, so a
+  shortage is visible without flooding the log); if the open still fails,
+  :class:`TooManyOpenFilesError` (a :class:`~sparklog.storage.errors.StorageError`,
+  KAFKA_STORAGE_ERROR) is raised. It is a per-request, per-partition failure the node
+  survives, never a log directory failure: the disk is fine and the same open succeeds once
+  descriptors are free again.
 - The process-wide pool (:func:`default_pool`) starts with a capacity derived from
   ``RLIMIT_NOFILE`` (:func:`derive_capacity`); the node may change it once at start
   (``sparklog.log.open.files.max``).
@@ -183,8 +185,8 @@ class HandlePool:
         except OSError as exc:
             if exc.errno not in _EXHAUSTED:
                 raise
-        self.exhaustions += 1
         freed = self._evict_locked(len(self._open))
+        self.note_exhaustion(pooled.path, freed)
         try:
             return os.open(pooled.path, pooled.flags, 0o644)
         except OSError as exc:
@@ -195,6 +197,20 @@ class HandlePool:
                 f"{freed} idle segment file(s) and holds {len(self._open)} pinned; raise "
                 "RLIMIT_NOFILE or lower sparklog.log.open.files.max)"
             ) from exc
+
+    def note_exhaustion(self, path: str, freed: int) -> None:
+        """Count an EMFILE / ENFILE; warn on the 1st, 2nd, 4th, 8th, ... (bounded volume)."""
+        self.exhaustions += 1
+        if self.exhaustions & (self.exhaustions - 1) == 0:
+            _log.warning(
+                "Out of file descriptors opening %s: closed %d idle segment file(s) and "
+                "retried (%d time(s) so far; the pool keeps at most %d, RLIMIT_NOFILE is %d)",
+                path,
+                freed,
+                self.exhaustions,
+                self.capacity,
+                resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+            )
 
     def _evict_locked(self, count: int) -> int:
         closed = 0
@@ -229,8 +245,8 @@ def open_unpooled(path: str, flags: int, pool: HandlePool | None = None) -> int:
         if exc.errno not in _EXHAUSTED:
             raise
     target = pool if pool is not None else default_pool()
-    target.exhaustions += 1
     freed = target.close_idle()
+    target.note_exhaustion(path, freed)
     try:
         return os.open(path, flags, 0o644)
     except OSError as exc:

@@ -22,7 +22,7 @@ import resource
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -52,8 +52,8 @@ HEADROOM = 256
 
 
 @pytest.fixture
-def limited_node(monkeypatch: pytest.MonkeyPatch) -> Iterator[Node]:
-    """A node whose process starts with RLIMIT_NOFILE = 1024 (soft and hard)."""
+def limited_nodes(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Node]]:
+    """Start nodes whose process has RLIMIT_NOFILE = 1024 (soft and hard), data on tmpfs."""
     die_with_parent = node_harness._die_with_parent
 
     def limited() -> None:
@@ -65,13 +65,27 @@ def limited_node(monkeypatch: pytest.MonkeyPatch) -> Iterator[Node]:
     if not shm.is_dir():
         pytest.skip("needs tmpfs at /dev/shm: on a disk the 80,000 fsyncs take minutes")
     root = Path(tempfile.mkdtemp(prefix="sparklog-fds-", dir=shm))
-    node = Node(root, {"log.retention.check.interval.ms": 600_000})
-    try:
+    nodes: list[Node] = []
+
+    def start(**overrides: object) -> Node:
+        settings: dict[str, object] = {"log.retention.check.interval.ms": 600_000}
+        settings.update({k.replace("_", "."): v for k, v in overrides.items()})
+        node = Node(root / f"node{len(nodes)}", settings)
+        nodes.append(node)
         node.start()
-        yield node
+        return node
+
+    try:
+        yield start
     finally:
-        node.close()
+        for node in nodes:
+            node.close()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def limited_node(limited_nodes: Callable[..., Node]) -> Node:
+    return limited_nodes()
 
 
 def _admin(node: Node) -> AdminClient:
@@ -86,7 +100,9 @@ def _error_of(future: object) -> KafkaError:
     return error
 
 
-def _produce(node: Node, partitions: tuple[int, ...], value: bytes) -> dict[int, int]:
+def _produce(
+    node: Node, partitions: tuple[int, ...], value: bytes, topic: str = TOPIC
+) -> dict[int, int]:
     """One record to each partition; their offsets. Retries until every partition is led."""
     producer = Producer(
         {
@@ -105,7 +121,7 @@ def _produce(node: Node, partitions: tuple[int, ...], value: bytes) -> dict[int,
             offsets[msg.partition()] = msg.offset()  # type: ignore[attr-defined]
 
     for partition in partitions:
-        producer.produce(TOPIC, value, partition=partition, on_delivery=delivered)
+        producer.produce(topic, value, partition=partition, on_delivery=delivered)
     remaining = producer.flush(130)
     assert remaining == 0 and not errors, (remaining, errors)
     return offsets
@@ -211,3 +227,23 @@ def test_twenty_thousand_partitions_under_ulimit_1024_and_a_restart(limited_node
     text = node.log_path.read_text(errors="replace")
     assert "Too many open files" not in text
     assert "Segment files are opened on demand, at most 512 at a time" in text
+
+
+def test_a_pool_bound_above_the_limit_survives_running_out_of_descriptors(
+    limited_nodes: Callable[..., Node],
+) -> None:
+    """With ``sparklog.log.open.files.max`` set far above RLIMIT_NOFILE, only EMFILE stops the
+    pool: each time it closes its idle files, retries, and says so (a bounded number of
+    warnings); produce, fetch and a restart on the data all keep working."""
+    node = limited_nodes(sparklog_log_open_files_max=100_000)
+    admin = _admin(node)
+    admin.create_topics([NewTopic("many", 3_000, 1)])["many"].result(90)
+    everything = tuple(range(3_000))
+    assert set(_produce(node, everything, b"v", topic="many")) == set(everything)
+    text = node.log_path.read_text(errors="replace")
+    assert "Out of file descriptors opening" in text
+    assert text.count("Out of file descriptors opening") <= 20  # 1st, 2nd, 4th, ... only
+    assert "KAFKA_STORAGE_ERROR" not in text
+    node.kill()
+    node.start(ready_timeout_s=START_TIMEOUT_S)  # loading opens every segment: EMFILE again
+    assert _produce(node, (0, 2_999), b"w", topic="many") == {0: 1, 2_999: 1}

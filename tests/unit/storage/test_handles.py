@@ -148,7 +148,7 @@ def low_nofile() -> Iterator[int]:
 
 
 def test_out_of_descriptors_closes_idle_files_and_retries(
-    tmp_path: Path, low_nofile: int
+    tmp_path: Path, low_nofile: int, caplog: pytest.LogCaptureFixture
 ) -> None:
     pool = HandlePool(64)  # bound above the rlimit: only EMFILE stops it
     files = _files(tmp_path, pool, 20)
@@ -156,6 +156,9 @@ def test_out_of_descriptors_closes_idle_files_and_retries(
         assert _read(pooled) == bytes([i]) * 8
     assert pool.exhaustions >= 1
     assert pool.open_count < 20
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings and "Out of file descriptors opening" in warnings[0]
+    assert len(warnings) <= pool.exhaustions.bit_length()  # 1st, 2nd, 4th, ... only
 
 
 def test_out_of_descriptors_with_everything_pinned_is_a_storage_error(
@@ -226,3 +229,23 @@ def test_many_logs_keep_at_most_the_pool_bound_open(tmp_path: Path) -> None:
         for log in logs:
             log.close()
         pool.set_capacity(capacity)
+
+
+def test_a_file_slice_outlives_the_segment_descriptor(tmp_path: Path) -> None:
+    """Fetch responses carry FileSlices that open their own descriptor when sent, so closing
+    the segment's pooled descriptor (eviction, or the log closing) never breaks them."""
+    log = Log.open(str(tmp_path / "t-0"), LogConfig(), FakeClock())
+    log.append_as_leader(batch(key=b"kept"), 0)
+    read = log.read(0, 1 << 20)
+    pool = default_pool()
+    pool.close_idle()
+    assert not any(s._file.is_open for s in log.segments)
+    assert b"kept" in read.read_bytes()
+    log.close()
+    assert b"kept" in read.read_bytes()
+    (region,) = read.slices
+    fd = region.open_fd()
+    try:
+        assert os.fstat(fd).st_size == region.length
+    finally:
+        os.close(fd)
