@@ -287,6 +287,14 @@ def register_replica_metrics(
     )
     registry.gauge(replica_manager_metric("LeaderCount"), lambda: rm.leader_count)
     registry.gauge(replica_manager_metric("PartitionCount"), lambda: len(rm.partitions))
+    # Disk failures (Kafka's names): partitions taken out of service with their log dir.
+    registry.gauge(
+        replica_manager_metric("OfflineReplicaCount"), lambda: len(rm.offline_partitions)
+    )
+    registry.gauge(
+        MetricName.yammer("kafka.log", "LogManager", "OfflineLogDirectoryCount"),
+        lambda: len(rm.log_dir_failures.offline_dirs),
+    )
     registry.counter_of(
         replica_manager_metric("IsrShrinksPerSec", attribute="Count"), lambda: rm.isr_shrinks
     )

@@ -20,9 +20,11 @@ from sparklog.broker.log_dir_failure import LogDirFailureChannel, failure_decisi
 from sparklog.broker.partition import Partition, PartitionState
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.fault import supervise
+from sparklog.metrics import MetricName, MetricsRegistry
 from sparklog.net.raft_driver import RaftDriver, wall_clock_ms
 from sparklog.net.raft_flush import OffloadedFlushLog
 from sparklog.node_faults import NodeFaults
+from sparklog.node_metrics import register_replica_metrics
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import uuid_from_str
 from sparklog.protocol.records import validate_batch
@@ -407,3 +409,16 @@ def test_out_of_descriptors_is_not_a_disk_failure_but_a_failed_create_is(
         rm.close()
 
     asyncio.run(scenario())
+
+
+def test_offline_dirs_and_replicas_are_metrics(tmp_path: Path) -> None:
+    rm, _, _ = _two_dir_rm(tmp_path)
+    registry = MetricsRegistry()
+    register_replica_metrics(registry, rm)
+    dirs = MetricName.yammer("kafka.log", "LogManager", "OfflineLogDirectoryCount")
+    replicas = MetricName.yammer("kafka.server", "ReplicaManager", "OfflineReplicaCount")
+    assert (registry.value(dirs), registry.value(replicas)) == (0, 0)
+    rm.log_dir_failures.maybe_add_offline_log_dir(str(tmp_path / "a"), "x", ENOSPC)
+    rm.handle_log_dir_failure(str(tmp_path / "a"))
+    assert (registry.value(dirs), registry.value(replicas)) == (1, 1)
+    rm.close()
