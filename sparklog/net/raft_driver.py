@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
@@ -231,7 +232,10 @@ class RaftDriver(Generic[T]):
 
     @property
     def metadata_log_dir(self) -> str:
-        return self._flush_log.log.directory if self._flush_log is not None else "<in memory>"
+        """``metadata.log.dir``: the dir holding ``__cluster_metadata-0``."""
+        if self._flush_log is None:
+            return "<in memory>"
+        return os.path.dirname(self._flush_log.log.directory.rstrip(os.sep))
 
     def _fatal(self, what: str, exc: BaseException) -> None:
         """Hand ``exc`` to the fault handler (which halts the node) and close the driver."""

@@ -268,7 +268,8 @@ def test_a_metadata_fsync_error_is_a_fatal_fault_naming_the_dir(
         await asyncio.sleep(0.05)
         assert len(faults.faults) == 1, faults.faults
         message, cause = faults.faults[0]
-        assert str(partition) in message and "No space left on device" in message
+        assert f"(metadata log dir {tmp_path})" in message, message
+        assert "No space left on device" in message
         assert isinstance(cause, OSError) and driver.closed and driver.failure is cause
         log.close()
 
