@@ -17,7 +17,8 @@ Contract:
   KAFKA_STORAGE_ERROR meanwhile (:meth:`PublishRounds.unavailable`), and is retried every
   :data:`RETRY_S` until it opens.
 - Until it is applied, a partition is simply not hosted (UNKNOWN_TOPIC_OR_PARTITION, which
-  clients retry).
+  clients retry). Deleting the logs of removed partitions is time-boxed the same way
+  (:meth:`PublishRounds.may_drop`); until then they keep serving their old state.
 """
 
 from __future__ import annotations
@@ -84,6 +85,15 @@ class PublishRounds:
             self._deferred += 1
             return True
         return False
+
+    def may_drop(self) -> bool:
+        """True if this round still has time to delete one more partition's log (a deleted
+        topic's partitions go in rounds too); False counts it as left for the next round."""
+        if self._deferred or (self._applied and self._clock() >= self._deadline):
+            self._deferred += 1
+            return False
+        self._applied += 1
+        return True
 
     def done(self, tp: TopicPartition) -> None:
         self._applied += 1

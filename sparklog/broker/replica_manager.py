@@ -185,11 +185,16 @@ class ReplicaManager:
                     partition.maybe_advance_hw(now)
                 self._wake(tp)
                 rounds.done(tp)
+        dropped = 0
         for tp in list(self.partitions):
-            if tp not in live:
+            if tp not in live and rounds.may_drop():
                 if self.partitions[tp].follower_core is not None:
                     unfollowed.append(tp)
-                self._drop(tp)
+                self._drop(tp, checkpoint=False)
+                dropped += 1
+        if dropped:
+            # Once per round, not per partition: a 20,000-partition delete stays linear.
+            self.log_manager.checkpoint()
         if self.follower_listener is not None and (followed or unfollowed):
             self.follower_listener(followed, unfollowed)
         # What this round had no time for (or no descriptors for) is applied by the next one.
@@ -224,9 +229,9 @@ class ReplicaManager:
         log.info("Created partition %s-%d (log end offset %d)", topic, index, plog.log_end_offset)
         return partition
 
-    def _drop(self, tp: TopicPartition) -> None:
+    def _drop(self, tp: TopicPartition, checkpoint: bool = True) -> None:
         self.partitions.pop(tp, None)
-        self.log_manager.delete_log(*tp)
+        self.log_manager.delete_log(*tp, checkpoint=checkpoint)
         self._wake(tp)
         log.info("Deleted partition %s-%d", *tp)
 

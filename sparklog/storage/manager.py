@@ -168,8 +168,10 @@ class LogManager:
         self._dir_of[key] = log_dir
         return log
 
-    def delete_log(self, topic: str, partition: int) -> bool:
-        """Rename the directory to ``topic-partition.<uuid>-delete`` and remove it."""
+    def delete_log(self, topic: str, partition: int, *, checkpoint: bool = True) -> bool:
+        """Rename the directory to ``topic-partition.<uuid>-delete`` and remove it, then
+        checkpoint (a caller deleting many logs passes ``checkpoint=False`` and checkpoints
+        once after them)."""
         key = (topic, partition)
         log = self._logs.pop(key, None)
         if log is None:
@@ -182,7 +184,8 @@ class LogManager:
         )
         os.replace(log.directory, doomed)
         shutil.rmtree(doomed, ignore_errors=True)
-        self.checkpoint()
+        if checkpoint:
+            self.checkpoint()
         return True
 
     def checkpoint(self) -> None:

@@ -73,6 +73,42 @@ def test_rounds_yield_to_the_loop_and_finish(tmp_path: Path) -> None:
     assert all(p.is_leader for p in rm.partitions.values())
 
 
+def test_a_deleted_topic_is_removed_in_rounds_with_one_checkpoint_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node = Node(tmp_path / "meta")
+    assert create(node, topic("wide", PARTITIONS, 1))[0]["error_code"] == 0
+    created = node.loader.image
+    node.controller.run(node.controller.delete_topics({"topic_names": ["wide"]}, 5))
+    deleted = node.loader.image
+    node.close()
+    rm = _manager(tmp_path)
+    rm.publish(MetadataDelta(created), created)
+    assert len(rm.partitions) == PARTITIONS
+    checkpoints: list[int] = []
+    real_checkpoint = rm.log_manager.checkpoint
+
+    def counted_checkpoint() -> None:
+        checkpoints.append(len(rm.partitions))
+        real_checkpoint()
+
+    monkeypatch.setattr(rm.log_manager, "checkpoint", counted_checkpoint)
+    rm.publish_rounds.budget_s = 0.0
+
+    async def scenario() -> None:
+        rm.publish(MetadataDelta(deleted), deleted)
+        assert len(rm.partitions) == PARTITIONS - 1  # one log per round at this budget
+        rm.publish_rounds.budget_s = 60.0  # the next round has time for all the others
+        deadline = time.monotonic() + 10
+        while rm.partitions and time.monotonic() < deadline:
+            await asyncio.sleep(0)
+
+    asyncio.run(scenario())
+    assert not rm.partitions
+    assert not list((tmp_path / "data").glob("wide-*"))
+    assert checkpoints == [PARTITIONS - 1, 0]  # once per round, not once per log
+
+
 def test_a_new_image_looks_at_every_partition_again(tmp_path: Path) -> None:
     rounds = PublishRounds()
     first, second = object(), object()
