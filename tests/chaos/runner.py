@@ -18,7 +18,7 @@ Contract:
   chains and unmounts the tmpfs mounts; it never raises. A state file
   (``/tmp/sparklog-chaos-state.json``) names the pids, mounts and chains of the running
   harness, so :func:`cleanup_stale` at the start of the next run removes what a killed harness
-  left behind.
+  left behind (and refuses to start while that harness still runs).
 """
 
 from __future__ import annotations
@@ -227,6 +227,12 @@ def cleanup_stale() -> list[str]:
         state = json.loads(STATE_FILE.read_text())
     except (OSError, ValueError):
         state = {}
+    owner = state.get("harness_pid")
+    if owner is not None and owner != os.getpid() and Path(f"/proc/{owner}").exists():
+        raise ChaosError(
+            f"another chaos run is in progress (pid {owner}, {state.get('root')}); "
+            "one at a time: they would share iptables chains and node group ids"
+        )
     for pid in state.get("pids", []):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -308,6 +314,7 @@ class ChaosCluster:
             "pids": [n.pid for n in self.nodes if n.pid is not None],
             "mounts": [str(b.data_dir) for b in self.brokers if b.tmpfs],
             "root": str(self.root),
+            "harness_pid": os.getpid(),
         }
         STATE_FILE.write_text(json.dumps(state))
 
