@@ -42,7 +42,15 @@ topic deleted and re-created under the same name gets a new ``topic_id`` directo
                    "leader_epochs": [[epoch, start_offset], ...],
                    "path": "segments/....parquet" (relative to the partition directory),
                    "state": "COPY_SEGMENT_FINISHED" | "DELETE_SEGMENT_STARTED",
-                   "copied_ms": int, "broker_id": int, "leader_epoch": int}, ...]}
+                   "copied_ms": int, "broker_id": int, "leader_epoch": int,
+                   "control_records": int, "aborted_records": int,
+                   "transactional_records": int}, ...]}
+
+  The three ``*_records`` counts (rows of control batches, rows with ``aborted`` set, rows of
+  transactional batches) are optional: manifests written before they existed lack them, and a
+  reader must then assume the object may hold control and aborted rows. With them, a reader
+  that wants a whole object and sees ``control_records == 0`` (and, under read_committed,
+  ``aborted_records == 0``) may read the object without any row filter.
 
   ``log_start_offset`` is the first offset a reader may serve; records of a segment below it
   are logically deleted even while the object still exists.
@@ -228,8 +236,28 @@ class ManifestSegment:
     copied_ms: int
     broker_id: int
     leader_epoch: int
+    #: None when the manifest predates these counts (then nothing is known about them).
+    control_records: int | None = None
+    aborted_records: int | None = None
+    transactional_records: int | None = None
+
+    def rows_to_drop(self, read_committed: bool) -> int | None:
+        """Rows a reader drops from the whole object (control, and aborted under
+        read_committed); None when the manifest does not say."""
+        if self.control_records is None or self.aborted_records is None:
+            return None
+        return self.control_records + (self.aborted_records if read_committed else 0)
 
     def to_json(self) -> dict[str, Any]:
+        counts = {
+            name: value
+            for name, value in (
+                ("control_records", self.control_records),
+                ("aborted_records", self.aborted_records),
+                ("transactional_records", self.transactional_records),
+            )
+            if value is not None
+        }
         return {
             "segment_id": self.segment_id,
             "base_offset": self.base_offset,
@@ -245,7 +273,7 @@ class ManifestSegment:
             "copied_ms": self.copied_ms,
             "broker_id": self.broker_id,
             "leader_epoch": self.leader_epoch,
-        }
+        } | counts
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ManifestSegment:
@@ -265,6 +293,9 @@ class ManifestSegment:
                 copied_ms=_int(doc["copied_ms"]),
                 broker_id=_int(doc["broker_id"]),
                 leader_epoch=_int(doc["leader_epoch"]),
+                control_records=_optional_int(doc.get("control_records")),
+                aborted_records=_optional_int(doc.get("aborted_records")),
+                transactional_records=_optional_int(doc.get("transactional_records")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise LayoutError(f"malformed manifest segment entry: {exc!r}") from None
@@ -336,6 +367,10 @@ def _int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"expected an integer, got {value!r}")
     return value
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else _int(value)
 
 
 def store_marker_bytes(cluster_id: str) -> bytes:

@@ -179,3 +179,7 @@ class CopiedSegment:
     first_timestamp: int
     max_timestamp: int
     leader_epochs: tuple[tuple[int, int], ...]
+    #: Control, aborted and transactional rows of the object (see ``ManifestSegment``).
+    control_records: int | None = None
+    aborted_records: int | None = None
+    transactional_records: int | None = None

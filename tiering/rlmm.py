@@ -271,6 +271,9 @@ class RemoteLogMetadataManager:
             copied_ms=now,
             broker_id=metadata.broker_id,
             leader_epoch=metadata.leader_epoch,
+            control_records=copied.control_records,
+            aborted_records=copied.aborted_records,
+            transactional_records=copied.transactional_records,
         )
         kept: list[ManifestSegment] = []
         superseded: list[ManifestSegment] = []

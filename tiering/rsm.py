@@ -306,6 +306,9 @@ class RemoteStorageManager:
             first_timestamp=stats.first_timestamp,
             max_timestamp=stats.max_timestamp,
             leader_epochs=tuple(epochs),
+            control_records=stats.control_count,
+            aborted_records=stats.aborted_count,
+            transactional_records=stats.transactional_count,
         )
 
     def fetch_log_segment(

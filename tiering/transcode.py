@@ -109,6 +109,11 @@ class SegmentStats:
     max_timestamp: int
     leader_epochs: tuple[tuple[int, int], ...]
     segment_bytes: int
+    #: Rows of control batches (COMMIT/ABORT markers), of aborted transactions (the
+    #: ``aborted`` column) and of transactional batches (markers included).
+    control_count: int = 0
+    aborted_count: int = 0
+    transactional_count: int = 0
 
 
 class _PendingRows:
@@ -260,6 +265,7 @@ def _transcode_into(
     run = _Run()
     base_offset = end_offset = first_timestamp = max_timestamp = _NO_TIMESTAMP
     record_count = batch_count = 0
+    control_count = aborted_count = transactional_count = 0
     epochs: list[tuple[int, int]] = []
     position = 0
 
@@ -288,11 +294,11 @@ def _transcode_into(
                 epochs.append((epoch, header.base_offset))
             batch_end = position + header.size_in_bytes
             if header.records_count:
-                run.add(
-                    _batch_records(buf, position, batch_end, header),
-                    header,
-                    _is_aborted(header, aborted_ranges),
-                )
+                aborted = _is_aborted(header, aborted_ranges)
+                run.add(_batch_records(buf, position, batch_end, header), header, aborted)
+                control_count += header.records_count if header.is_control else 0
+                aborted_count += header.records_count if aborted else 0
+                transactional_count += header.records_count if header.is_transactional else 0
                 if run.records >= _RUN_RECORDS or run.bytes >= _RUN_BYTES:
                     flush()
             position = batch_end
@@ -316,6 +322,9 @@ def _transcode_into(
         max_timestamp=max_timestamp,
         leader_epochs=tuple(epochs),
         segment_bytes=len(buf),
+        control_count=control_count,
+        aborted_count=aborted_count,
+        transactional_count=transactional_count,
     )
 
 
