@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import resource
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -66,12 +65,12 @@ from sparklog.net.metrics_http import MetricsListenerError, MetricsServer, start
 from sparklog.net.server import KafkaServer
 from sparklog.node_auto_join import AutoJoin, auto_join_enabled
 from sparklog.node_faults import NodeFaults
+from sparklog.node_limits import settle_open_files
 from sparklog.node_metrics import register_node_metrics, register_replica_metrics
 from sparklog.node_plane import MetadataPlane, MetadataPlaneError
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import uuid_from_str
 from sparklog.readservice.server import ReadService, start_read_service
-from sparklog.storage.handles import configure_default_pool
 from sparklog.storage.manager import LogManager
 from sparklog.tiering.config import TieringConfig
 
@@ -137,6 +136,7 @@ class Node:
 
     async def start(self) -> None:
         config = self.config
+        log.info("%s", settle_open_files(config))  # before any log is opened
         plane = MetadataPlane.open(config, self.cluster_id, directory_ids=self.directory_ids)
         self.plane = plane
         max_request = int(config.get("socket.request.max.bytes"))
@@ -208,12 +208,6 @@ class Node:
         config = self.config
         default_log_config = config.default_log_config()
         self.log_manager = LogManager(list(config.log_dirs), default_log_config, _now_ms)
-        pool = configure_default_pool(int(config.get("sparklog.log.open.files.max")))
-        log.info(
-            "Segment files are opened on demand, at most %d at a time (RLIMIT_NOFILE %d)",
-            pool.capacity,
-            resource.getrlimit(resource.RLIMIT_NOFILE)[0],
-        )
         # Opening thousands of logs takes seconds: off the loop, so raft and the controller
         # keep running meanwhile (nothing else touches the log manager before it is loaded).
         await asyncio.get_running_loop().run_in_executor(None, self.log_manager.load)
