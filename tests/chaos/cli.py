@@ -99,6 +99,7 @@ def create_topics(cluster: ChaosCluster, timeout_s: float = 60.0) -> None:
 
 
 def _progress(history: History, since: int, started: float, cluster: ChaosCluster) -> str:
+    """What happened since op ``since`` ("+" counts; from op 0 they are the run's totals)."""
     ops = history.ops[since:]
     acked = sum(1 for op in ops if op.f == "send" and op.type == "ok")
     indeterminate = sum(1 for op in ops if op.f == "send" and op.type == "info")
@@ -192,7 +193,7 @@ def run(
         for worker in producers:
             if not worker.join(90):
                 history.record(worker.process, "info", "worker_stuck", "did not stop in 90s")
-        say(_progress(history, 0, started, cluster))
+        say("chaos: totals " + _progress(history, 0, started, cluster))
         drain.wait_isr_restored(cluster, history, TOPICS, ISR_BOUND_S)
         drain.wait_no_open_transactions(cluster, history, TXN_BOUND_S)
         for worker in readers:
