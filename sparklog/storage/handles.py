@@ -50,6 +50,7 @@ __all__ = [
     "derive_capacity",
     "is_out_of_descriptors",
     "open_unpooled",
+    "read_whole",
 ]
 
 _log = logging.getLogger(__name__)
@@ -256,6 +257,19 @@ def open_unpooled(path: str, flags: int, pool: HandlePool | None = None) -> int:
             f"Cannot open {path}: {os.strerror(exc.errno or 0)} (closed {freed} idle segment "
             "file(s) first)"
         ) from exc
+
+
+def read_whole(path: str, pool: HandlePool | None = None) -> bytes:
+    """A whole (small) file through :func:`open_unpooled`: index loads that must not fail
+    for a passing descriptor shortage."""
+    fd = open_unpooled(path, os.O_RDONLY, pool)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def configure_default_pool(max_open: int) -> HandlePool:

@@ -28,7 +28,7 @@ import struct
 from abc import ABC, abstractmethod
 from typing import Final
 
-from sparklog.storage.handles import PooledFile, open_unpooled
+from sparklog.storage.handles import PooledFile, open_unpooled, read_whole
 
 _OFFSET_ENTRY: Final = struct.Struct(">ii")
 _TIME_ENTRY: Final = struct.Struct(">qi")
@@ -135,8 +135,7 @@ class OffsetIndex(SparseIndex):
     ) -> OffsetIndex | None:
         """Read an existing index; ``None`` if it is missing or fails the sanity check."""
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = read_whole(path)
         except FileNotFoundError:
             return None
         if len(data) % OFFSET_ENTRY_SIZE:
@@ -192,8 +191,7 @@ class TimeIndex(SparseIndex):
         cls, path: str, base_offset: int, max_index_bytes: int, next_offset_bound: int
     ) -> TimeIndex | None:
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = read_whole(path)
         except FileNotFoundError:
             return None
         if len(data) % TIME_ENTRY_SIZE:

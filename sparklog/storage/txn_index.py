@@ -32,6 +32,7 @@ from typing import Final
 
 from sparklog.protocol.record_codec import ControlRecord, decode_batch, decode_control_record
 from sparklog.protocol.records import CorruptRecordError
+from sparklog.storage.handles import read_whole
 
 __all__ = [
     "ENTRY_SIZE",
@@ -106,8 +107,7 @@ class TransactionIndex:
         self._entries: list[AbortedTxn] = []
         self._dirty = False
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = read_whole(path)  # survives a passing descriptor shortage
         except FileNotFoundError:
             return
         try:

@@ -22,6 +22,7 @@ from sparklog.storage.handles import (
     derive_capacity,
     is_out_of_descriptors,
     open_unpooled,
+    read_whole,
 )
 from sparklog.storage.log import Log
 from tests.unit.storage.storage_helpers import FakeClock, batch
@@ -197,6 +198,9 @@ def test_open_unpooled_frees_idle_pooled_descriptors(tmp_path: Path, low_nofile:
         fd = open_unpooled(str(tmp_path / "f1"), os.O_RDONLY, pool)
         os.close(fd)
         assert pool.open_count == 0
+        for pooled in files:
+            _read(pooled)  # takes the freed descriptors back
+        assert read_whole(str(tmp_path / "f2"), pool) == bytes([2]) * 8
     finally:
         for fd in held:
             os.close(fd)
