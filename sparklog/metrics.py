@@ -21,6 +21,9 @@ Contract:
   ``<name>{value="v"} 1``.
 - Registering a name twice replaces the first registration (a component that restarts
   re-registers its gauges).
+- A :class:`Meter` is Kafka's Yammer meter: ``Count`` plus ``OneMinuteRate``,
+  ``FiveMinuteRate``, ``FifteenMinuteRate`` and ``MeanRate`` (events per second), the moving
+  averages ticked every 5 s like Yammer's, lazily on mark or read (no background timer).
 
 This module does no I/O; :mod:`sparklog.net.metrics_http` serves a registry over HTTP.
 """
@@ -28,7 +31,10 @@ This module does no I/O; :mod:`sparklog.net.metrics_http` serves a registry over
 from __future__ import annotations
 
 import logging
+import math
 import re
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -70,10 +76,10 @@ class MetricName:
         parts = [domain]
         props = dict(p.split("=", 1) for p in keys.split(",") if "=" in p)
         parts.append(props.get("type", ""))
-        if "name" in props and self.attribute in ("Value", "Count"):
+        if "name" in props:
             parts.append(props["name"])
-        else:
-            parts.append(self.attribute)
+        if "name" not in props or self.attribute not in ("Value", "Count"):
+            parts.append(self.attribute)  # a meter's rates: <name>_OneMinuteRate
         return _NOT_PROMETHEUS.sub("_", "_".join(p for p in parts if p))
 
 
@@ -96,6 +102,62 @@ class Counter:
         if amount < 0:
             raise ValueError("a counter only goes up")
         self.value += amount
+
+
+_TICK_S = 5.0
+_ALPHAS = tuple(1.0 - math.exp(-_TICK_S / (60.0 * minutes)) for minutes in (1, 5, 15))
+METER_ATTRIBUTES = ("Count", "OneMinuteRate", "FiveMinuteRate", "FifteenMinuteRate", "MeanRate")
+
+
+class Meter:
+    """Events and their rates per second (Yammer's meter: exponentially weighted moving
+    averages over 1, 5 and 15 minutes, updated every 5 s). Thread-safe: worker threads mark
+    it, the event loop reads it."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._start = self._last_tick = clock()
+        self._count = 0
+        self._uncounted = 0
+        self._rates = [0.0, 0.0, 0.0]
+        self._primed = False
+
+    def _tick(self) -> None:
+        now = self._clock()
+        ticks = int((now - self._last_tick) // _TICK_S)
+        for _ in range(min(ticks, 2000)):  # beyond ~3 h idle every rate is 0 anyway
+            instant = self._uncounted / _TICK_S
+            self._uncounted = 0
+            for i, alpha in enumerate(_ALPHAS):
+                if self._primed:
+                    self._rates[i] += alpha * (instant - self._rates[i])
+                else:
+                    self._rates[i] = instant
+            self._primed = True
+        if ticks > 2000:
+            self._rates = [0.0, 0.0, 0.0]
+        self._last_tick += ticks * _TICK_S
+
+    def mark(self, n: int = 1) -> None:
+        with self._lock:
+            self._tick()
+            self._count += n
+            self._uncounted += n
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def rate(self, attribute: str) -> float:
+        """``OneMinuteRate``, ``FiveMinuteRate``, ``FifteenMinuteRate`` or ``MeanRate``."""
+        with self._lock:
+            self._tick()
+            if attribute == "MeanRate":
+                elapsed = self._clock() - self._start
+                return self._count / elapsed if elapsed > 0 else 0.0
+            index = ("OneMinuteRate", "FiveMinuteRate", "FifteenMinuteRate").index(attribute)
+            return self._rates[index]
 
 
 class LatencyWindow:
@@ -134,6 +196,16 @@ class MetricsRegistry:
         self._metrics[name] = ("counter", lambda: counter.value)
         return counter
 
+    def meter(self, domain: str, type_: str, name: str, meter: Meter | None = None) -> Meter:
+        """Register ``meter`` (a new one by default) as ``domain:type=<type_>,name=<name>``
+        with Yammer's meter attributes (``Count`` is a counter, the rates gauges)."""
+        meter = meter or Meter()
+        mbean = f"{domain}:type={type_},name={name}"
+        self._metrics[MetricName(mbean, "Count")] = ("counter", lambda: meter.count)
+        for attribute in METER_ATTRIBUTES[1:]:
+            self._metrics[MetricName(mbean, attribute)] = ("gauge", _rate_of(meter, attribute))
+        return meter
+
     def counter_of(self, name: MetricName, read: Callable[[], int]) -> None:
         """A counter kept elsewhere (an attribute of a component), read on demand."""
         self._metrics[name] = ("counter", read)
@@ -169,6 +241,10 @@ class MetricsRegistry:
 
     def to_prometheus(self) -> str:
         return samples_to_prometheus(self.samples())
+
+
+def _rate_of(meter: Meter, attribute: str) -> Callable[[], MetricValue]:
+    return lambda: meter.rate(attribute)
 
 
 def samples_to_json(samples: Iterable[Sample]) -> dict[str, dict[str, MetricValue]]:

@@ -51,6 +51,7 @@ from sparklog.broker.lifecycle import BrokerLifecycleManager
 from sparklog.broker.log_dir_failure import log_dir_of
 from sparklog.broker.producer_ids import ProducerIdManager
 from sparklog.broker.remote_log_manager import RemoteLogManager
+from sparklog.broker.remote_metrics import register_remote_storage_metrics
 from sparklog.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.broker.txn_markers import write_txn_markers
@@ -315,6 +316,12 @@ class Node:
                 )
             )
             log.info("Tiered storage enabled: %s", tiering.storage_url)
+            rlm = self.remote_log_manager
+            if self.fetchers is not None:  # KIP-405: followers rebuild from the store
+                self.fetchers.tier_reader = rlm.read_remote_log_aux_state
+            register_remote_storage_metrics(
+                self.metrics, rlm.metrics, rlm.total_copy_lag, rlm.total_remote_size
+            )
 
     def _start_replication(
         self,

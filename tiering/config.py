@@ -5,6 +5,12 @@ Keys (all also in :data:`sparklog.config_keys.DEFS`, so ``server.properties`` ac
 
 - ``remote.log.storage.system.enable`` (false): Kafka's switch for tiered storage.
 - ``remote.log.manager.task.interval.ms`` (30000): how often copy / expire tasks run.
+- ``remote.log.manager.copier.thread.pool.size`` (10): segments of that many partitions are
+  transcoded and uploaded at once (one partition copies one segment at a time, in order).
+- ``remote.log.manager.expiration.thread.pool.size`` (10): remote deletes at once.
+- ``remote.log.manager.thread.pool.size`` (2): follower work, i.e. reading a partition's
+  remote state (leader-epoch entries, producer snapshot) when its fetch offset was tiered.
+- ``remote.log.reader.threads`` (10): remote fetches served at once.
 - ``sparklog.remote.storage.url``: the store root, any fsspec URL (``file:///path``,
   ``s3://bucket/prefix``). Default: ``file://`` + the first of ``log.dirs`` (absolute, without
   a trailing slash) + ``-remote``, e.g. ``/var/lib/sparklog`` -> ``file:///var/lib/sparklog-remote``:
@@ -39,6 +45,10 @@ S3_ACCESS_KEY_ID = "sparklog.remote.storage.s3.access.key.id"
 S3_SECRET_ACCESS_KEY = "sparklog.remote.storage.s3.secret.access.key"
 S3_REGION = "sparklog.remote.storage.s3.region"
 ROW_GROUP_ROWS = "sparklog.remote.storage.parquet.row.group.rows"
+COPIER_THREADS = "remote.log.manager.copier.thread.pool.size"
+EXPIRATION_THREADS = "remote.log.manager.expiration.thread.pool.size"
+FOLLOWER_THREADS = "remote.log.manager.thread.pool.size"
+READER_THREADS = "remote.log.reader.threads"
 
 KEYS = (
     ENABLE,
@@ -49,6 +59,10 @@ KEYS = (
     S3_SECRET_ACCESS_KEY,
     S3_REGION,
     ROW_GROUP_ROWS,
+    COPIER_THREADS,
+    EXPIRATION_THREADS,
+    FOLLOWER_THREADS,
+    READER_THREADS,
 )
 
 
@@ -86,6 +100,10 @@ class TieringConfig:
     s3_secret_access_key: str | None = None
     s3_region: str | None = None
     row_group_rows: int = 131072
+    copier_threads: int = 10
+    expiration_threads: int = 10
+    follower_threads: int = 2
+    reader_threads: int = 10
 
     @classmethod
     def from_server_config(cls, config: ServerConfig) -> TieringConfig:
@@ -99,6 +117,10 @@ class TieringConfig:
             s3_secret_access_key=config.get(S3_SECRET_ACCESS_KEY),
             s3_region=config.get(S3_REGION),
             row_group_rows=int(config.get(ROW_GROUP_ROWS)),
+            copier_threads=int(config.get(COPIER_THREADS)),
+            expiration_threads=int(config.get(EXPIRATION_THREADS)),
+            follower_threads=int(config.get(FOLLOWER_THREADS)),
+            reader_threads=int(config.get(READER_THREADS)),
         )
 
     @classmethod
@@ -123,6 +145,10 @@ class TieringConfig:
             s3_secret_access_key=values[S3_SECRET_ACCESS_KEY],
             s3_region=values[S3_REGION],
             row_group_rows=int(values[ROW_GROUP_ROWS]),
+            copier_threads=int(values[COPIER_THREADS]),
+            expiration_threads=int(values[EXPIRATION_THREADS]),
+            follower_threads=int(values[FOLLOWER_THREADS]),
+            reader_threads=int(values[READER_THREADS]),
         )
 
     def storage_options(self) -> dict[str, Any]:
@@ -140,5 +166,6 @@ class TieringConfig:
             f"TieringConfig(enabled={self.enabled}, task_interval_ms={self.task_interval_ms},"
             f" storage_url={self.storage_url!r}, s3_endpoint_url={self.s3_endpoint_url!r},"
             f" s3_access_key_id={self.s3_access_key_id!r}, s3_secret_access_key={secret!r},"
-            f" s3_region={self.s3_region!r}, row_group_rows={self.row_group_rows})"
+            f" s3_region={self.s3_region!r}, row_group_rows={self.row_group_rows},"
+            f" copier_threads={self.copier_threads}, reader_threads={self.reader_threads})"
         )

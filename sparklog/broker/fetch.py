@@ -273,8 +273,9 @@ def _read_follower_once(
                     partition, want.fetch_offset, max(budget, 0), min_one_batch=total == 0
                 )
             except OffsetMovedToTieredStorageError:
-                marks["log_start_offset"] = partition.log.local_log_start_offset
-                code = ErrorCode.OFFSET_OUT_OF_RANGE
+                # KIP-405: the follower asks for our earliest local offset (ListOffsets -4)
+                # and rebuilds what lies below it from the store.
+                code = ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE
                 out.append((want, _partition_response(want.partition, code, **marks)))
                 errored = True
                 continue

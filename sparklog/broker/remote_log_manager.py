@@ -25,17 +25,37 @@ Per leader partition of a topic with ``remote.storage.enable=true``, every
    from the remote segments' ``.txnindex`` objects (uploaded with each copy from the segment's
    own transaction index) and, when the search is not complete there, the local indexes.
 
-All store I/O runs on threads: copies on one, fetches on another pool, so neither a slow bucket
-nor a long transcode ever stalls the event loop, and a remote fetch never waits behind a copy.
-Log state is only touched on the event loop.
+Copy lag and throughput: every run tiers all led partitions at once, each copying its segments
+in order, with at most ``remote.log.manager.copier.thread.pool.size`` transcodes and uploads
+at a time; deletes run on ``remote.log.manager.expiration.thread.pool.size`` threads, remote
+fetches on ``remote.log.reader.threads``, followers' tier reads on
+``remote.log.manager.thread.pool.size``. :mod:`sparklog.broker.remote_metrics` names what is
+reported (Kafka's ``RemoteCopyLagBytes``, ``RemoteCopyBytesPerSec``... ).
+
+Leadership changes: the store, never the local log, says what is copied. A partition's
+manifest is re-read whenever this broker becomes its leader in a new leader epoch, and copying
+resumes after the store's highest copied offset: a local segment wholly below it is skipped,
+one straddling it is copied from the first batch above it (batch boundaries are the same on
+every replica), so the manifest never holds overlapping or duplicate rows and nothing is
+uploaded twice. Followers refresh the highest copied offset from the store every run (it
+bounds their local retention) and rebuild from the store when their fetch offset was tiered
+(:mod:`sparklog.broker.remote_aux_state`).
+
+All store I/O runs on threads, so neither a slow bucket nor a long transcode ever stalls the
+event loop, and a remote fetch never waits behind a copy. Log state is only touched on the
+event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
 import os
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -44,11 +64,14 @@ import pyarrow.parquet as pq
 
 from sparklog.broker.context import RemoteRead
 from sparklog.broker.partition import Partition
+from sparklog.broker.remote_aux_state import TierState, read_tier_state
+from sparklog.broker.remote_metrics import RemoteStorageMetrics
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import uuid_to_str
 from sparklog.protocol.records import iter_batches
 from sparklog.storage.log import Log
+from sparklog.storage.segment import LogSegment
 from sparklog.tiering.config import TieringConfig
 from sparklog.tiering.layout import PARQUET_SUFFIX
 from sparklog.tiering.metadata import (
@@ -94,6 +117,34 @@ def _next_offset(records: bytes, default: int) -> int:
     return default if last is None else last.next_offset
 
 
+def _tail_position(segment: LogSegment, offset: int) -> int | None:
+    """The file position of the batch starting at ``offset`` in ``segment``; None when no
+    batch starts there (then the segment cannot be split at ``offset``)."""
+    found = segment.translate_offset(offset)
+    if found is None:
+        return None
+    position, header = found
+    return position if header.base_offset == offset else None
+
+
+@contextlib.contextmanager
+def _from_position(data: LogSegmentData, position: int) -> Iterator[LogSegmentData]:
+    """``data`` itself, or for ``position > 0`` a copy whose log holds the segment's bytes
+    from ``position`` on (in a temporary file removed afterwards)."""
+    if position <= 0:
+        yield data
+        return
+    fd, path = tempfile.mkstemp(suffix=".log")
+    try:
+        with os.fdopen(fd, "wb") as out, open(data.log_path, "rb") as source:
+            source.seek(position)
+            shutil.copyfileobj(source, out)
+        yield dataclasses.replace(data, log_path=path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
 class RemoteLogManager:
     def __init__(
         self,
@@ -109,30 +160,110 @@ class RemoteLogManager:
         self._clock_ms = clock_ms
         self.rsm = RemoteStorageManager.from_config(config, cluster_id=cluster_id)
         self.rlmm = RemoteLogMetadataManager(self.rsm.store, time_ms=clock_ms)
-        self._copier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="remote-copy")
-        self._fetchers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="remote-fetch")
-        self._loaded: dict[TopicPartition, TopicIdPartition] = {}
+        self.metrics = RemoteStorageMetrics()
+        self._copier = ThreadPoolExecutor(config.copier_threads, thread_name_prefix="remote-copy")
+        self._expirer = ThreadPoolExecutor(
+            config.expiration_threads, thread_name_prefix="remote-expire"
+        )
+        self._fetchers = ThreadPoolExecutor(
+            config.reader_threads, thread_name_prefix="remote-fetch"
+        )
+        self._follower = ThreadPoolExecutor(
+            config.follower_threads, thread_name_prefix="remote-follower"
+        )
+        # Per partition: its id in the store and the leader epoch its manifest was read in.
+        self._loaded: dict[TopicPartition, tuple[TopicIdPartition, int]] = {}
         self._running = asyncio.Lock()
 
     async def _on(self, pool: ThreadPoolExecutor, fn: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(pool, fn)
 
     def close(self) -> None:
-        self._copier.shutdown(wait=True, cancel_futures=True)
-        self._fetchers.shutdown(wait=True, cancel_futures=True)
+        for pool in (self._copier, self._expirer, self._fetchers, self._follower):
+            pool.shutdown(wait=True, cancel_futures=True)
 
     # -- the periodic task ------------------------------------------------------------------
     async def run_once(self) -> None:
         async with self._running:
-            for partition in list(self.replica_manager.partitions.values()):
-                if not (partition.is_leader and partition.log.config.remote_storage_enable):
-                    continue
-                try:
-                    await self._tier(partition)
-                except Exception:
-                    log.exception(
-                        "Tiering %s-%d failed; retrying next run", partition.topic, partition.index
-                    )
+            tiered = [
+                p
+                for p in list(self.replica_manager.partitions.values())
+                if p.log.config.remote_storage_enable
+            ]
+            await asyncio.gather(*(self._run_partition(p) for p in tiered))
+
+    async def _run_partition(self, partition: Partition) -> None:
+        try:
+            if partition.is_leader:
+                await self._tier(partition)
+            else:
+                await self._follow(partition)
+        except Exception:
+            log.exception(
+                "Tiering %s-%d failed; retrying next run", partition.topic, partition.index
+            )
+
+    async def _follow(self, partition: Partition) -> None:
+        """A follower learns the highest copied offset (its local retention's bound)."""
+        key = (partition.topic, partition.index)
+        self._loaded.pop(key, None)  # leading again later re-reads the manifest
+        if partition.log.local_log_start_offset >= partition.log.log_end_offset:
+            return  # nothing local yet (a restarted or rebuilding follower)
+        tip = self._tip_of(partition)
+        manifest = await self._on(self._follower, lambda: self.rlmm.load(tip, delete_orphans=False))
+        highest = max((s.end_offset for s in manifest.finished_segments), default=-1)
+        if highest >= 0:
+            partition.log.attach_remote(-1, min(highest, partition.high_watermark - 1))
+
+    def copy_lag(self, partition: Partition) -> tuple[int, int]:
+        """(segments, bytes) of the closed local segments not yet copied (Kafka's
+        RemoteCopyLagSegments / RemoteCopyLagBytes of one partition)."""
+        plog = partition.log
+        lagging = [s for s in plog.segments[:-1] if s.next_offset - 1 > plog.highest_remote_offset]
+        return len(lagging), sum(s.size for s in lagging)
+
+    def _led(self) -> list[Partition]:
+        return [
+            p
+            for p in list(self.replica_manager.partitions.values())
+            if p.is_leader and p.log.config.remote_storage_enable
+        ]
+
+    def total_copy_lag(self) -> tuple[int, int]:
+        lags = [self.copy_lag(p) for p in self._led()]
+        return sum(n for n, _ in lags), sum(b for _, b in lags)
+
+    def total_remote_size(self) -> tuple[int, int]:
+        """(segments, segment bytes) in the store of the partitions this broker leads."""
+        count = size = 0
+        for partition in self._led():
+            loaded = self._loaded.get((partition.topic, partition.index))
+            if loaded is not None:
+                segments = self.rlmm.manifest(loaded[0]).finished_segments
+                count += len(segments)
+                size += sum(s.segment_bytes for s in segments)
+        return count, size
+
+    def _tip_of(self, partition: Partition) -> TopicIdPartition:
+        return TopicIdPartition(uuid_to_str(partition.topic_id), partition.topic, partition.index)
+
+    async def read_remote_log_aux_state(
+        self, partition: Partition, leader_local_start: int
+    ) -> TierState:
+        """What a follower rebuilds its log from for the leader's local log start (see
+        :mod:`sparklog.broker.remote_aux_state`; the caller applies it with
+        :func:`~sparklog.broker.remote_aux_state.apply_tier_state`). Raises
+        RemoteStorageError when the store cannot tell."""
+        self.metrics.aux_state_requests.mark()
+        tip = self._tip_of(partition)
+        try:
+            return await self._on(
+                self._follower,
+                lambda: read_tier_state(self.rlmm, self.rsm, tip, leader_local_start),
+            )
+        except Exception:
+            self.metrics.aux_state_errors.mark()
+            raise
 
     async def _tier(self, partition: Partition) -> None:
         tip = await self._load(partition)
@@ -141,13 +272,13 @@ class RemoteLogManager:
 
     async def _load(self, partition: Partition) -> TopicIdPartition:
         key = (partition.topic, partition.index)
-        tip = self._loaded.get(key)
-        if tip is None:
-            tip = TopicIdPartition(
-                uuid_to_str(partition.topic_id), partition.topic, partition.index
-            )
+        loaded = self._loaded.get(key)
+        epoch = partition.leader_epoch
+        if loaded is None or loaded[1] != epoch:
+            # First sight, or leading in a new epoch: another broker may have copied since.
+            tip = self._tip_of(partition)
             await self._on(self._copier, lambda: self.rlmm.load(tip))
-            self._loaded[key] = tip
+            self._loaded[key] = (tip, epoch)
             start = self.rlmm.remote_log_start_offset(tip)
             highest = self.rlmm.highest_copied_offset(tip)
             partition.log.attach_remote(-1 if start is None else start, highest)
@@ -159,6 +290,7 @@ class RemoteLogManager:
                 highest,
             )
         else:
+            tip = loaded[0]
             partition.log.attach_remote(-1, self.rlmm.highest_copied_offset(tip))
         return tip
 
@@ -167,20 +299,25 @@ class RemoteLogManager:
         bound = min(partition.high_watermark, partition.last_stable_offset)
         for segment in plog.segments[:-1]:
             end = segment.next_offset - 1
-            if end <= plog.highest_remote_offset or segment.size == 0:
+            copied = plog.highest_remote_offset
+            if end <= copied or segment.size == 0:
                 continue
             if segment.next_offset > bound or not partition.is_leader:
                 return
+            # A segment straddling the store's end (segments roll differently on another
+            # replica that led before) is copied from the first batch above it.
+            tail = _tail_position(segment, copied + 1) if segment.base_offset <= copied else None
+            first = copied + 1 if tail is not None else segment.base_offset
             now = self._clock_ms()
             metadata = RemoteLogSegmentMetadata(
                 remote_log_segment_id=RemoteLogSegmentId.generate(tip),
-                start_offset=segment.base_offset,
+                start_offset=first,
                 end_offset=end,
                 max_timestamp_ms=segment.largest_timestamp,
                 broker_id=self.broker_id,
                 event_timestamp_ms=now,
-                segment_size_in_bytes=segment.size,
-                segment_leader_epochs=segment_epochs(plog, segment.base_offset, end),
+                segment_size_in_bytes=segment.size - (tail or 0),
+                segment_leader_epochs=segment_epochs(plog, first, end),
                 leader_epoch=partition.leader_epoch,
             )
             snapshot = plog.producer_state.snapshot_path(segment.next_offset)
@@ -189,30 +326,42 @@ class RemoteLogManager:
                 metadata.segment_leader_epochs,
                 # The producer state as of the segment's end, as Kafka uploads it.
                 producer_snapshot_path=snapshot if os.path.exists(snapshot) else None,
-                aborted_txns=segment_aborted_txns(plog, segment.base_offset, segment.next_offset),
+                aborted_txns=segment_aborted_txns(plog, first, segment.next_offset),
                 transaction_index=tuple(
                     AbortedTxn(t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
                     for t in segment.txn_index.entries
+                    if t.last_offset >= first
                 ),
             )
             self.rlmm.add_remote_log_segment_metadata(metadata)
 
-            def copy(m: RemoteLogSegmentMetadata = metadata, d: LogSegmentData = data) -> int:
-                copied = self.rsm.copy_log_segment_data(m, d)
+            def copy(
+                m: RemoteLogSegmentMetadata = metadata,
+                d: LogSegmentData = data,
+                at: int = tail or 0,
+            ) -> int:
+                with _from_position(d, at) as source:
+                    result = self.rsm.copy_log_segment_data(m, source)
                 self.rlmm.update_remote_log_segment_metadata(
                     m.remote_log_segment_id,
                     RemoteLogSegmentState.COPY_SEGMENT_FINISHED,
-                    copied=copied,
+                    copied=result,
                 )
-                return copied.record_count
+                return result.record_count
 
-            records = await self._on(self._copier, copy)
+            self.metrics.copy_requests.mark()
+            try:
+                records = await self._on(self._copier, copy)
+            except Exception:
+                self.metrics.copy_errors.mark()
+                raise
+            self.metrics.copy_bytes.mark(metadata.segment_size_in_bytes)
             plog.attach_remote(-1, end)
             log.info(
                 "Copied %s-%d [%d, %d] to remote storage (%d records)",
                 partition.topic,
                 partition.index,
-                segment.base_offset,
+                first,
                 end,
                 records,
             )
@@ -260,7 +409,12 @@ class RemoteLogManager:
                 )
                 self.rlmm.update_log_start_offset(tip, m.end_offset + 1)
 
-            await self._on(self._copier, delete)
+            self.metrics.delete_requests.mark()
+            try:
+                await self._on(self._expirer, delete)
+            except Exception:
+                self.metrics.delete_errors.mark()
+                raise
             new_start = segment.end_offset + 1
             if new_start <= partition.log.log_end_offset:
                 partition.log.increment_log_start_offset(new_start)
@@ -275,10 +429,20 @@ class RemoteLogManager:
 
     # -- reads --------------------------------------------------------------------------------
     def _tip(self, partition: Partition) -> TopicIdPartition:
-        tip = self._loaded.get((partition.topic, partition.index))
-        if tip is None:
+        loaded = self._loaded.get((partition.topic, partition.index))
+        if loaded is None:
             raise KafkaApiError(ErrorCode.OFFSET_OUT_OF_RANGE, "remote state not loaded yet")
-        return tip
+        return loaded[0]
+
+    async def _read_tip(self, partition: Partition) -> TopicIdPartition:
+        """The partition's store id, its manifest loaded first if this broker has just become
+        the leader (a new leader serves remote reads before its first tiering run)."""
+        loaded = self._loaded.get((partition.topic, partition.index))
+        if loaded is None or loaded[1] != partition.leader_epoch:
+            if not partition.is_leader:
+                raise KafkaApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "not the leader")
+            return await self._load(partition)
+        return loaded[0]
 
     async def fetch(self, partition: Partition, offset: int, max_bytes: int) -> bytes:
         """Kafka batches from remote storage, from the batch holding ``offset`` on."""
@@ -287,15 +451,21 @@ class RemoteLogManager:
     async def _fetch(
         self, partition: Partition, offset: int, max_bytes: int
     ) -> tuple[bytes, RemoteLogSegmentMetadata]:
-        tip = self._tip(partition)
+        tip = await self._read_tip(partition)
         metadata = self.rlmm.remote_log_segment_metadata(tip, offset)
         if metadata is None:
             raise KafkaApiError(
                 ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {offset} is in no remote segment"
             )
-        records = await self._on(
-            self._fetchers, lambda: self.rsm.fetch_log_segment(metadata, offset, max_bytes)
-        )
+        self.metrics.fetch_requests.mark()
+        try:
+            records = await self._on(
+                self._fetchers, lambda: self.rsm.fetch_log_segment(metadata, offset, max_bytes)
+            )
+        except Exception:
+            self.metrics.fetch_errors.mark()
+            raise
+        self.metrics.fetch_bytes.mark(len(records))
         return records, metadata
 
     async def read(
@@ -380,9 +550,10 @@ class RemoteLogManager:
         self, partition: Partition, timestamp: int
     ) -> tuple[int, int, int] | None:
         """(timestamp, offset, epoch) of the first remote record at or after ``timestamp``."""
-        tip = self._loaded.get((partition.topic, partition.index))
-        if tip is None:
+        loaded = self._loaded.get((partition.topic, partition.index))
+        if loaded is None:
             return None
+        tip = loaded[0]
         start = partition.log.log_start_offset
         for metadata in self.rlmm.list_remote_log_segments(tip):
             if metadata.max_timestamp_ms < timestamp or metadata.end_offset < start:

@@ -18,6 +18,12 @@ Contract:
   until the metadata image brings a newer epoch (the follower core decides which).
 - Appends keep the leader's flush policy: when ``flush.messages`` asks for an fsync it runs on
   the replica manager's flusher thread, off the loop, before the next fetch.
+- OFFSET_MOVED_TO_TIERED_STORAGE (KIP-405): the fetcher asks the leader for its earliest local
+  offset (ListOffsets, timestamp -4), reads the partition's state below it from the store
+  (the manager's ``tier_reader``, the remote log manager) and restarts the log from it
+  (:mod:`sparklog.broker.remote_aux_state`); without tiered storage on this broker the log
+  restarts empty at the leader's local log start. A partition that left us, changed leader or
+  moved on while the store was read is left alone.
 - The manager follows the metadata: :meth:`ReplicaFetcherManager.update` (the replica manager's
   ``follower_listener``) adds partitions we now follow and removes those we lead or dropped.
   A response for a partition object the replica manager no longer hosts is discarded.
@@ -30,11 +36,12 @@ import contextlib
 import logging
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from sparklog.broker.partition import Partition
+from sparklog.broker.remote_aux_state import TierState, apply_tier_state
 from sparklog.broker.replica_manager import ReplicaManager, TopicPartition
 from sparklog.metadata.image import MetadataImage
 from sparklog.net.client import KafkaClientConnection
@@ -52,6 +59,10 @@ log = logging.getLogger(__name__)
 
 FETCH_KEY = 1
 FETCH_VERSION = 17
+LIST_OFFSETS_KEY = 2
+LIST_OFFSETS_VERSION = 9
+EARLIEST_LOCAL_TIMESTAMP = -4
+TierReader = Callable[[Partition, int], Awaitable[TierState]]
 _IDLE_WAIT_S = 1.0
 
 
@@ -101,8 +112,10 @@ class ReplicaFetcher:
         broker_epoch: Callable[[], int],
         config: FetcherConfig,
         client_id: str,
+        tier_reader: Callable[[], TierReader | None] = lambda: None,
     ) -> None:
         self.source_broker = source_broker
+        self._tier_reader = tier_reader
         self.rm = replica_manager
         self._image = image
         self._broker_epoch = broker_epoch
@@ -300,6 +313,10 @@ class ReplicaFetcher:
                 self.source_broker,
                 position.current_leader_epoch,
             )
+        if outcome.action is FollowerAction.BUILD_TIER_STATE:
+            if not await self._build_tier_state(fetching, position):
+                fetching.delayed_until_s = now_s + self.config.backoff_ms / 1000
+            return
         if outcome.action is FollowerAction.BACKOFF:
             fetching.delayed_until_s = now_s + self.config.backoff_ms / 1000
             log.debug(
@@ -326,6 +343,101 @@ class ReplicaFetcher:
             self.rm.fetch_waiters.notify(tp)
 
 
+    async def _earliest_local(self, partition: Partition, leader_epoch: int) -> int | None:
+        """The leader's earliest local offset (ListOffsets -4), None on any error."""
+        connection = self._connection
+        if connection is None:
+            return None
+        body = {
+            "replica_id": self.rm.broker_id,
+            "isolation_level": 0,
+            "topics": [
+                {
+                    "name": partition.topic,
+                    "partitions": [
+                        {
+                            "partition_index": partition.index,
+                            "current_leader_epoch": leader_epoch,
+                            "timestamp": EARLIEST_LOCAL_TIMESTAMP,
+                        }
+                    ],
+                }
+            ],
+        }
+        try:
+            response = await connection.request(
+                API_BY_KEY[LIST_OFFSETS_KEY], LIST_OFFSETS_VERSION, body
+            )
+        except (ConnectionError, TimeoutError, OSError) as exc:
+            log.debug("ListOffsets to broker %d failed: %s", self.source_broker, exc)
+            return None
+        for topic in response.get("topics", []):
+            for data in topic.get("partitions", []):
+                if int(data.get("error_code", 0)) or int(data.get("offset", -1)) < 0:
+                    log.info(
+                        "Earliest local offset of %s-%d from %d: %s",
+                        partition.topic,
+                        partition.index,
+                        self.source_broker,
+                        _error_name(int(data.get("error_code", 0))),
+                    )
+                    return None
+                return int(data["offset"])
+        return None
+
+    async def _build_tier_state(self, fetching: _Fetching, position: FetchPosition) -> bool:
+        """KIP-405's follower path; False when it must be retried after a backoff."""
+        partition = fetching.partition
+        tp = (partition.topic, partition.index)
+        local_start = await self._earliest_local(partition, position.current_leader_epoch)
+        if local_start is None:
+            return False
+        reader = self._tier_reader() if partition.log.config.remote_storage_enable else None
+        state: TierState | None = None
+        if reader is not None and local_start > 0:
+            try:
+                state = await reader(partition, local_start)
+            except Exception as exc:
+                log.warning(
+                    "Cannot rebuild %s-%d from remote storage (leader %d, local log start"
+                    " %d): %s; retrying",
+                    partition.topic,
+                    partition.index,
+                    self.source_broker,
+                    local_start,
+                    exc,
+                )
+                return False
+        current = fetching.core.fetch_position()
+        if (
+            self.rm.partitions.get(tp) is not partition
+            or partition.follower_core is not fetching.core
+            or current is None
+            or current.generation != position.generation
+            or current.fetch_offset != position.fetch_offset
+        ):
+            return True  # we moved on meanwhile; the next fetch decides again
+        try:
+            if state is not None:
+                apply_tier_state(partition.log, state)
+            else:
+                partition.log.truncate_fully_and_start_at(local_start)
+                log.info(
+                    "Restarted %s-%d at the leader's local log start %d (no tiered storage"
+                    " here)",
+                    partition.topic,
+                    partition.index,
+                    local_start,
+                )
+        except OSError as exc:
+            self.partitions.pop(tp, None)
+            self.rm.log_dir_failed(partition, "Error while rebuilding from the tier", exc)
+            return True
+        fetching.core.restarted()
+        self.rm.fetch_waiters.notify(tp)
+        return True
+
+
 class ReplicaFetcherManager:
     """Fetchers per (source broker, fetcher id); follows leadership changes."""
 
@@ -343,6 +455,8 @@ class ReplicaFetcherManager:
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._where: dict[TopicPartition, tuple[int, int]] = {}
         self._closed = False
+        # Set when tiered storage is on: the remote log manager's read_remote_log_aux_state.
+        self.tier_reader: TierReader | None = None
 
     def update(self, followed: list[Partition], unfollowed: list[TopicPartition]) -> None:
         """The replica manager's ``follower_listener``: follow and unfollow partitions."""
@@ -366,6 +480,7 @@ class ReplicaFetcherManager:
                     self._broker_epoch,
                     self.config,
                     client_id=f"replica-fetcher-{self.rm.broker_id}-{key[0]}-{key[1]}",
+                    tier_reader=lambda: self.tier_reader,
                 )
                 self.fetchers[key] = fetcher
                 fetcher.start()

@@ -8,14 +8,13 @@ Invariants:
 - The log only changes in three ways: the leader's batches appended as they are (offsets and
   leader epochs kept, never decoded record by record), a truncation to the point where our
   history and the leader's diverge (KIP-320: the leader's ``diverging_epoch`` and our own
-  epoch cache), or a full restart at the leader's log start offset.
+  epoch cache), or a full restart at the leader's log start offset, or, when the leader says
+  OFFSET_MOVED_TO_TIERED_STORAGE, a restart the driver makes from the tier (KIP-405).
 - A response is applied only if it answers our current position (fetch offset = our LEO, same
   leader epoch and, when the driver echoes it, the same position generation, which every
   truncation and leader change bumps); anything else is from before a truncation or an epoch
   change and is ignored, even if the log has since grown back to the same offset.
 - The HW is ``min(leader HW, our LEO)``; the log start offset follows the leader's upwards.
-- A view whose leader epoch is below the latest epoch in our log is stale (old metadata
-  replayed after a restart) and refused: following it would truncate committed records.
 - After FENCED_LEADER_EPOCH (the leader is ahead of us) we stop until the metadata image names
   a newer leader epoch; other errors back off and retry.
 """
@@ -68,8 +67,6 @@ class FollowerCore:
             raise ValueError(f"broker {self.local_id} is the leader in {view}")
         if view.leader_epoch < self.leader_epoch or view.partition_epoch < self.partition_epoch:
             return False
-        if view.leader_epoch < self.log.latest_epoch:
-            return False  # history: our log already holds a newer leader's batches
         changed = view.leader_epoch != self.leader_epoch or view.leader != self.leader_id
         self.partition_epoch = view.partition_epoch
         if changed:
@@ -112,10 +109,19 @@ class FollowerCore:
             return self._append(response, now_ms)
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             return self._out_of_range(response)
+        if code == ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE:
+            # The leader's local log starts above us: the driver rebuilds the log from the
+            # store (or restarts at the leader's local log start) and calls restarted().
+            return FollowerOutcome(FollowerAction.BUILD_TIER_STATE, error=code)
         if code == ErrorCode.FENCED_LEADER_EPOCH:
             self.awaiting_metadata = True
             return FollowerOutcome(FollowerAction.AWAIT_METADATA, error=code)
         return FollowerOutcome(FollowerAction.BACKOFF, error=code)
+
+    def restarted(self) -> None:
+        """The driver restarted the log (from the store): answers to older positions are
+        stale from now on."""
+        self._generation += 1
 
     def _truncate_on_divergence(self, diverging: EpochEndOffset) -> int:
         log = self.log

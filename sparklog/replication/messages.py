@@ -161,6 +161,9 @@ class FollowerAction(enum.Enum):
     """Stop fetching this partition until the metadata image names a new leader or epoch."""
     IGNORED = "ignored"
     """The response was for a position we have left."""
+    BUILD_TIER_STATE = "build_tier_state"
+    """OFFSET_MOVED_TO_TIERED_STORAGE: rebuild from the store at the leader's local log start
+    (KIP-405), then call :meth:`FollowerCore.restarted`."""
 
 
 @dataclass(frozen=True, slots=True)
