@@ -15,6 +15,8 @@ Invariants:
   truncation and leader change bumps); anything else is from before a truncation or an epoch
   change and is ignored, even if the log has since grown back to the same offset.
 - The HW is ``min(leader HW, our LEO)``; the log start offset follows the leader's upwards.
+- A view whose leader epoch is below the latest epoch in our log is stale (old metadata
+  replayed after a restart) and refused: following it would truncate committed records.
 - After FENCED_LEADER_EPOCH (the leader is ahead of us) we stop until the metadata image names
   a newer leader epoch; other errors back off and retry.
 """
@@ -67,6 +69,8 @@ class FollowerCore:
             raise ValueError(f"broker {self.local_id} is the leader in {view}")
         if view.leader_epoch < self.leader_epoch or view.partition_epoch < self.partition_epoch:
             return False
+        if view.leader_epoch < self.log.latest_epoch:
+            return False  # history: our log already holds a newer leader's batches
         changed = view.leader_epoch != self.leader_epoch or view.leader != self.leader_id
         self.partition_epoch = view.partition_epoch
         if changed:
