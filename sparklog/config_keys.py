@@ -191,6 +191,8 @@ DEFS: dict[str, ConfigDef] = {
         _d("replica.fetch.backoff.ms", "int", 1000, minimum=0),
         _d("replica.fetch.response.max.bytes", "int", 10485760, minimum=0),
         _d("replica.socket.timeout.ms", "int", 30000),
+        # Inter-broker requests (transaction markers) and a marker's wait for replication.
+        _d("request.timeout.ms", "int", 30000, minimum=0),
         _d("fetch.max.bytes", "int", 57671680, minimum=1024),
         _d("offsets.topic.replication.factor", "short", 3, minimum=1),
         _d("offsets.topic.num.partitions", "int", 50, minimum=1),
@@ -249,7 +251,7 @@ _ACCEPTED_TEXT = """
     log.cleaner.dedupe.buffer.size log.cleaner.io.buffer.size log.cleaner.io.buffer.load.factor
     log.cleaner.io.max.bytes.per.second num.replica.alter.log.dirs.threads
     replica.socket.receive.buffer.bytes
-    replica.high.watermark.checkpoint.interval.ms request.timeout.ms reserved.broker.max.id
+    replica.high.watermark.checkpoint.interval.ms reserved.broker.max.id
     sasl.enabled.mechanisms sasl.mechanism.inter.broker.protocol
     sasl.mechanism.controller.protocol security.inter.broker.protocol
     share.coordinator.state.topic.replication.factor share.coordinator.state.topic.min.isr

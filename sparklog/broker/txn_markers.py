@@ -1,14 +1,17 @@
 """Writing transaction markers: the broker side of a transaction's second phase.
 
 The transaction coordinator decides a transaction and then has a COMMIT or ABORT marker
-written into every partition it touched: on a single node it calls :func:`write_txn_markers`
-directly; a remote coordinator sends WriteTxnMarkers (API key 27), which
-:func:`handle_write_txn_markers` serves with the same function.
+written into every partition it touched: through its marker channel
+(:mod:`sparklog.broker.txn_marker_channel`) it calls :func:`write_txn_markers` for the
+partitions this broker leads and sends WriteTxnMarkers (API key 27) to the other leaders, which
+:func:`handle_write_txn_markers` serves with the same writes.
 
 Contract:
 - Each (producer, partition) gets its own error code: NONE once the marker is in the log
-  with the guarantees of an ``acks=all`` produce on this node (see
-  :meth:`~sparklog.broker.replica_manager.ReplicaManager.append_control_marker`);
+  with the guarantees of an ``acks=all`` produce (see
+  :meth:`~sparklog.broker.replica_manager.ReplicaManager.append_control_marker`: min ISR
+  checked before, the HW awaited after, for up to ``request.timeout.ms`` as Kafka);
+  NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND or REQUEST_TIMED_OUT when that fails;
   UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER when this node cannot write it (the
   coordinator retries elsewhere); INVALID_PRODUCER_EPOCH for a marker older than the
   producer's epoch; TRANSACTION_COORDINATOR_FENCED for a stale coordinator epoch;
@@ -16,12 +19,14 @@ Contract:
 - A marker written to a ``__consumer_offsets`` partition is reported to the group coordinator
   (``complete_transaction(partition, producer_id, committed)``, when it offers that method),
   which makes the transaction's offset commits visible or drops them.
-- Markers of one request are written in request order, so one producer's markers keep the
-  order the coordinator chose.
+- The markers of a request are written concurrently, each waiting for its own replication,
+  and appended in request order, so one producer's markers keep the order the coordinator
+  chose.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import Sequence
@@ -32,7 +37,13 @@ from sparklog.broker.context import BrokerContext
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
 
-__all__ = ["GROUP_METADATA_TOPIC", "TxnMarker", "handle_write_txn_markers", "write_txn_markers"]
+__all__ = [
+    "GROUP_METADATA_TOPIC",
+    "MarkerKey",
+    "TxnMarker",
+    "handle_write_txn_markers",
+    "write_txn_markers",
+]
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 
@@ -65,7 +76,9 @@ async def _complete_group_offsets(
         await outcome
 
 
-async def _write_one(ctx: BrokerContext, marker: TxnMarker, topic: str, index: int) -> ErrorCode:
+async def _write_one(
+    ctx: BrokerContext, marker: TxnMarker, topic: str, index: int, timeout_ms: int
+) -> ErrorCode:
     try:
         await ctx.replica_manager.append_control_marker(
             topic,
@@ -74,6 +87,7 @@ async def _write_one(ctx: BrokerContext, marker: TxnMarker, topic: str, index: i
             marker.producer_epoch,
             marker.coordinator_epoch,
             marker.committed,
+            timeout_ms,
         )
     except KafkaApiError as exc:
         log.info(
@@ -92,17 +106,31 @@ async def _write_one(ctx: BrokerContext, marker: TxnMarker, topic: str, index: i
     return ErrorCode.NONE
 
 
+async def _write(
+    ctx: BrokerContext, markers: Sequence[TxnMarker]
+) -> list[dict[tuple[str, int], ErrorCode]]:
+    """Each marker's error per partition, in the order of ``markers``. Every (marker,
+    partition) is written concurrently, each waiting for its own replication; the appends
+    themselves happen in request order (a write appends before its first wait, and the
+    writes start in the order they are listed)."""
+    timeout_ms = int(ctx.config.get("request.timeout.ms"))
+    writes = [(marker, tp) for marker in markers for tp in marker.partitions]
+    answered = await asyncio.gather(
+        *(_write_one(ctx, marker, topic, index, timeout_ms) for marker, (topic, index) in writes)
+    )
+    done = iter(answered)
+    return [{tp: next(done) for tp in marker.partitions} for marker in markers]
+
+
 async def write_txn_markers(
     ctx: BrokerContext, markers: Sequence[TxnMarker]
 ) -> dict[MarkerKey, ErrorCode]:
     """Write each marker to each of its partitions; the error per (producer id, topic,
     partition)."""
     results: dict[MarkerKey, ErrorCode] = {}
-    for marker in markers:
-        for topic, index in marker.partitions:
-            results[(marker.producer_id, topic, index)] = await _write_one(
-                ctx, marker, topic, index
-            )
+    for marker, codes in zip(markers, await _write(ctx, markers), strict=True):
+        for (topic, index), code in codes.items():
+            results[(marker.producer_id, topic, index)] = code
     return results
 
 
@@ -121,13 +149,13 @@ async def handle_write_txn_markers(ctx: BrokerContext, request: Request) -> dict
         for m in request.body["markers"]
     ]
     responses = []
-    for marker in markers:
-        # One marker's own writes, so a producer listed twice gets each answer in turn.
-        codes = await write_txn_markers(ctx, [marker])
+    # Answered per marker, so a producer listed twice gets each of its answers.
+    for marker, codes in zip(markers, await _write(ctx, markers), strict=True):
         topics: dict[str, list[dict[str, int]]] = {}
         for topic, index in marker.partitions:
-            code = codes[(marker.producer_id, topic, index)]
-            topics.setdefault(topic, []).append({"partition_index": index, "error_code": int(code)})
+            topics.setdefault(topic, []).append(
+                {"partition_index": index, "error_code": int(codes[(topic, index)])}
+            )
         responses.append(
             {
                 "producer_id": marker.producer_id,

@@ -1,9 +1,11 @@
 """WriteTxnMarkers (key 27): the transaction coordinator asks partition leaders to write
 COMMIT/ABORT markers.
 
-Declared from Apache Kafka's WriteTxnMarkersRequest/Response (validVersions 0-2; v0 was removed
-from Apache Kafka 4.0, v1 is flexible, v2 adds the marker's TransactionVersion for KIP-890).
-We serve 0-1: transaction version 2 markers (epoch bumped per transaction) are not written yet.
+Declared from Apache Kafka's WriteTxnMarkersRequest/Response (v0 was removed in Apache Kafka
+4.0, v1 is flexible, v2 adds the marker's TransactionVersion, KIP-1228, after 4.1). We serve v1
+only, as Kafka 4.0 and 4.1 do: v2 matters once transaction version 2 (an epoch bump per
+transaction, KIP-890) is written, which it is not yet. The declarations keep 0-2 so the codec
+can read what any Kafka sends.
 """
 
 from sparklog.protocol.schema import api, array, field, message
@@ -46,4 +48,4 @@ RESPONSE = message(
     ),
 )
 
-WRITE_TXN_MARKERS = api(27, "WriteTxnMarkers", "0-1", REQUEST, RESPONSE)
+WRITE_TXN_MARKERS = api(27, "WriteTxnMarkers", "1-1", REQUEST, RESPONSE)
