@@ -18,9 +18,12 @@ Contract:
   leaves the state as it was and answers NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE.
 - EndTxn answers once PrepareCommit/PrepareAbort is durable (as Kafka). A background task then
   writes the markers to every partition of the transaction through the injected
-  :data:`MarkerWriter`, retrying with backoff until each partition has its marker (a partition
-  of a deleted topic is dropped), and persists CompleteCommit/CompleteAbort. Until then the id
-  answers CONCURRENT_TRANSACTIONS.
+  :data:`MarkerWriter` (on a node, the marker channel that reaches every partition leader:
+  :mod:`sparklog.broker.txn_marker_channel`), retrying with backoff until each partition has
+  its marker (a partition of a deleted topic is dropped; :func:`marker_outcome` says what each
+  answer means), and persists CompleteCommit/CompleteAbort only then. Until then the id
+  answers CONCURRENT_TRANSACTIONS. A coordinator fenced by a partition (a newer producer or
+  coordinator epoch) stops; the transaction is the newer coordinator's to finish.
 - Timers (``transaction.abort.timed.out.transaction.cleanup.interval.ms``): an Ongoing
   transaction older than its timeout is aborted with an epoch bump (its producer is fenced);
   ``transactional.id.expiration.ms`` after its last use an idle id is tombstoned
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -66,6 +70,7 @@ log = logging.getLogger(__name__)
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 _MARKER_RETRY_MIN_S = 0.02
 _MARKER_RETRY_MAX_S = 1.0
+_MARKER_LOG_EVERY = 20
 _MAX_TICK_S = 1.0
 
 
@@ -94,6 +99,51 @@ class TxnConfig:
                 config.get("transaction.remove.expired.transaction.cleanup.interval.ms")
             ),
         )
+
+
+class MarkerOutcome(enum.Enum):
+    WRITTEN = "written"
+    RETRY = "retry"
+    DROP = "drop"
+    """The partition leaves the transaction's pending set unwritten."""
+    FENCED = "fenced"
+    """This coordinator stops completing the transaction."""
+    UNEXPECTED = "unexpected"
+    """Retried, logged as an error."""
+
+
+_RETRIABLE = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        # from the marker channel: no leader yet, the leader unreachable
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.NETWORK_EXCEPTION,
+    }
+)
+
+
+def marker_outcome(code: ErrorCode) -> MarkerOutcome:
+    """What a partition's answer to a marker means for the transaction (Kafka's
+    ``TransactionMarkerRequestCompletionHandler``): a retriable failure is sent again to the
+    partition's leader of the moment; UNSUPPORTED_FOR_MESSAGE_FORMAT and UNSUPPORTED_VERSION
+    drop the partition (the producer could not have written to it); INVALID_PRODUCER_EPOCH and
+    TRANSACTION_COORDINATOR_FENCED stop this coordinator. Kafka treats any other answer as
+    fatal (an IllegalStateException); here it is logged as an error and retried, so the
+    transaction completes once the cause is gone."""
+    if code == ErrorCode.NONE:
+        return MarkerOutcome.WRITTEN
+    if code in _RETRIABLE:
+        return MarkerOutcome.RETRY
+    if code in (ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, ErrorCode.UNSUPPORTED_VERSION):
+        return MarkerOutcome.DROP
+    if code in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED):
+        return MarkerOutcome.FENCED
+    return MarkerOutcome.UNEXPECTED
 
 
 # markers -> error per (producer id, topic, partition); a missing key counts as a failure.
@@ -227,6 +277,13 @@ class TransactionCoordinator:
         )
         for meta in shard.txns.values():
             if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+                log.info(
+                    "Resuming the markers of %s (%s, producer %d epoch %d)",
+                    meta.transactional_id,
+                    meta.state.display_name,
+                    meta.producer_id,
+                    meta.producer_epoch,
+                )
                 self._spawn_finish(shard, meta, meta.snapshot())
         return shard
 
@@ -282,6 +339,7 @@ class TransactionCoordinator:
         committed = prepared.state is TxnState.PREPARE_COMMIT
         remaining = set(prepared.partitions)
         delay_s = _MARKER_RETRY_MIN_S
+        attempts = 0
         while remaining:
             if not self._current(shard):
                 return
@@ -297,18 +355,17 @@ class TransactionCoordinator:
             except Exception:
                 log.exception("Writing markers of %s failed", meta.transactional_id)
                 errors = {}
+            attempts += 1
+            failed: dict[TopicPartition, ErrorCode] = {}
             for topic, index in list(remaining):
                 code = errors.get(
                     (prepared.producer_id, topic, index), ErrorCode.UNKNOWN_SERVER_ERROR
                 )
-                if code == ErrorCode.NONE or not self._topic_exists(topic):
-                    remaining.discard((topic, index))
-                elif code in (
-                    ErrorCode.INVALID_PRODUCER_EPOCH,
-                    ErrorCode.TRANSACTION_COORDINATOR_FENCED,
-                ):
-                    # Another coordinator (a newer epoch) owns this transaction now.
-                    log.error(
+                outcome = marker_outcome(code)
+                if outcome is MarkerOutcome.FENCED:
+                    # The producer or coordinator epoch moved on: a newer coordinator owns
+                    # this transaction now.
+                    log.warning(
                         "Giving up on the markers of %s: %s-%d answered %s",
                         meta.transactional_id,
                         topic,
@@ -316,6 +373,31 @@ class TransactionCoordinator:
                         code.name,
                     )
                     return
+                if outcome is MarkerOutcome.WRITTEN or not self._topic_exists(topic):
+                    remaining.discard((topic, index))
+                elif outcome is MarkerOutcome.DROP:
+                    log.info(
+                        "Dropping %s-%d from the markers of %s: %s",
+                        topic,
+                        index,
+                        meta.transactional_id,
+                        code.name,
+                    )
+                    remaining.discard((topic, index))
+                else:
+                    failed[(topic, index)] = code
+            if failed and (attempts == 1 or attempts % _MARKER_LOG_EVERY == 0):
+                unexpected = any(
+                    marker_outcome(c) is MarkerOutcome.UNEXPECTED for c in failed.values()
+                )
+                log.log(
+                    logging.ERROR if unexpected else logging.INFO,
+                    "Retrying the %s markers of %s (attempt %d): %s",
+                    "COMMIT" if committed else "ABORT",
+                    meta.transactional_id,
+                    attempts,
+                    ", ".join(f"{t}-{i} {c.name}" for (t, i), c in sorted(failed.items())),
+                )
             if remaining:
                 await asyncio.sleep(delay_s)
                 delay_s = min(delay_s * 2, _MARKER_RETRY_MAX_S)

@@ -100,6 +100,40 @@ def test_markers_are_retried_until_written(tmp_path: Path) -> None:
     asyncio.run(run())
 
 
+@pytest.mark.parametrize(
+    ("answer", "state", "calls"),
+    [
+        # the producer could not have written there: the partition is dropped
+        (ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, TxnState.COMPLETE_COMMIT, 1),
+        # a newer coordinator or producer epoch: this coordinator stops
+        (ErrorCode.TRANSACTION_COORDINATOR_FENCED, TxnState.PREPARE_COMMIT, 1),
+        (ErrorCode.INVALID_PRODUCER_EPOCH, TxnState.PREPARE_COMMIT, 1),
+        # the marker channel's retriable answers
+        (ErrorCode.NETWORK_EXCEPTION, TxnState.COMPLETE_COMMIT, 2),
+        (ErrorCode.LEADER_NOT_AVAILABLE, TxnState.COMPLETE_COMMIT, 2),
+        (ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, TxnState.COMPLETE_COMMIT, 2),
+        # fatal in Kafka; retried here (and logged as an error)
+        (ErrorCode.CORRUPT_MESSAGE, TxnState.COMPLETE_COMMIT, 2),
+    ],
+)
+def test_what_a_marker_answer_does(
+    tmp_path: Path, answer: ErrorCode, state: TxnState, calls: int
+) -> None:
+    async def run() -> None:
+        s = Setup(tmp_path)
+        c = s.coordinator
+        await init(c)
+        await c.add_partitions("tx", 1000, 0, [("a", 0)])
+        s.markers.fail = [answer]
+        assert await c.end_txn("tx", 1000, 0, True) == ErrorCode.NONE
+        await settle()
+        assert len(s.markers.calls) == calls
+        described = c.describe("tx")
+        assert not isinstance(described, ErrorCode) and described.state is state
+
+    asyncio.run(run())
+
+
 def test_prepared_transaction_is_finished_after_a_restart(tmp_path: Path) -> None:
     async def run() -> None:
         s = Setup(tmp_path)
