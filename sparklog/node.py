@@ -54,6 +54,7 @@ from sparklog.broker.remote_log_manager import RemoteLogManager
 from sparklog.broker.remote_metrics import register_remote_storage_metrics
 from sparklog.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from sparklog.broker.replica_manager import ReplicaManager
+from sparklog.broker.txn_marker_channel import TxnMarkerChannel
 from sparklog.broker.txn_markers import write_txn_markers
 from sparklog.cli.storage_tool import StorageToolError, check_formatted
 from sparklog.config import ServerConfig
@@ -112,6 +113,7 @@ class Node:
         self.lifecycle: BrokerLifecycleManager | None = None
         self.fetchers: ReplicaFetcherManager | None = None
         self.isr_sender: AlterPartitionSender | None = None
+        self.marker_channel: TxnMarkerChannel | None = None
         self._lifecycle_stop = asyncio.Event()
         self.read_service: ReadService | None = None
         self.metrics = MetricsRegistry()
@@ -250,11 +252,19 @@ class Node:
             controller_id=config.node_id,
         )
         ctx.groups = GroupCoordinator.from_config(config, replica_manager)
+        # Markers go to every partition leader: locally for ours, WriteTxnMarkers for others.
+        self.marker_channel = TxnMarkerChannel(
+            config.node_id,
+            lambda: plane.loader.image,
+            lambda markers: write_txn_markers(ctx, markers),
+            listener_name=config.inter_broker_listener_name,
+            request_timeout_ms=int(config.get("request.timeout.ms")),
+        )
         ctx.transactions = TransactionCoordinator(
             TxnConfig.from_config(config),
             replica_manager,
             ctx.producer_ids.next_producer_id,
-            lambda markers: write_txn_markers(ctx, markers),
+            self.marker_channel.write,
         )
         apis = BrokerApis(ctx)
         log_dirs = [uuid_from_str(d) for d in self.directory_ids.values() if d]
@@ -478,6 +488,8 @@ class Node:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.fetchers is not None:
             await self.fetchers.close()
+        if self.marker_channel is not None:
+            await self.marker_channel.close()
         if self.remote_log_manager is not None:
             self.remote_log_manager.close()
         if self.replica_manager is not None:
