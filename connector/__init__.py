@@ -13,6 +13,10 @@ short name ``sparklog``: ``from sparklog.connector import SparklogDataSource``;
 - The sink (:mod:`.sink`) writes ``df.write`` / ``df.writeStream`` rows with Spark's Kafka sink
   columns through the Kafka protocol.
 
+- The fast batch path (:mod:`.native`): ``sparklog.connector.read(spark).option(...).load()``
+  takes the same options and reads the tiered ranges with Spark's own Parquet scan, unioned
+  with the hot tail read by the data source.
+
 Nothing here imports pyspark until the data source is asked for.
 """
 
@@ -21,9 +25,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .native import read
     from .source import SparklogDataSource
 
-__all__ = ["SparklogDataSource"]
+__all__ = ["SparklogDataSource", "read"]
 
 
 def __getattr__(name: str) -> Any:
@@ -32,4 +37,8 @@ def __getattr__(name: str) -> Any:
         from .source import SparklogDataSource
 
         return SparklogDataSource
+    if name == "read":
+        from .native import read
+
+        return read
     raise AttributeError(name)

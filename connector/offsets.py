@@ -474,20 +474,26 @@ def _store_states(
 
 
 def open_tiered_store(options: SourceOptions) -> TieredStoreReader | None:
-    """The tiered store the options read from, or None when they read only from brokers."""
+    """The tiered store the options read from, or None when they read only from brokers.
+    It reads each manifest once: one store per planning pass sees one snapshot."""
     if options.uses_store and options.store_url:
-        return TieredStoreReader.open(options.store_url, dict(options.store_options))
+        return TieredStoreReader.open(
+            options.store_url, dict(options.store_options), cache_manifests=True
+        )
     return None
 
 
 def partition_states(
-    options: SourceOptions, resolve_starting: bool = True
+    options: SourceOptions,
+    resolve_starting: bool = True,
+    store: TieredStoreReader | None = None,
 ) -> dict[tuple[str, int], PartitionState]:
     """Every partition the options select, with earliest / latest offsets (HW or LSO) and,
     with ``resolve_starting``, the starting offset the options ask for. From the brokers, or
-    from the manifests alone with ``sparklog.read.from=store``."""
+    from the manifests alone with ``sparklog.read.from=store`` (read through ``store`` when
+    given, so the planner that cuts the ranges reads each manifest once)."""
     if options.uses_brokers:
         return _with_retries(options, lambda: _broker_states(options, resolve_starting))
-    store = open_tiered_store(options)
+    store = store or open_tiered_store(options)
     assert store is not None
     return _store_states(options, store, resolve_starting)

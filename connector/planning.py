@@ -15,7 +15,9 @@ Contract of :func:`plan`:
   ones are halved until there are at least ``minPartitions`` (when offsets allow). A split cold
   piece keeps only the objects that overlap its offsets. Pieces are frozen, picklable, ordered
   by topic, partition and offset, tile each range without gap or overlap, and carry everything
-  an executor needs.
+  an executor needs. A cold object that lies wholly inside its range and whose manifest entry
+  counts nothing to drop is ``filter_free`` (the native batch plan reads it unfiltered).
+- One planning pass reads each manifest once (:func:`batch_pieces` shares one store).
 
 The offset-resolution names (:func:`partition_states`, :func:`resolve_range`,
 :class:`PartitionRange`, ...) are re-exported here for the stream reader; :func:`plan_ranges`
@@ -24,9 +26,10 @@ turns ranges into pieces for batch and stream alike.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pyspark.sql.datasource import InputPartition
 
@@ -47,6 +50,9 @@ from .offsets import (
 )
 from .options import SourceOptions
 
+if TYPE_CHECKING:
+    from .pushdown import Restriction
+
 __all__ = [
     "COLD_PIECE_BYTES",
     "NO_MATCH",
@@ -57,7 +63,11 @@ __all__ = [
     "PartitionRange",
     "PartitionState",
     "Piece",
+    "batch_pieces",
+    "cut_ranges",
     "data_loss_message",
+    "hot_pieces_from_json",
+    "hot_pieces_to_json",
     "partition_states",
     "plan",
     "plan_ranges",
@@ -79,6 +89,11 @@ class ColdObject:
     start: int
     end: int
     size_bytes: int = 0
+    #: Every row of the object is wanted: it lies wholly inside the range and its manifest
+    #: entry counts no control row (nor, under read_committed, an aborted one).
+    filter_free: bool = False
+    #: The manifest's newest record timestamp of the object (None: not known).
+    max_timestamp: int | None = None
 
 
 @dataclass(frozen=True)
@@ -180,7 +195,15 @@ def _cut(
                     close_run()
                     if hot is not None:
                         pieces.append(_hot(options, hot, cursor, low))
-                obj = ColdObject(f"{base}/{segment.path}", low, high, segment.size_bytes)
+                whole = low == segment.base_offset and high == segment.end_offset + 1
+                obj = ColdObject(
+                    f"{base}/{segment.path}",
+                    low,
+                    high,
+                    segment.size_bytes,
+                    whole and segment.rows_to_drop(options.read_committed) == 0,
+                    segment.max_timestamp,
+                )
                 if run and sum(o.size_bytes for o in run) + obj.size_bytes > COLD_PIECE_BYTES:
                     close_run()
                 run.append(obj)
@@ -223,15 +246,15 @@ def split_pieces(
     return out
 
 
-def plan_ranges(
+def cut_ranges(
     options: SourceOptions,
     states: Mapping[tuple[str, int], PartitionState],
     ranges: Iterable[PartitionRange],
+    store: TieredStoreReader | None = None,
 ) -> list[Piece]:
-    """The pieces that read ``ranges`` (cut at the tier boundary, cold objects merged, split
-    by ``maxRecordsPerPartition`` / ``minPartitions``); ``states`` give each partition's
-    leader."""
-    store = open_tiered_store(options)
+    """The pieces that read ``ranges``, cut at the tier boundary and cold objects merged, not
+    split yet; ``states`` give each partition's leader."""
+    store = store or open_tiered_store(options)
     pieces: list[Piece] = []
     for rng in ranges:
         if rng.start >= rng.end:
@@ -243,12 +266,27 @@ def plan_ranges(
             else BrokerPartition(state.topic, state.topic_id, state.partition, state.leader)
         )
         pieces.extend(_cut(options, rng, store, hot))
+    return pieces
+
+
+def plan_ranges(
+    options: SourceOptions,
+    states: Mapping[tuple[str, int], PartitionState],
+    ranges: Iterable[PartitionRange],
+    store: TieredStoreReader | None = None,
+) -> list[Piece]:
+    """The pieces that read ``ranges`` (:func:`cut_ranges`, then split by
+    ``maxRecordsPerPartition`` / ``minPartitions``)."""
+    pieces = cut_ranges(options, states, ranges, store)
     return split_pieces(pieces, options.max_records_per_partition, options.min_partitions)
 
 
-def plan(options: SourceOptions) -> list[Piece]:
-    """Every piece of the batch read, ordered by topic, partition and offset."""
-    states = partition_states(options)
+def batch_pieces(options: SourceOptions, restriction: Restriction | None = None) -> list[Piece]:
+    """The batch read's pieces before splitting: partitions resolved and ranges cut with one
+    store, so each manifest is read once. A pushed-down ``restriction`` narrows the ranges and
+    leaves out tiered objects too old for it."""
+    store = open_tiered_store(options)
+    states = partition_states(options, store=store)
     ranges = []
     for key in sorted(states):
         state = states[key]
@@ -261,6 +299,67 @@ def plan(options: SourceOptions) -> list[Piece]:
             state.start_for_timestamp,
             state.end_for_timestamp,
         )
+        if rng is not None and restriction is not None:
+            clipped = restriction.clip(rng.partition, rng.start, rng.end)
+            rng = None if clipped is None else replace(rng, start=clipped[0], end=clipped[1])
         if rng is not None:
             ranges.append(rng)
-    return plan_ranges(options, states, ranges)
+    pieces = cut_ranges(options, states, ranges, store)
+    if restriction is None or restriction.min_timestamp_ms is None:
+        return pieces
+    kept: list[Piece] = []
+    for piece in pieces:
+        if isinstance(piece, ColdPiece):
+            objects = [o for o in piece.objects if restriction.keeps_timestamp(o.max_timestamp)]
+            if not objects:
+                continue
+            if len(objects) < len(piece.objects):
+                # Dropped objects leave gaps that no row of the scan could fill.
+                piece = replace(piece, objects=tuple(objects))
+        kept.append(piece)
+    return kept
+
+
+def plan(options: SourceOptions, restriction: Restriction | None = None) -> list[Piece]:
+    """Every piece of the batch read, ordered by topic, partition and offset."""
+    pieces = batch_pieces(options, restriction)
+    return split_pieces(pieces, options.max_records_per_partition, options.min_partitions)
+
+
+def hot_pieces_to_json(pieces: Iterable[HotPiece]) -> str:
+    """Hot pieces as the JSON the native batch plan hands to the ``sparklog`` source."""
+    return json.dumps(
+        [
+            {
+                "topic": p.topic,
+                "partition": p.partition,
+                "start": p.start,
+                "end": p.end,
+                "broker": p.broker,
+                "topic_id": p.topic_id.hex(),
+                "read_committed": p.read_committed,
+                "include_headers": p.include_headers,
+                "fail_on_data_loss": p.fail_on_data_loss,
+                "hot_protocol": p.hot_protocol,
+            }
+            for p in pieces
+        ]
+    )
+
+
+def hot_pieces_from_json(text: str) -> list[HotPiece]:
+    return [
+        HotPiece(
+            str(d["topic"]),
+            int(d["partition"]),
+            int(d["start"]),
+            int(d["end"]),
+            str(d["broker"]),
+            bytes.fromhex(d["topic_id"]),
+            bool(d["read_committed"]),
+            bool(d["include_headers"]),
+            bool(d["fail_on_data_loss"]),
+            str(d["hot_protocol"]),
+        )
+        for d in json.loads(text)
+    ]

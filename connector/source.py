@@ -14,7 +14,9 @@ batch read from a stream, whose options differ.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -23,6 +25,7 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
+    Filter,
     InputPartition,
 )
 from pyspark.sql.types import StructType
@@ -30,11 +33,18 @@ from pyspark.sql.types import StructType
 from .options import OptionError, SourceOptions, parse_options
 from .schema import spark_ddl
 
-__all__ = ["SparklogDataSource", "SparklogReader", "read_piece"]
+if TYPE_CHECKING:
+    from .pushdown import Restriction
+
+__all__ = ["SparklogDataSource", "SparklogPushdownReader", "SparklogReader", "read_piece"]
+
+
+def _raw(options: Mapping[str, str]) -> dict[str, str]:
+    return {str(k).lower(): str(v) for k, v in options.items()}
 
 
 def _include_headers(options: Mapping[str, str]) -> bool:
-    raw = {str(k).lower(): str(v) for k, v in options.items()}.get("includeheaders", "false")
+    raw = _raw(options).get("includeheaders", "false")
     if raw.strip().lower() not in ("true", "false"):
         raise OptionError(
             f"Invalid value '{raw}' for option 'includeHeaders', must be true or false"
@@ -51,7 +61,15 @@ class SparklogDataSource(DataSource):
         return spark_ddl(_include_headers(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return SparklogReader(parse_options(self.options))
+        from .planning import hot_pieces_from_json
+
+        options = parse_options(self.options)
+        # Set only by the native batch plan (:mod:`.native`), which planned the pieces already.
+        planned = _raw(self.options).get("sparklog.internal.hotpieces")
+        pieces = None if planned is None else hot_pieces_from_json(planned)
+        if pieces is None and _called_for_pushdown():
+            return SparklogPushdownReader(options)
+        return SparklogReader(options, pieces)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from .stream import SparklogStreamReader
@@ -86,14 +104,54 @@ def read_piece(partition: InputPartition) -> Iterator[pa.RecordBatch]:
         raise TypeError(f"not a sparklog input partition: {partition!r}")
 
 
+def _called_for_pushdown() -> bool:
+    """True when Spark's filter-pushdown worker asks for the reader.
+
+    pyspark runs ``reader()`` in ``data_source_pushdown_filters`` only when
+    ``spark.sql.python.filterPushdown.enabled`` is true, and refuses a reader overriding
+    ``pushFilters`` (DATA_SOURCE_PUSHDOWN_DISABLED) in ``plan_data_source_read`` when it is
+    false; the planning worker has no session to read the setting from, so the caller tells.
+    """
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename.endswith("data_source_pushdown_filters.py"):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
 class SparklogReader(DataSourceReader):
-    def __init__(self, options: SourceOptions) -> None:
+    """Plans in ``partitions()``, or reads the ``pieces`` it was given."""
+
+    def __init__(self, options: SourceOptions, pieces: Sequence[InputPartition] | None = None):
         self.options = options
+        self.pieces = pieces
 
     def partitions(self) -> Sequence[InputPartition]:
         from .planning import plan
 
-        return plan(self.options)
+        return list(self.pieces) if self.pieces is not None else plan(self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_piece(partition)
+
+
+class SparklogPushdownReader(SparklogReader):
+    """The batch reader when filter pushdown is on: filters on ``partition``, ``offset`` and
+    ``timestamp`` narrow the plan (:mod:`.pushdown`); all of them are still returned to Spark
+    as not handled, so the rows are filtered as without pushdown."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        super().__init__(options)
+        self.restriction: Restriction | None = None
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        from .pushdown import restriction_of
+
+        self.restriction = restriction_of(filters)
+        return list(filters)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        from .planning import plan
+
+        return plan(self.options, self.restriction)

@@ -51,12 +51,18 @@ class PartitionNotFoundError(LookupError):
 
 
 class TieredStoreReader:
-    def __init__(self, store: ObjectStore) -> None:
+    """With ``cache_manifests`` each manifest is read once for the reader's lifetime (a
+    query planner's snapshot); otherwise every call reads the current manifest."""
+
+    def __init__(self, store: ObjectStore, *, cache_manifests: bool = False) -> None:
         self._store = store
+        self._manifests: dict[str, Manifest] | None = {} if cache_manifests else None
 
     @classmethod
-    def open(cls, url: str, options: dict[str, Any] | None = None) -> TieredStoreReader:
-        return cls(open_store(url, options))
+    def open(
+        cls, url: str, options: dict[str, Any] | None = None, *, cache_manifests: bool = False
+    ) -> TieredStoreReader:
+        return cls(open_store(url, options), cache_manifests=cache_manifests)
 
     @property
     def store(self) -> ObjectStore:
@@ -127,8 +133,10 @@ class TieredStoreReader:
 
     def _manifest(self, topic: str, topic_id: str, partition: int) -> Manifest:
         path = manifest_path(topic, topic_id, partition)
+        if self._manifests is not None and path in self._manifests:
+            return self._manifests[path]
         try:
-            return Manifest.from_bytes(self._store.read_bytes(path))
+            manifest = Manifest.from_bytes(self._store.read_bytes(path))
         except ObjectNotFoundError:
             raise PartitionNotFoundError(
                 f"{topic}-{partition} has no manifest in {self._store.url}"
@@ -136,6 +144,9 @@ class TieredStoreReader:
             ) from None
         except (StoreError, LayoutError) as exc:
             raise RemoteStorageError(f"cannot read {self._store.url}/{path}: {exc}") from exc
+        if self._manifests is not None:
+            self._manifests[path] = manifest
+        return manifest
 
     def read_manifest(self, topic: str, partition: int, topic_id: str | None = None) -> Manifest:
         return self._manifest(topic, topic_id or self.topic_ids(topic)[0], partition)

@@ -1,0 +1,287 @@
+"""The native batch plan (``sparklog.connector.read``) against ``format("sparklog")`` and
+confluent-kafka, on a topic with tiered and hot segments holding committed and aborted
+transactions (issue 15).
+
+Partition 0 gets transactions (every third aborted, flushed before the abort so aborted data
+reaches the log) with plain records carrying headers in between, enough for two tiered segments
+and a hot tail; partition 1 gets a few plain records (hot only). Row for row (partition, offset,
+key, value, headers, timestamp, timestampType) the native plan equals the data source and the
+consumer: both isolation levels, includeHeaders on and off, JSON offsets that cross the tier
+boundary, and (last, the node stopped) the store only. Also: ``count()`` reads no column of
+filter-free objects, filters reach the Parquet scans, and a hand-written store's log start
+offset (in the middle of a segment) clips the read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import TopicPartition
+
+from sparklog.connector import read as native_read
+from tests.integration.ck_helpers import (
+    create_topic,
+    end_transaction,
+    make_consumer,
+    make_producer,
+    transactional_producer,
+)
+from tests.integration.node_harness import Node
+from tests.integration.tiering_support import StoreView, topic_configs
+from tests.spark.support import (
+    SPARK_MARKS,
+    batch_reader,
+    optional_bytes,
+    running_node,
+    spark_session,
+    tiering_store,
+    timestamp_ms,
+    wait_tiering_at_rest,
+)
+from tests.unit.connector.store_builder import Row as StoreRow
+from tests.unit.connector.store_builder import StoreBuilder
+
+pytestmark = SPARK_MARKS
+
+TOPIC = "spark-native"
+TRANSACTIONS = 18
+PER_TXN = 400
+PLAIN_BETWEEN = 40
+PARTITION1_RECORDS = 300
+
+# partition, offset, key, value, headers, timestamp ms, timestampType
+Row = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...], int, int]
+
+
+def _headers(raw: Any) -> tuple[tuple[str, bytes | None], ...]:
+    return tuple((h["key"], optional_bytes(h["value"])) for h in raw or ())
+
+
+def spark_rows(df: Any) -> list[Row]:
+    rows = df.orderBy("partition", "offset").collect()
+    return [
+        (
+            r["partition"],
+            r["offset"],
+            optional_bytes(r["key"]),
+            optional_bytes(r["value"]),
+            _headers(r.asDict().get("headers")),
+            timestamp_ms(r["timestamp"]),
+            r["timestampType"],
+        )
+        for r in rows
+    ]
+
+
+class Env:
+    def __init__(self, node: Node, store: StoreView, spark: Any) -> None:
+        self.node, self.store, self.spark = node, store, spark
+        self.reference: dict[str, list[Row]] = {}
+        self.tiered_end = 0
+
+    def options(self, **options: str) -> dict[str, str]:
+        return {
+            "kafka.bootstrap.servers": self.node.bootstrap,
+            "subscribe": TOPIC,
+            "sparklog.store.url": self.store.url,
+            **options,
+        }
+
+    def native(self, **options: str) -> Any:
+        return native_read(self.spark).options(**self.options(**options)).load()
+
+    def source(self, **options: str) -> Any:
+        return batch_reader(self.spark, self.options(**options)).load()
+
+
+def _produce(node: Node) -> None:
+    txn = transactional_producer(node, "spark-native", 60_000)
+    plain = make_producer(node)
+    for t in range(TRANSACTIONS):
+        abort = t % 3 == 2
+        txn.begin_transaction()
+        for i in range(PER_TXN):
+            value = (b"A" if abort else b"C") + b"%03d-%04d-" % (t, i) + os.urandom(260)
+            txn.produce(TOPIC, key=b"t%03d-%04d" % (t, i), value=value, partition=0)
+        end_transaction(txn, abort)
+        for i in range(PLAIN_BETWEEN):
+            headers = [("h", b"%d" % i), ("n", None)] if i % 2 else None
+            plain.produce(TOPIC, value=b"P%03d-%04d" % (t, i), partition=0, headers=headers)
+    for i in range(PARTITION1_RECORDS):
+        plain.produce(TOPIC, key=b"p1-%d" % i, value=b"v%d" % i, partition=1, headers=[("a", b"b")])
+    assert plain.flush(30) == 0
+
+
+def _consume(node: Node, expected: int) -> list[Row]:
+    consumer = make_consumer(
+        node, **{"fetch.max.bytes": 8_388_608, "isolation.level": "read_uncommitted"}
+    )
+    rows: list[Row] = []
+    try:
+        consumer.assign([TopicPartition(TOPIC, p, 0) for p in (0, 1)])
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(rows) < expected:
+            for msg in consumer.consume(num_messages=10_000, timeout=1.0):
+                assert msg.error() is None, msg.error()
+                kind, stamp = msg.timestamp()
+                headers = tuple((k, v) for k, v in msg.headers() or ())
+                row = (msg.partition(), msg.offset(), msg.key(), msg.value(), headers, stamp)
+                rows.append((*row, kind - 1))
+    finally:
+        consumer.close()
+    assert len(rows) == expected
+    return sorted(rows, key=lambda r: (r[0], r[1]))
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    base = tmp_path_factory.mktemp("spark-native")
+    store = tiering_store(base)
+    with running_node(base, store) as node:
+        create_topic(node, TOPIC, 2, topic_configs())
+        _produce(node)
+        wait_tiering_at_rest(node, store, TOPIC)
+        with spark_session("sparklog-native") as spark:
+            result = Env(node, store, spark)
+            total = TRANSACTIONS * (PER_TXN + PLAIN_BETWEEN) + PARTITION1_RECORDS
+            uncommitted = _consume(node, total)
+            result.reference = {
+                "read_uncommitted": uncommitted,
+                "read_committed": [r for r in uncommitted if not (r[3] or b"").startswith(b"A")],
+            }
+            result.tiered_end = store.finished(TOPIC)[-1]["end_offset"] + 1
+            yield result
+
+
+def _no_headers(rows: list[Row]) -> list[Row]:
+    return [(p, o, k, v, (), ts, tt) for p, o, k, v, _, ts, tt in rows]
+
+
+def test_the_manifest_counts_what_the_native_plan_needs(env: Env) -> None:
+    segments = env.store.finished(TOPIC)
+    assert all("control_records" in s and "aborted_records" in s for s in segments)
+    assert sum(s["aborted_records"] for s in segments) > 0
+    assert sum(s["control_records"] for s in segments) > 0
+
+
+@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
+@pytest.mark.parametrize("headers", ["true", "false"])
+def test_native_equals_source_and_consumer(env: Env, isolation: str, headers: str) -> None:
+    options = {"kafka.isolation.level": isolation, "includeHeaders": headers}
+    native = env.native(**options)
+    assert native.schema == env.source(**options).schema
+    want = env.reference[isolation]
+    if headers == "false":
+        want = _no_headers(want)
+    got = spark_rows(native)
+    assert len(got) == len(want)
+    assert got == want
+    assert spark_rows(env.source(**options)) == want
+
+
+def test_json_offsets_across_the_tier_boundary(env: Env) -> None:
+    start, end = env.tiered_end - 700, env.tiered_end + 300
+    options = {
+        "startingOffsets": json.dumps({TOPIC: {"0": start, "1": 10}}),
+        "endingOffsets": json.dumps({TOPIC: {"0": end, "1": -1}}),
+        "kafka.isolation.level": "read_committed",
+        "includeHeaders": "true",
+    }
+    want = [
+        r
+        for r in env.reference["read_committed"]
+        if (r[0] == 0 and start <= r[1] < end) or (r[0] == 1 and r[1] >= 10)
+    ]
+    assert spark_rows(env.native(**options)) == want
+    assert spark_rows(env.source(**options)) == want
+
+
+def _plan(df: Any) -> str:
+    df.sparkSession.conf.set("spark.sql.maxMetadataStringLength", "100000")
+    return str(df._jdf.queryExecution().executedPlan().toString())
+
+
+def test_count_reads_no_value_and_filters_reach_the_files(env: Env) -> None:
+    df = env.native()
+    scans = [line for line in _plan(df.groupBy().count()).splitlines() if "FileScan" in line]
+    assert scans
+    # Transactional objects need offset and is_control for their filter; no scan reads value.
+    assert all("value" not in line.split("ReadSchema")[1] for line in scans), scans
+    assert df.count() == len(env.reference["read_uncommitted"])
+    cut = env.tiered_end - 100
+    pruned = df.where(f"partition = 0 AND offset >= {cut}")
+    plan = _plan(pruned)
+    assert f"GreaterThanOrEqual(offset,{cut})" in plan, plan
+    assert "FileScan parquet" in _plan(df.where("partition = 0"))
+    assert "FileScan parquet" not in _plan(df.where("partition = 1")), "partition 0 files read"
+    want = [r[1] for r in env.reference["read_uncommitted"] if r[0] == 0 and r[1] >= cut]
+    assert [r["offset"] for r in pruned.orderBy("offset").collect()] == want
+
+
+PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+
+
+def test_pushdown_plans_only_the_filtered_ranges(env: Env) -> None:
+    cut = 100
+    want = [r[1] for r in env.reference["read_uncommitted"] if r[0] == 1 and r[1] >= cut]
+
+    def query() -> Any:
+        return env.source().where(f"partition = 1 AND offset >= {cut}")
+
+    # The default (pushdown off): the plain reader, every range planned.
+    assert env.spark.conf.get(PUSHDOWN) == "false"
+    assert [r["offset"] for r in query().orderBy("offset").collect()] == want
+    everything = query().rdd.getNumPartitions()
+    assert everything >= 3  # partition 0's tiered and hot pieces, partition 1's piece
+    env.spark.conf.set(PUSHDOWN, "true")
+    try:
+        assert query().rdd.getNumPartitions() == 1
+        assert [r["offset"] for r in query().orderBy("offset").collect()] == want
+        # A filter the reader cannot use changes nothing.
+        assert env.source().where("topic = 'nope'").count() == 0
+    finally:
+        env.spark.conf.unset(PUSHDOWN)
+
+
+def test_log_start_offset_clips_a_store_only_read(env: Env, tmp_path: Path) -> None:
+    builder = StoreBuilder(tmp_path / "store")
+    segments = [
+        [StoreRow(o, 1_000 + o, control=o == 9, aborted=o in (3, 4)) for o in range(0, 10)],
+        [StoreRow(o, 1_000 + o) for o in range(10, 20)],
+    ]
+    builder.add_partition("clip", 0, segments, log_start_offset=5)
+    for isolation, want in (
+        ("read_uncommitted", [o for o in range(5, 20) if o != 9]),
+        ("read_committed", [o for o in range(5, 20) if o != 9]),
+    ):
+        options = {
+            "subscribe": "clip",
+            "sparklog.store.url": builder.url,
+            "sparklog.read.from": "store",
+            "kafka.isolation.level": isolation,
+        }
+        df = native_read(env.spark).options(**options).load()
+        assert [r["offset"] for r in df.orderBy("offset").collect()] == want
+    committed = native_read(env.spark).options(
+        subscribe="clip",
+        startingOffsets=json.dumps({"clip": {"0": 5}}),
+        **{"sparklog.store.url": builder.url, "sparklog.read.from": "store"},
+    )
+    assert committed.load().count() == 14
+
+
+def test_store_only_with_node_stopped(env: Env) -> None:
+    """Runs last in the module: it stops the node."""
+    env.node.stop()
+    for isolation in ("read_committed", "read_uncommitted"):
+        options = {"sparklog.read.from": "store", "kafka.isolation.level": isolation}
+        want = [r for r in env.reference[isolation] if r[0] == 0 and r[1] < env.tiered_end]
+        options["includeHeaders"] = "true"
+        assert spark_rows(env.native(**options)) == want, isolation
+        assert spark_rows(env.source(**options)) == want, isolation
