@@ -7,6 +7,8 @@ Contract (the semantics of Kafka's generated message classes):
   null) and end EVERY struct, top level and nested, with a tagged-field section. Unknown tags are
   skipped on decode; a tagged field equal to its default is not written (older librdkafka
   rejects some explicit defaults) and tags are written in ascending order.
+- A tagged-field section claiming over ``MAX_TAGGED_FIELDS`` fields, or an array over
+  ``MAX_ARRAY_ELEMENTS`` elements, is refused before anything is allocated (``types.py``).
 - Nullable values encode ``None`` as length -1 (compact: 0); nullable structs carry an int8
   presence marker (-1 null, 1 present). ``records`` fields are always nullable bytes and decode
   to a zero-copy ``memoryview`` of the input; on encode they may be ``None``, a bytes-like or a
@@ -279,7 +281,7 @@ class _Tagged:
 
 
 def _read_tags(reader: Reader, message: dict[str, Any], tagged: Mapping[int, _Tagged]) -> None:
-    for _ in range(reader.uvarint()):
+    for _ in range(reader.tagged_field_count()):
         tag = reader.uvarint()
         size = reader.uvarint()
         entry = tagged.get(tag)

@@ -59,7 +59,7 @@ class UnsupportedVersion(ProtocolError):
 
 def _skip_tagged_fields(reader: Reader) -> None:
     # No header tagged fields are defined (Kafka's are for KIP-590 forwarding only).
-    for _ in range(reader.uvarint()):
+    for _ in range(reader.tagged_field_count()):
         reader.uvarint()
         reader.skip(reader.uvarint())
 

@@ -17,6 +17,12 @@ Contract:
   ``ValueError``/``struct.error`` for values that do not fit: that is the caller's bug.
 
 Compact lengths (flexible versions) are unsigned varints holding ``length + 1``; 0 means null.
+
+Allocation bounds (Kafka 4.4's deserialization limits): an array may claim at most
+:data:`MAX_ARRAY_ELEMENTS` elements and a tagged-field section at most
+:data:`MAX_TAGGED_FIELDS` fields. Either count above its bound is a :class:`ProtocolError`
+raised when the count is read, before any element is decoded or any list built (the
+listener then closes the connection, as for any malformed request).
 """
 
 from __future__ import annotations
@@ -52,6 +58,10 @@ INT64: Final = struct.Struct(">q")
 UINT16: Final = struct.Struct(">H")
 UINT32: Final = struct.Struct(">I")
 FLOAT64: Final = struct.Struct(">d")
+
+# Kafka 4.4: the most elements one array may claim, and the most tagged fields in one section.
+MAX_ARRAY_ELEMENTS: Final = 1_000_000
+MAX_TAGGED_FIELDS: Final = 10_000
 
 # Byte strings at least this long are emitted as chunks of their own rather than copied.
 PASSTHROUGH_BYTES: Final = 4096
@@ -170,12 +180,27 @@ class Reader:
             )
         return length
 
+    def _check_count(self, count: int | None) -> int | None:
+        if count is not None and count > MAX_ARRAY_ELEMENTS:
+            raise ProtocolError(
+                f"array of {count} elements exceeds the limit of {MAX_ARRAY_ELEMENTS}"
+            )
+        return count
+
     def array_length(self, nullable: bool = False) -> int | None:
-        """An int32 element count; like Kafka, it may not exceed the bytes left."""
-        return self._check_length(self.int32(), nullable, "array")
+        """An int32 element count; like Kafka, it may not exceed the bytes left nor
+        :data:`MAX_ARRAY_ELEMENTS`."""
+        return self._check_count(self._check_length(self.int32(), nullable, "array"))
 
     def compact_array_length(self, nullable: bool = False) -> int | None:
-        return self._check_length(self.uvarint() - 1, nullable, "array")
+        return self._check_count(self._check_length(self.uvarint() - 1, nullable, "array"))
+
+    def tagged_field_count(self) -> int:
+        """The field count opening a tagged-field section, at most :data:`MAX_TAGGED_FIELDS`."""
+        count = self.uvarint()
+        if count > MAX_TAGGED_FIELDS:
+            raise ProtocolError(f"{count} tagged fields exceed the limit of {MAX_TAGGED_FIELDS}")
+        return count
 
     # -- strings and bytes -----------------------------------------------------------------
     def _utf8(self, length: int) -> str:

@@ -11,7 +11,7 @@ from sparklog.protocol.codec import EncodeError
 from sparklog.protocol.errors import ProtocolError
 from sparklog.protocol.messages.api_versions import RESPONSE as API_VERSIONS_RESPONSE
 from sparklog.protocol.schema import array, field, message, struct
-from sparklog.protocol.types import join_chunks
+from sparklog.protocol.types import MAX_ARRAY_ELEMENTS, MAX_TAGGED_FIELDS, join_chunks
 
 # A declaration exercising every type, independent of the real API declarations.
 SPEC = message(
@@ -246,3 +246,76 @@ def test_api_versions_v3_response_tagged_golden() -> None:
     tagged = plain[:-1] + bytes.fromhex("0201080000000000000001030101")
     assert codec.encode_bytes(API_VERSIONS_RESPONSE, 3, body) == tagged
     assert codec.decode(API_VERSIONS_RESPONSE, 3, tagged)["zk_migration_ready"] is True
+
+
+# Kafka 4.4's deserialization limits: counts are refused when read, before any element is built.
+ARRAYS = message(
+    "LimitMessage",
+    "0-1",
+    "1+",
+    field("bytes_", "[]int8"),
+    array("items", field("k", "int8")),
+)
+
+
+def _classic_int8_array(count: int) -> bytes:
+    return count.to_bytes(4, "big") + b"\x00" * count
+
+
+def test_array_of_exactly_the_limit_decodes() -> None:
+    data = _classic_int8_array(MAX_ARRAY_ELEMENTS) + (0).to_bytes(4, "big")
+    assert len(codec.decode(ARRAYS, 0, data)["bytes_"]) == MAX_ARRAY_ELEMENTS
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_array_over_the_limit_is_refused_before_decoding(version: int) -> None:
+    count = MAX_ARRAY_ELEMENTS + 1
+    head = count.to_bytes(4, "big") if version == 0 else _uvarint(count + 1)
+    # Enough bytes behind the count, so only the element bound can refuse it.
+    data = head + b"\x00" * (count + 8)
+    with pytest.raises(ProtocolError, match="exceeds the limit"):
+        codec.decode(ARRAYS, version, data)
+    # A struct array is bounded the same way.
+    nested = _classic_int8_array(0) + count.to_bytes(4, "big") + b"\x00" * count
+    with pytest.raises(ProtocolError, match="exceeds the limit"):
+        codec.decode(ARRAYS, 0, nested)
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _with_unknown_tags(count: int) -> bytes:
+    # v1 body: empty compact bytes_, empty items, then `count` unknown empty tags (tag 100+i).
+    tags = b"".join(_uvarint(100 + i) + b"\x00" for i in range(count))
+    return b"\x01\x01" + _uvarint(count) + tags
+
+
+def test_tagged_fields_up_to_the_limit_decode() -> None:
+    assert codec.decode(ARRAYS, 1, _with_unknown_tags(MAX_TAGGED_FIELDS))["bytes_"] == []
+
+
+def test_more_tagged_fields_than_the_limit_are_refused() -> None:
+    with pytest.raises(ProtocolError, match="tagged fields exceed"):
+        codec.decode(ARRAYS, 1, _with_unknown_tags(MAX_TAGGED_FIELDS + 1))
+
+
+def test_request_header_tagged_fields_are_bounded() -> None:
+    from sparklog.protocol.headers import decode_request
+    from sparklog.protocol.messages import API_BY_KEY
+
+    def frame(count: int) -> bytes:
+        tags = b"".join(_uvarint(i) + b"\x00" for i in range(count))
+        # Metadata v12 (flexible): header v2, then topics=null, auto-create, authorized-ops.
+        header = (3).to_bytes(2, "big") + (12).to_bytes(2, "big") + (7).to_bytes(4, "big")
+        header += b"\x00\x01c" + _uvarint(count) + tags
+        return header + b"\x00\x00\x00\x00"
+
+    assert decode_request(frame(MAX_TAGGED_FIELDS), API_BY_KEY).header.correlation_id == 7
+    with pytest.raises(ProtocolError, match="tagged fields exceed"):
+        decode_request(frame(MAX_TAGGED_FIELDS + 1), API_BY_KEY)
