@@ -12,7 +12,8 @@ coordinator's marker channel (WriteTxnMarkers over the inter-broker listener).
    separately of a partition leader: the markers are resumed (by the new coordinator after the
    ``__transaction_state`` failover, or to the partition's new leader), no transaction is left
    in PrepareCommit or Ongoing, the LSO reaches the HW, read_committed sees exactly the
-   committed records and the same producer completes a new transaction.
+   committed records and the same producer completes a new transaction. A transaction whose
+   producer died is aborted by ``transaction.timeout.ms`` on every leader alike.
 3. Read-process-write with ``send_offsets_to_transaction`` across brokers, with the
    coordinator's broker SIGKILLed mid-way: the output holds each input record exactly once.
 """
@@ -20,6 +21,8 @@ coordinator's marker channel (WriteTxnMarkers over the inter-broker listener).
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -381,6 +384,62 @@ def test_partition_leader_killed_between_end_txn_and_complete_commit(cluster: Cl
         cluster,
         lambda coordinator, leaders: next(b for b in leaders.values() if b != coordinator),
     )
+
+
+_HUNG_PRODUCER = """
+import sys, time
+from confluent_kafka import Producer
+bootstrap, topic, tid = sys.argv[1:4]
+p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid,
+              "transaction.timeout.ms": 6000, "linger.ms": 0, "log_level": 0})
+p.init_transactions(30)
+p.begin_transaction()
+for i in range(12):
+    p.produce(topic, value=b"hung-%d" % i, partition=i % 6)
+p.flush(30)
+print("produced", flush=True)
+time.sleep(600)
+"""
+
+
+def test_timed_out_transaction_is_aborted_on_every_leader(cluster: Cluster) -> None:
+    topic = "hung"
+    create_topic(cluster, topic)
+    plain = confluent_kafka.Producer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "log_level": 0}
+    )
+    for p in range(PARTITIONS):
+        plain.produce(topic, value=b"before", partition=p)
+    assert plain.flush(CLIENT_TIMEOUT_S) == 0
+    tid = "hung-tid"
+    hung = subprocess.Popen(
+        [sys.executable, "-c", _HUNG_PRODUCER, cluster.bootstrap_servers, topic, tid],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert hung.stdout is not None
+        assert hung.stdout.readline().strip() == b"produced"
+        hung.kill()  # its transaction stays open until transaction.timeout.ms
+        hung.wait(10)
+    finally:
+        if hung.poll() is None:
+            hung.kill()
+    for p in range(PARTITIONS):
+        plain.produce(topic, value=b"after", partition=p)
+    assert plain.flush(CLIENT_TIMEOUT_S) == 0
+    assert end_offsets(cluster, topic, committed=True) == dict.fromkeys(range(PARTITIONS), 1)
+
+    wait_settled(cluster, topic, tid)
+    state = describe_txn(cluster, tid)
+    assert state["transaction_state"] == "CompleteAbort"
+    assert state["producer_epoch"] == 1, "the timeout fenced the hung producer"
+    # before, 2 hung, the ABORT marker, after
+    assert end_offsets(cluster, topic, committed=True) == dict.fromkeys(range(PARTITIONS), 5)
+    expected = {p: ["before", "after"] for p in range(PARTITIONS)}
+    assert read_all(cluster, topic, "read_committed", 2 * PARTITIONS) == expected
+    everything = read_all(cluster, topic, "read_uncommitted", 4 * PARTITIONS)
+    assert sum(len(v) for v in everything.values()) == 4 * PARTITIONS
 
 
 # -- 3 --------------------------------------------------------------------------------------------
