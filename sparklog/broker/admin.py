@@ -1,7 +1,8 @@
 """Admin APIs: metadata changes go to the controller; DescribeConfigs reads the image.
 
 CreateTopics (19), DeleteTopics (20), CreatePartitions (37), ElectLeaders (43),
-IncrementalAlterConfigs (44), AlterPartitionReassignments (45) and ListPartitionReassignments
+IncrementalAlterConfigs (44), AlterConfigs (33, the legacy whole-resource replace),
+AlterPartitionReassignments (45) and ListPartitionReassignments
 (46, which reads the controller's state) change metadata, so the broker forwards them to the
 controller (the only writer of metadata) and relays its answer. DescribeQuorum (55),
 AddRaftVoter (80) and RemoveRaftVoter (81) are forwarded the same way
@@ -33,6 +34,7 @@ async def forward_to_controller(ctx: BrokerContext, request: Request) -> dict[st
         20: "delete_topics",
         37: "create_partitions",
         43: "elect_leaders",
+        33: "alter_configs",
         44: "incremental_alter_configs",
         45: "alter_partition_reassignments",
         46: "list_partition_reassignments",

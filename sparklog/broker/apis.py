@@ -61,6 +61,7 @@ HANDLERS: dict[int, Handler] = {
     23: _simple(handle_offset_for_leader_epoch),
     27: _simple(handle_write_txn_markers),
     32: _simple(handle_describe_configs),
+    33: _simple(forward_to_controller),
     37: _simple(forward_to_controller),
     43: _simple(forward_to_controller),
     44: _simple(forward_to_controller),

@@ -40,6 +40,7 @@ OPERATION_API_KEYS = {
     "create_partitions": 37,
     "elect_leaders": 43,
     "incremental_alter_configs": 44,
+    "alter_configs": 33,
     "alter_partition_reassignments": 45,
     "list_partition_reassignments": 46,
     "describe_quorum": 55,

@@ -9,7 +9,7 @@ What a request on a ``controller.listener.names`` listener reaches:
   (``RaftDriver.handle_request``, injected: this package does not import ``net``).
 - BrokerRegistration, BrokerHeartbeat, UnregisterBroker, AllocateProducerIds, AlterPartition
   (sent by partition leaders straight to the controller, never forwarded), CreateTopics,
-  DeleteTopics, CreatePartitions, IncrementalAlterConfigs, ElectLeaders,
+  DeleteTopics, CreatePartitions, IncrementalAlterConfigs, AlterConfigs, ElectLeaders,
   AlterPartitionReassignments, ListPartitionReassignments: the
   :class:`~sparklog.controller.driver.ControllerDriver`, answered once committed. An inactive
   controller answers NOT_CONTROLLER in the places a Kafka client looks for it (top level, or
@@ -47,6 +47,7 @@ CREATE_TOPICS: Final = 19
 DELETE_TOPICS: Final = 20
 CREATE_PARTITIONS: Final = 37
 INCREMENTAL_ALTER_CONFIGS: Final = 44
+ALTER_CONFIGS: Final = 33
 ELECT_LEADERS: Final = 43
 ALTER_PARTITION_REASSIGNMENTS: Final = 45
 LIST_PARTITION_REASSIGNMENTS: Final = 46
@@ -56,6 +57,7 @@ ADMIN_OPERATIONS: Final = {
     DELETE_TOPICS: "delete_topics",
     CREATE_PARTITIONS: "create_partitions",
     INCREMENTAL_ALTER_CONFIGS: "incremental_alter_configs",
+    ALTER_CONFIGS: "alter_configs",
     ELECT_LEADERS: "elect_leaders",
     ALTER_PARTITION_REASSIGNMENTS: "alter_partition_reassignments",
     LIST_PARTITION_REASSIGNMENTS: "list_partition_reassignments",
@@ -108,7 +110,7 @@ def error_body(
                 for t in body.get("topics") or ()
             ],
         }
-    if api_key == INCREMENTAL_ALTER_CONFIGS:
+    if api_key in (INCREMENTAL_ALTER_CONFIGS, ALTER_CONFIGS):
         return {
             "throttle_time_ms": 0,
             "responses": [

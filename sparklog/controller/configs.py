@@ -1,4 +1,5 @@
-"""Config operations of the controller: topic config validation and IncrementalAlterConfigs.
+"""Config operations of the controller: topic config validation, IncrementalAlterConfigs and
+the legacy AlterConfigs.
 
 Follows Kafka's ``ConfigurationControlManager``: a TOPIC resource must name an existing topic
 and its resulting overrides must form a valid topic config (INVALID_CONFIG otherwise, with the
@@ -7,11 +8,16 @@ accepts the broker keys of :mod:`sparklog.config_keys`. Operations: SET (0), DEL
 APPEND (2) and SUBTRACT (3); the last two only for list-typed keys, starting from the current
 value (the override, else the default). A ConfigRecord is written only for keys whose value
 changes; a DELETE writes a null value. Each resource succeeds or fails as a whole.
+
+AlterConfigs (33, legacy) replaces a resource's whole configuration, as Kafka's
+``legacyAlterConfigs`` does: the keys listed take their values (a null value removes the
+override) and every override NOT listed is removed, i.e. reset to its default. Validation,
+duplicate checks and validate_only are those of IncrementalAlterConfigs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,6 +129,22 @@ def _default_value(resource_type: int, name: str, policy: TopicConfigPolicy) -> 
 def incremental_alter_configs(
     image: MetadataImage, request: Mapping[str, Any], policy: TopicConfigPolicy
 ) -> tuple[list[MetadataRecord], dict[str, Any]]:
+    return _alter_resources(image, request, policy, _alter_one)
+
+
+def alter_configs(
+    image: MetadataImage, request: Mapping[str, Any], policy: TopicConfigPolicy
+) -> tuple[list[MetadataRecord], dict[str, Any]]:
+    """AlterConfigs (33): each resource's overrides become exactly the keys listed."""
+    return _alter_resources(image, request, policy, _replace_one)
+
+
+_Alter = Callable[[MetadataImage, Mapping[str, Any], TopicConfigPolicy], list[MetadataRecord]]
+
+
+def _alter_resources(
+    image: MetadataImage, request: Mapping[str, Any], policy: TopicConfigPolicy, alter: _Alter
+) -> tuple[list[MetadataRecord], dict[str, Any]]:
     validate_only = bool(request.get("validate_only", False))
     resources = list(request.get("resources") or [])
     keys = [(r["resource_type"], r["resource_name"]) for r in resources]
@@ -140,14 +162,16 @@ def incremental_alter_configs(
         try:
             if keys.count((resource_type, resource_name)) > 1:
                 raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
-            records.extend(_alter_one(image, resource, policy))
+            records.extend(alter(image, resource, policy))
         except KafkaApiError as exc:
             response.update(error_code=int(exc.code), error_message=exc.message)
         responses.append(response)
     return ([] if validate_only else records), {"throttle_time_ms": 0, "responses": responses}
 
 
-def _check_resource(image: MetadataImage, resource_type: int, name: str) -> None:
+def _check_resource(
+    image: MetadataImage, resource_type: int, name: str, api: str = "IncrementalAlterConfigs"
+) -> None:
     if resource_type == RESOURCE_TOPIC:
         if image.topics.get_topic(name) is None:
             raise KafkaApiError(
@@ -168,7 +192,7 @@ def _check_resource(image: MetadataImage, resource_type: int, name: str) -> None
         kind = _RESOURCE_NAMES.get(resource_type, str(resource_type))
         raise KafkaApiError(
             ErrorCode.INVALID_REQUEST,
-            f"Unsupported resource type {kind} for IncrementalAlterConfigs",
+            f"Unsupported resource type {kind} for {api}",
         )
 
 
@@ -211,6 +235,32 @@ def _alter_one(
         else:
             parts = [part for part in parts if part not in items]
         updated[key] = ",".join(parts)
+    return _change_records(resource_type, name, current, updated, policy)
+
+
+def _replace_one(
+    image: MetadataImage, resource: Mapping[str, Any], policy: TopicConfigPolicy
+) -> list[MetadataRecord]:
+    resource_type = int(resource["resource_type"])
+    name = resource["resource_name"]
+    _check_resource(image, resource_type, name, "AlterConfigs")
+    current = dict(image.configs.get(resource_type, name))
+    configs = list(resource.get("configs") or [])
+    config_names = [c["name"] for c in configs]
+    if len(set(config_names)) != len(config_names):
+        raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    updated = {c["name"]: c["value"] for c in configs if c.get("value") is not None}
+    return _change_records(resource_type, name, current, updated, policy)
+
+
+def _change_records(
+    resource_type: int,
+    name: str,
+    current: Mapping[str, str],
+    updated: Mapping[str, str],
+    policy: TopicConfigPolicy,
+) -> list[MetadataRecord]:
+    """Validate ``updated`` as the resource's whole override set; a record per changed key."""
     if resource_type == RESOURCE_TOPIC:
         policy.validate_topic(updated)
     else:

@@ -36,7 +36,11 @@ from sparklog.controller.brokers import (
     heartbeat,
     move_leaderships,
 )
-from sparklog.controller.configs import TopicConfigPolicy, incremental_alter_configs
+from sparklog.controller.configs import (
+    TopicConfigPolicy,
+    alter_configs,
+    incremental_alter_configs,
+)
 from sparklog.controller.partition_change import alter_partition
 from sparklog.controller.reassignment import (
     alter_partition_reassignments,
@@ -301,6 +305,13 @@ class QuorumController:
         records, response = incremental_alter_configs(
             self._image, request, self._defaults.config_policy
         )
+        return self._result(records, response)
+
+    def alter_configs(
+        self, request: Mapping[str, Any], version: int
+    ) -> ControllerResult[dict[str, Any]]:
+        """AlterConfigs (33): whole-resource replace (see :mod:`sparklog.controller.configs`)."""
+        records, response = alter_configs(self._image, request, self._defaults.config_policy)
         return self._result(records, response)
 
     def alter_partition(

@@ -561,3 +561,106 @@ def test_inactive_controller_refuses(tmp_path: Path) -> None:
         controller.run(controller.create_topics({"topics": []}, 7))
     assert info.value.code == ErrorCode.NOT_CONTROLLER
     log.close()
+
+
+def replace(
+    node: Node, resources: list[dict[str, Any]], validate_only: bool = False
+) -> list[dict[str, Any]]:
+    request = {"resources": resources, "validate_only": validate_only}
+    return node.controller.run(node.controller.alter_configs(request, 2))["responses"]  # type: ignore[no-any-return]
+
+
+def test_alter_configs_replaces_the_whole_resource(node: Node) -> None:
+    create(node, topic("legacy", configs=[{"name": "retention.ms", "value": "5000"}]))
+    create(node, topic("other", configs=[{"name": "retention.ms", "value": "7000"}]))
+    assert node.loader.image.configs.topic_config("legacy") == {"retention.ms": "5000"}
+    [ok] = replace(
+        node,
+        [
+            {
+                "resource_type": RESOURCE_TOPIC,
+                "resource_name": "legacy",
+                "configs": [{"name": "cleanup.policy", "value": "compact"}],
+            }
+        ],
+    )
+    assert ok["error_code"] == 0 and ok["error_message"] is None
+    # retention.ms was not listed: reset to its default (the override is gone).
+    assert node.loader.image.configs.topic_config("legacy") == {"cleanup.policy": "compact"}
+    assert node.loader.image.configs.topic_config("other") == {"retention.ms": "7000"}
+    # A null value removes that override too; validate_only writes nothing.
+    offset = node.log.log_end_offset
+    [checked] = replace(
+        node,
+        [{"resource_type": RESOURCE_TOPIC, "resource_name": "legacy", "configs": []}],
+        validate_only=True,
+    )
+    assert checked["error_code"] == 0
+    assert node.log.log_end_offset == offset
+    replace(
+        node,
+        [
+            {
+                "resource_type": RESOURCE_TOPIC,
+                "resource_name": "legacy",
+                "configs": [{"name": "cleanup.policy", "value": None}],
+            }
+        ],
+    )
+    assert node.loader.image.configs.topic_config("legacy") == {}
+
+
+@pytest.mark.parametrize(
+    ("resource", "code", "message"),
+    [
+        (
+            {"resource_type": RESOURCE_TOPIC, "resource_name": "nope", "configs": []},
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            "does not exist",
+        ),
+        (
+            {
+                "resource_type": RESOURCE_TOPIC,
+                "resource_name": "cfg",
+                "configs": [{"name": "retention.ms", "value": "abc"}],
+            },
+            ErrorCode.INVALID_CONFIG,
+            "retention.ms",
+        ),
+        (
+            {
+                "resource_type": RESOURCE_TOPIC,
+                "resource_name": "cfg",
+                "configs": [
+                    {"name": "retention.ms", "value": "1"},
+                    {"name": "retention.ms", "value": "2"},
+                ],
+            },
+            ErrorCode.INVALID_REQUEST,
+            "duplicate config keys",
+        ),
+        (
+            {"resource_type": 8, "resource_name": "1", "configs": []},
+            ErrorCode.INVALID_REQUEST,
+            "for AlterConfigs",
+        ),
+        (
+            {
+                "resource_type": RESOURCE_BROKER,
+                "resource_name": "",
+                "configs": [{"name": "no.such.key", "value": "1"}],
+            },
+            ErrorCode.INVALID_CONFIG,
+            "no.such.key",
+        ),
+    ],
+)
+def test_alter_configs_errors(
+    node: Node, resource: dict[str, Any], code: ErrorCode, message: str
+) -> None:
+    create(node, topic("cfg"))
+    offset = node.log.log_end_offset
+    [result] = replace(node, [resource])
+    assert result["error_code"] == code
+    assert message in result["error_message"]
+    assert node.log.log_end_offset == offset
