@@ -452,27 +452,26 @@ async def handle_offset_delete(
 
 # -- admin ------------------------------------------------------------------------------------
 async def handle_list_groups(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+    """Classic and consumer (KIP-848) groups, each with its type (v5) and state (v4+).
+
+    Both filters match case-insensitively, as Kafka's do; an empty filter lists everything.
+    """
     body = request.body
     states = {s.lower() for s in body.get("states_filter") or []}
     types = {t.lower() for t in body.get("types_filter") or []}
     try:
-        groups = _coordinator(ctx).groups()
+        coordinator = _coordinator(ctx)
+        classic = coordinator.groups() if not types or "classic" in types else []
+        consumer = coordinator.consumer_groups() if not types or "consumer" in types else []
     except KafkaApiError as exc:
         return {"throttle_time_ms": 0, "error_code": int(exc.code), "groups": []}
-    listed = []
-    for group in groups:
-        if states and group.state.value.lower() not in states:
-            continue
-        if types and "classic" not in types:
-            continue
-        listed.append(
-            {
-                "group_id": group.group_id,
-                "protocol_type": group.protocol_type or "",
-                "group_state": group.state.value,
-                "group_type": "classic",
-            }
-        )
+    found = [(g.group_id, g.protocol_type or "", g.state.value, "classic") for g in classic]
+    found += [(g.group_id, "consumer", g.state, "consumer") for g in consumer]
+    listed = [
+        {"group_id": gid, "protocol_type": ptype, "group_state": state, "group_type": gtype}
+        for gid, ptype, state, gtype in found
+        if not states or state.lower() in states
+    ]
     return {"throttle_time_ms": 0, "error_code": 0, "groups": listed}
 
 

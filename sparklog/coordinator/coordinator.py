@@ -512,9 +512,9 @@ class GroupCoordinator:
         """The group as this coordinator holds it (raises NOT_COORDINATOR if not ours)."""
         return self._shard(group_id).shard.groups.get(group_id)
 
-    def groups(self) -> list[ClassicGroup]:
-        """Every group of every partition we lead (loading those not loaded yet)."""
-        out: list[ClassicGroup] = []
+    def _led_shards(self) -> list[_Loaded]:
+        """The loaded state of every partition we lead (loading those not loaded yet)."""
+        out: list[_Loaded] = []
         for index in range(self.num_partitions):
             partition = self._leader_partition(index)
             if partition is None:
@@ -522,8 +522,16 @@ class GroupCoordinator:
             loaded = self._loaded.get(index)
             if loaded is None or loaded.leader_epoch != partition.leader_epoch:
                 loaded = self._load(partition)
-            out.extend(loaded.shard.groups.values())
+            out.append(loaded)
         return out
+
+    def groups(self) -> list[ClassicGroup]:
+        """Every classic group of every partition we lead."""
+        return [g for loaded in self._led_shards() for g in loaded.shard.groups.values()]
+
+    def consumer_groups(self) -> list[ConsumerGroup]:
+        """Every consumer (KIP-848) group of every partition we lead."""
+        return [g for loaded in self._led_shards() for g in loaded.consumer.groups.values()]
 
     # -- timers ---------------------------------------------------------------------------
     def _next_wait_s(self) -> float:
