@@ -77,6 +77,7 @@ class _Destination:
     connection: KafkaClientConnection
     queue: list[_Queued] = field(default_factory=list)
     sender: asyncio.Task[None] | None = None
+    failing: bool = False
 
 
 class TxnMarkerChannel:
@@ -179,7 +180,7 @@ class TxnMarkerChannel:
             return _all(marker, ErrorCode.NETWORK_EXCEPTION)
         destination = self._destination(image, broker_id)
         if destination is None:
-            log.info("No %s endpoint for broker %d yet", self.listener_name, broker_id)
+            log.debug("No %s endpoint for broker %d yet", self.listener_name, broker_id)
             return _all(marker, ErrorCode.LEADER_NOT_AVAILABLE)
         answer: asyncio.Future[MarkerCodes] = asyncio.get_running_loop().create_future()
         destination.queue.append(_Queued(marker, answer))
@@ -242,14 +243,23 @@ class TxnMarkerChannel:
             response = await destination.connection.request(
                 WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, _request_body(markers)
             )
-        except TimeoutError:
-            code = ErrorCode.REQUEST_TIMED_OUT
-        except (ConnectionError, OSError) as exc:
-            log.info("WriteTxnMarkers to broker %d failed: %s", destination.broker_id, exc)
-            code = ErrorCode.NETWORK_EXCEPTION
-        else:
-            return _response_codes(response)
-        return {k: code for m in markers for k in _keys(m)}
+        except (TimeoutError, ConnectionError, OSError) as exc:
+            # Said once per outage; the coordinator logs its retries with the code.
+            log.log(
+                logging.DEBUG if destination.failing else logging.INFO,
+                "WriteTxnMarkers to broker %d failed: %s",
+                destination.broker_id,
+                exc,
+            )
+            destination.failing = True
+            code = (
+                ErrorCode.REQUEST_TIMED_OUT
+                if isinstance(exc, TimeoutError)
+                else ErrorCode.NETWORK_EXCEPTION
+            )
+            return {k: code for m in markers for k in _keys(m)}
+        destination.failing = False
+        return _response_codes(response)
 
     def _fail(self, queued: list[_Queued], code: ErrorCode) -> None:
         for item in queued:
