@@ -6,6 +6,8 @@ is hit, so a hung node shows up as a clear test failure.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import uuid
 from typing import Any
@@ -137,3 +139,47 @@ def first_error(consumer: Any, deadline_s: float = 20.0) -> Any:
             return msg.error()
         raise AssertionError(f"expected an error, got a record at offset {msg.offset()}")
     raise AssertionError(f"no error within {deadline_s}s")
+
+
+_ABANDONED_TRANSACTION = """
+import sys, time
+from confluent_kafka import Producer
+bootstrap, topic, tid, count, partitions = sys.argv[1:6]
+p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid,
+              "transaction.timeout.ms": 6000, "linger.ms": 0, "log_level": 0})
+p.init_transactions(30)
+p.begin_transaction()
+for i in range(int(count)):
+    p.produce(topic, value=b"hung-%d" % i, partition=i % int(partitions))
+p.flush(30)
+print("produced", flush=True)
+time.sleep(600)
+"""
+
+
+def abandon_transaction(
+    bootstrap: str, topic: str, transactional_id: str, count: int, partitions: int = 1
+) -> float:
+    """A producer process (``transaction.timeout.ms`` 6 s) writes ``count`` records round-robin
+    over ``partitions`` in a transaction and is SIGKILLed with it open; the monotonic time its
+    records were in the logs."""
+    hung = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            _ABANDONED_TRANSACTION,
+            *(bootstrap, topic, transactional_id, str(count), str(partitions)),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert hung.stdout is not None
+        assert hung.stdout.readline().strip() == b"produced"
+        produced_at = time.monotonic()
+        hung.kill()
+        hung.wait(10)
+        return produced_at
+    finally:
+        if hung.poll() is None:
+            hung.kill()

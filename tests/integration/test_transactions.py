@@ -15,8 +15,6 @@
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 import threading
 import time
 from typing import Any
@@ -34,7 +32,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._listoffsets import OffsetSpec
 
 from sparklog.client.connection import KafkaConnection
-from tests.integration.ck_helpers import create_topic
+from tests.integration.ck_helpers import abandon_transaction, create_topic
 from tests.integration.conftest import NodeFactory, unique_topic
 from tests.integration.node_harness import Node
 
@@ -250,22 +248,6 @@ def test_read_process_write_is_exactly_once_across_a_node_kill(node_factory: Nod
     assert sorted(keys) == list(range(total)), "each input exactly once in the output"
 
 
-_HUNG_PRODUCER = """
-import sys, time
-from confluent_kafka import Producer
-bootstrap, topic, tid = sys.argv[1:4]
-p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid,
-              "transaction.timeout.ms": 6000, "linger.ms": 0})
-p.init_transactions(30)
-p.begin_transaction()
-for i in range(5):
-    p.produce(topic, value=b"hung-%d" % i, partition=0)
-p.flush(30)
-print("produced", flush=True)
-time.sleep(600)
-"""
-
-
 def _lso(admin: Any, topic: str) -> int:
     tp = TopicPartition(topic, 0)
     latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
@@ -286,52 +268,39 @@ def test_hung_transaction_holds_the_lso_until_its_timeout(node_factory: NodeFact
     plain.flush(CLIENT_TIMEOUT_S)
 
     tid = unique_topic("hung-tid")
-    hung = subprocess.Popen(
-        [sys.executable, "-c", _HUNG_PRODUCER, node.bootstrap, topic, tid],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        assert hung.stdout is not None
-        assert hung.stdout.readline().strip() == b"produced"
-        started = time.monotonic()
-        hung.kill()
-        hung.wait(10)
-        plain.produce(topic, value=b"after", partition=0)
-        plain.flush(CLIENT_TIMEOUT_S)
+    started = abandon_transaction(node.bootstrap, topic, tid, 5)
+    plain.produce(topic, value=b"after", partition=0)
+    plain.flush(CLIENT_TIMEOUT_S)
 
-        admin = AdminClient({"bootstrap.servers": node.bootstrap})
-        assert _lso(admin, topic) == 1, "the open transaction starts at offset 1"
-        state = describe_txn(node, tid)
-        assert state["error_code"] == 0 and state["transaction_state"] == "Ongoing"
-        assert state["topics"] == [{"topic": topic, "partitions": [0]}]
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    assert _lso(admin, topic) == 1, "the open transaction starts at offset 1"
+    state = describe_txn(node, tid)
+    assert state["error_code"] == 0 and state["transaction_state"] == "Ongoing"
+    assert state["topics"] == [{"topic": topic, "partitions": [0]}]
 
-        committed = reader(node, "read_committed")
-        committed.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        seen: list[bytes] = []
-        # until the timeout (6 s from the first record) the reader is stuck after "before"
-        while time.monotonic() - started < 4:
-            msg = committed.poll(0.2)
-            if msg is not None and not msg.error():
-                seen.append(msg.value())
-        assert seen == [b"before"]
-        assert _lso(admin, topic) == 1
+    committed = reader(node, "read_committed")
+    committed.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    seen: list[bytes] = []
+    # until the timeout (6 s from the first record) the reader is stuck after "before"
+    while time.monotonic() - started < 4:
+        msg = committed.poll(0.2)
+        if msg is not None and not msg.error():
+            seen.append(msg.value())
+    assert seen == [b"before"]
+    assert _lso(admin, topic) == 1
 
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and b"after" not in seen:
-            msg = committed.poll(0.2)
-            if msg is not None and not msg.error():
-                seen.append(msg.value())
-        committed.close()
-        assert seen == [b"before", b"after"], "aborted by timeout: hung records never visible"
-        # 1 before + 5 hung + 1 abort marker + 1 after
-        assert _lso(admin, topic) == 8
-        state = describe_txn(node, tid)
-        assert state["transaction_state"] == "CompleteAbort"
-        assert state["producer_epoch"] == 1, "the timeout fenced the hung producer"
-    finally:
-        if hung.poll() is None:
-            hung.kill()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and b"after" not in seen:
+        msg = committed.poll(0.2)
+        if msg is not None and not msg.error():
+            seen.append(msg.value())
+    committed.close()
+    assert seen == [b"before", b"after"], "aborted by timeout: hung records never visible"
+    # 1 before + 5 hung + 1 abort marker + 1 after
+    assert _lso(admin, topic) == 8
+    state = describe_txn(node, tid)
+    assert state["transaction_state"] == "CompleteAbort"
+    assert state["producer_epoch"] == 1, "the timeout fenced the hung producer"
 
 
 def test_fenced_producer_and_admin_views(node_factory: NodeFactory) -> None:

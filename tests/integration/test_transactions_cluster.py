@@ -21,8 +21,6 @@ coordinator's marker channel (WriteTxnMarkers over the inter-broker listener).
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,6 +29,7 @@ from typing import Any, TypeVar
 import pytest
 
 from sparklog.client.connection import KafkaConnection
+from tests.integration.ck_helpers import abandon_transaction
 from tests.integration.cluster_harness import Cluster, ClusterNode, running_cluster, wait_until
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -386,22 +385,6 @@ def test_partition_leader_killed_between_end_txn_and_complete_commit(cluster: Cl
     )
 
 
-_HUNG_PRODUCER = """
-import sys, time
-from confluent_kafka import Producer
-bootstrap, topic, tid = sys.argv[1:4]
-p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid,
-              "transaction.timeout.ms": 6000, "linger.ms": 0, "log_level": 0})
-p.init_transactions(30)
-p.begin_transaction()
-for i in range(12):
-    p.produce(topic, value=b"hung-%d" % i, partition=i % 6)
-p.flush(30)
-print("produced", flush=True)
-time.sleep(600)
-"""
-
-
 def test_timed_out_transaction_is_aborted_on_every_leader(cluster: Cluster) -> None:
     topic = "hung"
     create_topic(cluster, topic)
@@ -412,19 +395,8 @@ def test_timed_out_transaction_is_aborted_on_every_leader(cluster: Cluster) -> N
         plain.produce(topic, value=b"before", partition=p)
     assert plain.flush(CLIENT_TIMEOUT_S) == 0
     tid = "hung-tid"
-    hung = subprocess.Popen(
-        [sys.executable, "-c", _HUNG_PRODUCER, cluster.bootstrap_servers, topic, tid],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        assert hung.stdout is not None
-        assert hung.stdout.readline().strip() == b"produced"
-        hung.kill()  # its transaction stays open until transaction.timeout.ms
-        hung.wait(10)
-    finally:
-        if hung.poll() is None:
-            hung.kill()
+    # 12 records over the six partitions, the producer killed with its transaction open
+    abandon_transaction(cluster.bootstrap_servers, topic, tid, 2 * PARTITIONS, PARTITIONS)
     for p in range(PARTITIONS):
         plain.produce(topic, value=b"after", partition=p)
     assert plain.flush(CLIENT_TIMEOUT_S) == 0
