@@ -360,6 +360,7 @@ class Node:
                 num_fetchers=max(int(config.get("num.replica.fetchers")), 1),
                 listener_name=config.inter_broker_listener_name,
                 request_timeout_ms=int(config.get("replica.socket.timeout.ms")),
+                remote_log_storage_enabled=bool(config.get("remote.log.storage.system.enable")),
             ),
         )
         self.fetchers = fetchers

@@ -22,7 +22,8 @@ Contract:
   offset (ListOffsets, timestamp -4), reads the partition's state below it from the store
   (the manager's ``tier_reader``, the remote log manager) and restarts the log from it
   (:mod:`sparklog.broker.remote_aux_state`); without tiered storage on this broker the log
-  restarts empty at the leader's local log start. A partition that left us, changed leader or
+  restarts empty at the leader's local log start (with it, the fetcher waits for the remote
+  log manager to start rather than skip the tier). A partition that left us, changed leader or
   moved on while the store was read is left alone.
 - The manager follows the metadata: :meth:`ReplicaFetcherManager.update` (the replica manager's
   ``follower_listener``) adds partitions we now follow and removes those we lead or dropped.
@@ -87,6 +88,8 @@ class FetcherConfig:
     num_fetchers: int = 1
     listener_name: str = "PLAINTEXT"
     request_timeout_ms: int = 30_000
+    # remote.log.storage.system.enable: followers of tiered topics rebuild from the store.
+    remote_log_storage_enabled: bool = False
 
 
 @dataclass(slots=True)
@@ -392,7 +395,10 @@ class ReplicaFetcher:
         local_start = await self._earliest_local(partition, position.current_leader_epoch)
         if local_start is None:
             return False
-        reader = self._tier_reader() if partition.log.config.remote_storage_enable else None
+        tiered = partition.log.config.remote_storage_enable
+        reader = self._tier_reader() if tiered else None
+        if tiered and reader is None and self.config.remote_log_storage_enabled:
+            return False  # the remote log manager is not started yet: retry soon
         state: TierState | None = None
         if reader is not None and local_start > 0:
             try:

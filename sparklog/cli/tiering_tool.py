@@ -2,10 +2,14 @@
 
     sparklog tiering ls --store s3://bucket/prefix [--s3-endpoint URL] [...]
     sparklog tiering describe --store URL --topic T [--partition P] [--topic-id ID]
+                              [--bootstrap-server HOST:PORT]
 
 ``ls`` prints one line per partition (topic, topic id, partition, segment count, offset range,
 record count, bytes); ``describe`` prints a partition's manifest as a table (every partition of
-the topic when ``--partition`` is left out). S3 credentials come from the flags, else s3fs's
+the topic when ``--partition`` is left out); with ``--bootstrap-server`` it also prints each
+partition's copy lag as its leader reports it (:mod:`sparklog.cli.tiering_lag`: committed
+offsets above the highest tiered one, with the high watermark and earliest local offset).
+S3 credentials come from the flags, else s3fs's
 usual chain (AWS_* environment variables, ~/.aws, an instance role). Nothing is written.
 
 Errors (a store that cannot be opened or read, a topic or partition that is not there) print
@@ -19,6 +23,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
+
+from sparklog.cli.tiering_lag import LagError, copy_lag
 
 __all__ = ["add_tiering_parser", "run_tiering"]
 
@@ -45,6 +51,9 @@ def add_tiering_parser(subparsers: Any) -> argparse.ArgumentParser:
     describe.add_argument("--topic", required=True, help="the topic")
     describe.add_argument("--partition", type=int, help="one partition (default: all)")
     describe.add_argument("--topic-id", help="a topic id, when the name was re-used")
+    describe.add_argument(
+        "--bootstrap-server", help="HOST:PORT of a broker: also print each partition's copy lag"
+    )
     parser.set_defaults(run=run_tiering)
     return parser
 
@@ -112,6 +121,11 @@ def _describe(reader: Any, args: argparse.Namespace, out: TextIO) -> None:
         if args.partition is not None
         else reader.list_partitions(args.topic, topic_id)
     )
+    lags = {}
+    if getattr(args, "bootstrap_server", None):
+        lags = {
+            lag.partition: lag for lag in copy_lag(args.bootstrap_server, args.topic, partitions)
+        }
     for partition in partitions:
         manifest = reader.read_manifest(args.topic, partition, topic_id)
         out.write(
@@ -119,6 +133,13 @@ def _describe(reader: Any, args: argparse.Namespace, out: TextIO) -> None:
             f" {manifest.partition}  ManifestVersion: {manifest.version}  LogStartOffset:"
             f" {manifest.log_start_offset}  Segments: {len(manifest.segments)}\n"
         )
+        lag = lags.get(partition)
+        if lag is not None:
+            out.write(
+                f"CopyLag: {lag.lag_offsets} offsets  Leader: {lag.leader}  HighWatermark:"
+                f" {lag.high_watermark}  HighestTieredOffset: {lag.highest_tiered}"
+                f"  EarliestLocalOffset: {lag.earliest_local}\n"
+            )
         rows = [
             [
                 "SEGMENT_ID",
@@ -181,6 +202,12 @@ def run_tiering(
         return 1
     except (LookupError, ValueError) as exc:
         err.write(f"Error: {exc.args[0] if exc.args else exc}\n")
+        return 1
+    except OSError as exc:
+        err.write(f"Error: cannot reach {args.bootstrap_server}: {exc}\n")
+        return 1
+    except LagError as exc:
+        err.write(f"Error: {exc}\n")
         return 1
     return 0
 

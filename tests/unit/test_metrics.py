@@ -13,7 +13,7 @@ import pytest
 
 from sparklog.cli.main import main
 from sparklog.cli.metrics_tool import MetricsToolError, fetch_metrics, format_lines, select
-from sparklog.metrics import LatencyWindow, MetricName, MetricsRegistry
+from sparklog.metrics import LatencyWindow, Meter, MetricName, MetricsRegistry
 from sparklog.net.metrics_http import MetricsListenerError, parse_listener, start_metrics_server
 
 ACTIVE = MetricName.yammer("kafka.controller", "KafkaController", "ActiveControllerCount")
@@ -170,3 +170,48 @@ def test_select_and_format() -> None:
         "kafka.controller:type=KafkaController,name=FencedBrokerCount 1",
         "kafka.server:type=raft-metrics current-state leader",
     ]
+
+
+class _FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_meter_counts_and_rates_per_second() -> None:
+    clock = _FakeClock()
+    meter = Meter(clock)
+    assert meter.rate("OneMinuteRate") == 0.0
+    for _ in range(60):  # 100 events/s for 5 minutes
+        meter.mark(500)
+        clock.now += 5.0
+    assert meter.count == 30_000
+    assert meter.rate("OneMinuteRate") == pytest.approx(100.0, rel=1e-6)
+    assert meter.rate("FiveMinuteRate") == pytest.approx(100.0, rel=0.01)
+    assert meter.rate("MeanRate") == pytest.approx(100.0, rel=1e-6)
+    clock.now += 300.0  # idle for 5 minutes: the one-minute rate decays, the count stays
+    assert meter.rate("OneMinuteRate") < 1.0
+    assert meter.rate("FifteenMinuteRate") > meter.rate("OneMinuteRate")
+    assert meter.count == 30_000
+
+
+def test_registered_meter_has_yammer_attributes_and_distinct_prometheus_names() -> None:
+    registry = MetricsRegistry()
+    copied = registry.meter("kafka.server", "BrokerTopicMetrics", "RemoteCopyBytesPerSec")
+    registry.meter("kafka.server", "BrokerTopicMetrics", "RemoteFetchBytesPerSec")
+    copied.mark(42)
+    values = registry.to_json()["kafka.server:type=BrokerTopicMetrics,name=RemoteCopyBytesPerSec"]
+    assert set(values) == {
+        "Count",
+        "OneMinuteRate",
+        "FiveMinuteRate",
+        "FifteenMinuteRate",
+        "MeanRate",
+    }
+    assert values["Count"] == 42
+    text = registry.to_prometheus()
+    assert "kafka_server_BrokerTopicMetrics_RemoteCopyBytesPerSec 42" in text
+    assert "kafka_server_BrokerTopicMetrics_RemoteCopyBytesPerSec_OneMinuteRate" in text
+    assert "kafka_server_BrokerTopicMetrics_RemoteFetchBytesPerSec_OneMinuteRate" in text

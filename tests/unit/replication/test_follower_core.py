@@ -182,3 +182,35 @@ def test_corrupt_records_back_off_without_writing() -> None:
     outcome = follower.on_fetch_response(response(follower, records=misplaced))
     assert outcome.action is FollowerAction.BACKOFF and outcome.error != 0
     assert log.log_end_offset == 0
+
+
+def test_offset_moved_to_tiered_storage_hands_the_rebuild_to_the_driver() -> None:
+    follower = follower_with([(5, 3)])
+    position = follower.fetch_position()
+    assert position is not None
+    outcome = follower.on_fetch_response(
+        response(
+            follower,
+            error_code=ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE,
+            log_start_offset=0,
+            high_watermark=90,
+            generation=position.generation,
+        )
+    )
+    # The core leaves the log alone: the driver rebuilds it from the store.
+    assert outcome.action is FollowerAction.BUILD_TIER_STATE
+    assert outcome.error == ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE
+    assert outcome.truncated_to is None and follower.log.log_end_offset == 3
+    follower.log.truncate_fully_and_start_at(3)  # what a rebuild at the same offset does
+    follower.restarted()
+    # An answer to the position from before the rebuild is stale, even at the same offset.
+    late = FetchResponsePartition(
+        fetch_offset=3,
+        current_leader_epoch=5,
+        records=leader_log([(5, 4)]).read(3, 1 << 20),
+        high_watermark=4,
+        generation=position.generation,
+    )
+    assert follower.on_fetch_response(late).action is FollowerAction.IGNORED
+    after = follower.fetch_position()
+    assert after is not None and after.generation == position.generation + 1
