@@ -32,6 +32,7 @@ from sparklog.cli.metrics_tool import add_metrics_parser
 from sparklog.cli.reassign_partitions_tool import add_reassign_partitions_parser
 from sparklog.cli.storage_tool import StorageToolError
 from sparklog.cli.tiering_tool import add_tiering_parser
+from sparklog.cli.topics_tool import add_topics_parser
 from sparklog.config import ConfigError, ServerConfig, read_properties_file
 
 
@@ -69,12 +70,6 @@ def _server(args: argparse.Namespace) -> int:
     props.update(overrides)
     config = ServerConfig.from_props(props)
     return run_node(config, args.properties)
-
-
-def _topics(args: argparse.Namespace) -> int:
-    from sparklog.cli.topics_tool import run_topics
-
-    return run_topics(args)
 
 
 def _log(args: argparse.Namespace) -> int:
@@ -135,18 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     server.set_defaults(run=_server)
 
-    topics = sub.add_parser("topics", help="create, list, describe and delete topics")
-    topics.add_argument("--bootstrap-server", required=True, help="HOST:PORT of a broker")
-    action = topics.add_mutually_exclusive_group(required=True)
-    action.add_argument("--create", action="store_true")
-    action.add_argument("--list", action="store_true")
-    action.add_argument("--describe", action="store_true")
-    action.add_argument("--delete", action="store_true")
-    topics.add_argument("--topic", help="the topic name")
-    topics.add_argument("--partitions", type=int, default=-1)
-    topics.add_argument("--replication-factor", type=int, default=-1)
-    topics.add_argument("--config", action="append", metavar="KEY=VALUE", default=[])
-    topics.set_defaults(run=_topics)
+    add_topics_parser(sub)
 
     log_cmd = sub.add_parser("log", help="inspect segment files")
     log_sub = log_cmd.add_subparsers(dest="log_command", required=True)

@@ -1,18 +1,24 @@
-"""``sparklog topics``: kafka-topics.sh's create / list / describe / delete over the wire.
+"""``sparklog topics``: kafka-topics.sh's create / list / describe / alter / delete.
 
 Output follows kafka-topics.sh so scripts written for Kafka keep working; a failed command prints
-``Error while executing topic command : <reason>`` and exits with status 1.
+``Error while executing topic command : <reason>`` and exits with status 1. As in Kafka,
+``--topic`` is a regular expression for list, describe, alter and delete; ``--if-exists`` and
+``--if-not-exists`` make a missing or existing topic no error. A create of 1,000 partitions or
+more prints its progress on stderr (stdout keeps Kafka's lines).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import re
 import sys
+import threading
+import time
 from typing import Any
 
-from sparklog.client.connection import KafkaConnection
-from sparklog.protocol.errors import ErrorCode
+from sparklog.cli.admin_client import AdminClient, CliError, add_connection_args, open_admin
+from sparklog.protocol.errors import ErrorCode, ProtocolError
 
 
 class TopicCommandError(Exception):
@@ -35,48 +41,108 @@ def _configs(items: list[str]) -> list[dict[str, Any]]:
     return configs
 
 
-def _create(conn: KafkaConnection, args: argparse.Namespace) -> None:
-    response = conn.request(
-        "CreateTopics",
-        {
-            "topics": [
-                {
-                    "name": args.topic,
-                    "num_partitions": args.partitions,
-                    "replication_factor": args.replication_factor,
-                    "assignments": [],
-                    "configs": _configs(args.config),
-                }
-            ],
-            "timeout_ms": 30000,
-            "validate_only": False,
-        },
-    )
+_PROGRESS_FROM_PARTITIONS = 1000
+_TICK_S = 2.0
+
+
+class _Ticker:
+    """Prints ``what ... (Ns)`` to stderr every few seconds while a blocking call runs."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        while not self._done.wait(_TICK_S):
+            print(f"{self._what} ({time.monotonic() - started:.0f}s)", file=sys.stderr, flush=True)
+
+    def __enter__(self) -> _Ticker:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def _create(admin: AdminClient, args: argparse.Namespace) -> None:
+    if args.if_not_exists and args.topic in admin.topic_partitions([args.topic]):
+        return
+    large = args.partitions >= _PROGRESS_FROM_PARTITIONS
+    if large:
+        print(
+            f"Creating topic {args.topic} with {args.partitions} partitions...",
+            file=sys.stderr,
+            flush=True,
+        )
+    body = {
+        "topics": [
+            {
+                "name": args.topic,
+                "num_partitions": args.partitions,
+                "replication_factor": args.replication_factor,
+                "assignments": [],
+                "configs": _configs(args.config),
+            }
+        ],
+        "timeout_ms": 120000 if large else 30000,
+        "validate_only": False,
+    }
+    if large:
+        with _Ticker("... waiting for the controller to create the partitions"):
+            response = admin.request("CreateTopics", body)
+    else:
+        response = admin.request("CreateTopics", body)
     result = response["topics"][0]
+    if result["error_code"] == ErrorCode.TOPIC_ALREADY_EXISTS and args.if_not_exists:
+        return
     _check(result["error_code"], result.get("error_message"), f"Creating topic {args.topic}")
+    if large:
+        _wait_for_leaders(admin, args.topic, args.partitions)
     print(f"Created topic {args.topic}.")
 
 
-def _metadata(conn: KafkaConnection, topics: list[str] | None) -> Any:
-    return conn.request(
-        "Metadata",
-        {
-            "topics": None if topics is None else [{"name": t} for t in topics],
-            "allow_auto_topic_creation": False,
-            "include_topic_authorized_operations": False,
-        },
-    )
+def _wait_for_leaders(admin: AdminClient, topic: str, count: int) -> None:
+    """Progress of a large create until every partition has a leader (bounded: 120 s)."""
+    deadline = time.monotonic() + 120.0
+    reported = -1
+    while True:
+        partitions = admin.topic_partitions([topic]).get(topic, [])
+        led = sum(1 for p in partitions if p["leader_id"] >= 0)
+        if led != reported:
+            print(f"{led}/{count} partitions have a leader", file=sys.stderr, flush=True)
+            reported = led
+        if led >= count or time.monotonic() > deadline:
+            return
+        time.sleep(1.0)
 
 
-def _list(conn: KafkaConnection) -> None:
-    for topic in sorted(_metadata(conn, None)["topics"], key=lambda t: t["name"]):
+def _matching(admin: AdminClient, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Metadata of the topics ``--topic`` names (a regular expression, as in Kafka's
+    TopicFilter.IncludeList), all topics without it; internal ones dropped on request."""
+    topics = [t for t in admin.metadata(None)["topics"] if t["error_code"] == 0]
+    if args.topic:
+        try:
+            pattern = re.compile(args.topic)
+        except re.error as exc:
+            raise TopicCommandError(f"--topic {args.topic!r} is not a valid regex: {exc}") from None
+        topics = [t for t in topics if pattern.fullmatch(t["name"])]
+    if args.exclude_internal:
+        topics = [t for t in topics if not t.get("is_internal")]
+    if args.topic and not topics and not args.if_exists and not args.list:
+        raise TopicCommandError(f"Topic '{args.topic}' does not exist as expected")
+    return sorted(topics, key=lambda t: t["name"])
+
+
+def _list(admin: AdminClient, args: argparse.Namespace) -> None:
+    for topic in _matching(admin, args):
         print(topic["name"])
 
 
-def _describe(conn: KafkaConnection, args: argparse.Namespace) -> None:
-    metadata = _metadata(conn, [args.topic] if args.topic else None)
-    for topic in sorted(metadata["topics"], key=lambda t: t["name"] or ""):
-        _check(topic["error_code"], None, f"Describing topic {topic['name']}")
+def _describe(admin: AdminClient, args: argparse.Namespace) -> None:
+    for topic in _matching(admin, args):
         partitions = sorted(topic["partitions"], key=lambda p: p["partition_index"])
         rf = len(partitions[0]["replica_nodes"]) if partitions else 0
         topic_id = base64.urlsafe_b64encode(bytes(topic["topic_id"])).decode().rstrip("=")
@@ -93,31 +159,96 @@ def _describe(conn: KafkaConnection, args: argparse.Namespace) -> None:
             )
 
 
-def _delete(conn: KafkaConnection, args: argparse.Namespace) -> None:
-    response = conn.request(
-        "DeleteTopics",
-        {"topic_names": [args.topic], "topics": [{"name": args.topic}], "timeout_ms": 30000},
+def _delete(admin: AdminClient, args: argparse.Namespace) -> None:
+    for topic in _matching(admin, args):
+        name = topic["name"]
+        response = admin.request(
+            "DeleteTopics",
+            {"topic_names": [name], "topics": [{"name": name}], "timeout_ms": 30000},
+        )
+        result = response["responses"][0]
+        _check(result["error_code"], result.get("error_message"), f"Deleting topic {name}")
+
+
+def _alter(admin: AdminClient, args: argparse.Namespace) -> None:
+    if args.partitions < 0:
+        raise TopicCommandError("--alter needs --partitions N (the new partition count)")
+    if args.config:
+        raise TopicCommandError(
+            "--alter changes the partition count only; change configs with "
+            "`sparklog configs --alter --entity-type topics --entity-name T --add-config k=v`"
+        )
+    for topic in _matching(admin, args):
+        response = admin.request(
+            "CreatePartitions",
+            {
+                "topics": [{"name": topic["name"], "count": args.partitions, "assignments": None}],
+                "timeout_ms": 30000,
+                "validate_only": False,
+            },
+        )
+        result = response["results"][0]
+        _check(result["error_code"], result.get("error_message"), f"Altering {topic['name']}")
+
+
+def add_topics_parser(sub: Any) -> None:
+    topics = sub.add_parser(
+        "topics",
+        help="create, list, describe, alter and delete topics (kafka-topics.sh)",
+        description="Create, list, describe, alter (partition count) and delete topics.",
     )
-    result = response["responses"][0]
-    _check(result["error_code"], result.get("error_message"), f"Deleting topic {args.topic}")
+    add_connection_args(topics)
+    action = topics.add_mutually_exclusive_group(required=True)
+    action.add_argument("--create", action="store_true", help="create --topic")
+    action.add_argument("--list", action="store_true", help="list topics (--topic: a regex)")
+    action.add_argument("--describe", action="store_true", help="describe topics")
+    action.add_argument("--alter", action="store_true", help="raise --topic's --partitions")
+    action.add_argument("--delete", action="store_true", help="delete --topic")
+    topics.add_argument(
+        "--topic", help="the topic; with --list/--describe/--alter/--delete a regular expression"
+    )
+    topics.add_argument("--partitions", type=int, default=-1, help="partition count")
+    topics.add_argument("--replication-factor", type=int, default=-1, help="replicas each")
+    topics.add_argument(
+        "--config", action="append", metavar="KEY=VALUE", default=[], help="a topic config"
+    )
+    topics.add_argument(
+        "--if-exists",
+        action="store_true",
+        help="with --alter/--describe/--delete: no error if it is absent",
+    )
+    topics.add_argument(
+        "--if-not-exists", action="store_true", help="with --create: no error if it exists"
+    )
+    topics.add_argument("--exclude-internal", action="store_true", help="leave internal topics out")
+    topics.set_defaults(run=run_topics)
 
 
 def run_topics(args: argparse.Namespace) -> int:
     try:
-        if (args.create or args.delete) and not args.topic:
-            raise TopicCommandError("--topic is required with --create and --delete")
-        with KafkaConnection.connect(args.bootstrap_server) as conn:
+        if (args.create or args.delete or args.alter) and not args.topic:
+            raise TopicCommandError("--topic is required with --create, --alter and --delete")
+        with open_admin(args) as admin:
             if args.create:
-                _create(conn, args)
+                _create(admin, args)
             elif args.list:
-                _list(conn)
+                _list(admin, args)
             elif args.describe:
-                _describe(conn, args)
+                _describe(admin, args)
+            elif args.alter:
+                _alter(admin, args)
             else:
-                _delete(conn, args)
+                _delete(admin, args)
         return 0
-    except TopicCommandError as exc:
+    except (TopicCommandError, CliError) as exc:
         print(f"Error while executing topic command : {exc}", file=sys.stderr)
+        return 1
+    except (ConnectionError, ProtocolError) as exc:
+        print(
+            f"Error while executing topic command : {args.bootstrap_server} closed the "
+            f"connection or answered badly ({exc})",
+            file=sys.stderr,
+        )
         return 1
     except OSError as exc:
         print(

@@ -74,9 +74,12 @@ def metadata_version_level(release_version: str) -> int:
     candidates = [name for name in METADATA_VERSIONS if name.split("-")[0] == text]
     if candidates:
         return METADATA_VERSIONS[candidates[-1]]
+    # Every version this node accepts, not only up to the default: 4.1 is accepted (and the
+    # README uses it), so an error that stopped at 4.0-IV3 sent people the wrong way.
+    latest_accepted = max(METADATA_VERSIONS, key=METADATA_VERSIONS.__getitem__)
     raise BootstrapError(
         f"Unknown release version '{release_version}'. Supported versions are: "
-        f"{MINIMUM_BOOTSTRAP} to {LATEST_PRODUCTION}"
+        f"{MINIMUM_BOOTSTRAP} to {latest_accepted} (default {LATEST_PRODUCTION})"
     )
 
 

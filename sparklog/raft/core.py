@@ -128,6 +128,8 @@ class RaftReplica(ElectionMixin, Generic[T]):
         self._inflight: dict[int, _Inflight] = {}
         self._next_correlation = 1
         self._retry_at_ms = 0
+        # When a leader last answered INCONSISTENT_CLUSTER_ID was logged (None: never).
+        self._cluster_id_rejected_logged_ms: int | None = None
         self._high_watermark = 0
         self._unflushed_since_ms: int | None = None
         self._last_append_ms = 0

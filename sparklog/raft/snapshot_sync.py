@@ -28,6 +28,7 @@ in Kafka's ``KafkaRaftClient`` and ``KafkaMetadataLog``:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -52,6 +53,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+_log = logging.getLogger(__name__)
+_CLUSTER_ID_LOG_INTERVAL_MS = 60_000
+
 
 class SnapshotError(ValueError):
     """A snapshot the caller asked for that the log cannot have (beyond the HW, mid-batch)."""
@@ -73,6 +77,7 @@ class SnapshotMixin(VoterChangeMixin):
     _kraft_versions: list[tuple[int, int]]
     _high_watermark: int
     _retry_at_ms: int
+    _cluster_id_rejected_logged_ms: int | None
     _time: Callable[[], int]
     _listeners: ListenerDispatcher[Any]
 
@@ -332,6 +337,8 @@ class SnapshotMixin(VoterChangeMixin):
         epoch or leader (what was asked of the old one no longer applies).
         """
         if body.get("error_code", 0) or p is None:
+            if body.get("error_code", 0) == ErrorCode.INCONSISTENT_CLUSTER_ID:
+                self._log_cluster_id_rejected(now_ms)
             self._retry_at_ms = now_ms + self.config.retry_backoff_ms
             return None
         leader = p.get("current_leader") or {}
@@ -340,6 +347,24 @@ class SnapshotMixin(VoterChangeMixin):
         ):
             return None
         return p
+
+    def _log_cluster_id_rejected(self, now_ms: int) -> None:
+        """Say why this node never catches up: it was formatted for another cluster. Without
+        this, a broker formatted with the wrong cluster id waits to be unfenced forever and
+        its log never names the cause (issue 19). Logged at once, then once a minute."""
+        last = self._cluster_id_rejected_logged_ms
+        if last is not None and now_ms - last < _CLUSTER_ID_LOG_INTERVAL_MS:
+            return
+        self._cluster_id_rejected_logged_ms = now_ms
+        _log.error(
+            "The controller quorum rejects node %d's cluster id %s (INCONSISTENT_CLUSTER_ID): "
+            "its metadata log directory was formatted for another cluster. Format this node "
+            "again with the quorum's cluster id (sparklog storage format --cluster-id <id> "
+            "--config <server.properties>), or point controller.quorum.bootstrap.servers at "
+            "its own cluster. It cannot join until then.",
+            self.local.id,
+            self.config.cluster_id,
+        )
 
     def _handle_fetch_snapshot_response(
         self, now_ms: int, response: rpc.InboundResponse, sent_epoch: int

@@ -95,7 +95,8 @@ def test_release_version(tmp_path: Path) -> None:
         ({"cluster_id": "AAAAAAAAAAAAAAAAAAAAAA"}, "is a reserved UUID"),
         (
             {"release_version": "9.9"},
-            "Unknown release version '9.9'. Supported versions are: 3.3-IV3 to 4.0-IV3",
+            "Unknown release version '9.9'. Supported versions are: 3.3-IV3 to 4.1-IV1 "
+            "(default 4.0-IV3)",
         ),
         (
             {},

@@ -1,0 +1,40 @@
+"""Running ``sparklog`` as a subprocess in the CLI tests, as a user does.
+
+``sparklog(*args, stdin=...)`` returns a :class:`CliRun` (status, stdout, stderr); every run is
+bounded. ``assert_no_traceback`` is the check every CLI error test makes: a user sees a
+message, never a Python traceback.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from tests.integration.node_harness import REPO_ROOT
+
+
+@dataclass(frozen=True)
+class CliRun:
+    status: int
+    out: str
+    err: str
+
+    def lines(self) -> list[str]:
+        return self.out.splitlines()
+
+
+def sparklog(*args: str, stdin: str | None = None, timeout_s: float = 120.0) -> CliRun:
+    done = subprocess.run(
+        [sys.executable, "-m", "sparklog.cli.main", *args],
+        cwd=REPO_ROOT,
+        input=None if stdin is None else stdin.encode(),
+        capture_output=True,
+        timeout=timeout_s,
+        check=False,
+    )
+    return CliRun(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+def assert_no_traceback(run: CliRun) -> None:
+    assert "Traceback" not in run.err and "Traceback" not in run.out, run.err
