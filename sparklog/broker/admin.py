@@ -12,6 +12,13 @@ committed and applied, so a client that creates a topic and then asks for metada
 DescribeConfigs (32) answers from the latest image: for a topic, every topic-level key with its
 effective value and source (a topic override, a static broker setting in server.properties, or
 the default); for a broker, the node's server properties.
+
+ListConfigResources (74) lists from the latest image, as Kafka 4.1's
+``handleListConfigResources``: v0 (the former ListClientMetricsResources) client-metrics
+resources only; v1 the requested types (empty: all of GROUP, CLIENT_METRICS, BROKER_LOGGER,
+BROKER, TOPIC), in that fixed order, each sorted by name. Brokers (and their loggers) are those
+with an endpoint on the request's listener; groups and client-metrics resources are those with
+configs set. Any other requested type fails the request with UNSUPPORTED_VERSION.
 """
 
 from __future__ import annotations
@@ -26,6 +33,10 @@ from sparklog.protocol.headers import Request
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+CLIENT_METRICS = 16
+GROUP = 32
+# ListConfigResources v1: the types listed, in Kafka's order.
+_LISTED_TYPES = (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)
 
 
 async def forward_to_controller(ctx: BrokerContext, request: Request) -> dict[str, Any]:
@@ -126,3 +137,35 @@ async def handle_describe_configs(ctx: BrokerContext, request: Request) -> dict[
             }
         )
     return {"throttle_time_ms": 0, "results": results}
+
+
+async def handle_list_config_resources(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    requested = set(request.body.get("resource_types") or ())
+    if request.header.api_version == 0:
+        requested = {CLIENT_METRICS}
+    elif not requested:
+        requested = set(_LISTED_TYPES)
+    elif not requested <= set(_LISTED_TYPES):
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.UNSUPPORTED_VERSION),
+            "config_resources": [],
+        }
+    image = ctx.image
+    brokers = sorted(
+        b.broker_id for b in image.cluster.brokers.values() if b.endpoint(listener) is not None
+    )
+    resources: list[dict[str, Any]] = []
+    for rtype in _LISTED_TYPES:
+        if rtype not in requested:
+            continue
+        if rtype in (BROKER, BROKER_LOGGER):
+            names = [str(b) for b in brokers]
+        elif rtype == TOPIC:
+            names = sorted(image.topics.by_name)
+        else:
+            names = sorted(name for kind, name in image.configs.resources if kind == rtype)
+        resources += [{"resource_name": n, "resource_type": rtype} for n in names]
+    return {"throttle_time_ms": 0, "error_code": 0, "config_resources": resources}

@@ -12,7 +12,11 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from sparklog.broker.admin import forward_to_controller, handle_describe_configs
+from sparklog.broker.admin import (
+    forward_to_controller,
+    handle_describe_configs,
+    handle_list_config_resources,
+)
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.fetch import handle_fetch
 from sparklog.broker.metadata_apis import handle_describe_cluster, handle_metadata
@@ -23,6 +27,8 @@ from sparklog.broker.offsets import (
 )
 from sparklog.broker.produce import handle_produce
 from sparklog.broker.producer_ids import handle_init_producer_id
+from sparklog.broker.replica_state_apis import handle_describe_log_dirs, handle_describe_producers
+from sparklog.broker.topic_partitions import handle_describe_topic_partitions
 from sparklog.broker.txn_markers import handle_write_txn_markers
 from sparklog.coordinator.apis import GROUP_HANDLERS
 from sparklog.coordinator.txn_apis import TXN_HANDLERS
@@ -72,6 +78,10 @@ HANDLERS: dict[int, Handler] = {
     55: _simple(forward_to_controller),
     80: _simple(forward_to_controller),
     81: _simple(forward_to_controller),
+    75: _simple(handle_describe_topic_partitions),
+    35: _simple(handle_describe_log_dirs),
+    61: _simple(handle_describe_producers),
+    74: handle_list_config_resources,
 }
 HANDLERS.update(GROUP_HANDLERS)
 HANDLERS.update(TXN_HANDLERS)

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from sparklog.broker.context import BrokerContext
-from sparklog.metadata.image import MetadataImage, TopicImage
+from sparklog.metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.headers import Request
 
@@ -41,26 +41,32 @@ def _brokers(image: MetadataImage, listener: str) -> list[dict[str, Any]]:
     return brokers
 
 
+def live_brokers(image: MetadataImage) -> set[int]:
+    return {b.broker_id for b in image.cluster.brokers.values() if not b.fenced}
+
+
+def partition_entry(
+    index: int, registration: PartitionRegistration, live: set[int]
+) -> dict[str, Any]:
+    """One partition as Metadata and DescribeTopicPartitions describe it (ELR included; a
+    response version without those fields leaves them out)."""
+    leader = registration.leader if registration.leader in live else -1
+    return {
+        "error_code": int(ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE),
+        "partition_index": index,
+        "leader_id": leader,
+        "leader_epoch": registration.leader_epoch,
+        "replica_nodes": list(registration.replicas),
+        "isr_nodes": list(registration.isr),
+        "eligible_leader_replicas": list(registration.elr),
+        "last_known_elr": list(registration.last_known_elr),
+        "offline_replicas": [r for r in registration.replicas if r not in live],
+    }
+
+
 def _topic_response(topic: TopicImage, image: MetadataImage) -> dict[str, Any]:
-    live = {b.broker_id for b in image.cluster.brokers.values() if not b.fenced}
-    partitions = []
-    for index in sorted(topic.partitions):
-        registration = topic.partitions[index]
-        offline = [r for r in registration.replicas if r not in live]
-        leader = registration.leader if registration.leader in live else -1
-        partitions.append(
-            {
-                "error_code": int(
-                    ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE
-                ),
-                "partition_index": index,
-                "leader_id": leader,
-                "leader_epoch": registration.leader_epoch,
-                "replica_nodes": list(registration.replicas),
-                "isr_nodes": list(registration.isr),
-                "offline_replicas": offline,
-            }
-        )
+    live = live_brokers(image)
+    partitions = [partition_entry(i, topic.partitions[i], live) for i in sorted(topic.partitions)]
     return {
         "error_code": 0,
         "name": topic.name,

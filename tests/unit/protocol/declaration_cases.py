@@ -720,4 +720,194 @@ CASES: list[Case] = [
             "cluster_authorized_operations": -(2**31),
         },
     ),
+    # AlterConfigs (legacy whole-resource replace), as kafka-python and aiokafka send it.
+    _named(
+        33,
+        "request",
+        0,
+        {
+            "resources": [
+                {
+                    "resource_type": 2,
+                    "resource_name": "events",
+                    "configs": [
+                        {"name": "retention.ms", "value": "5000"},
+                        {"name": "cleanup.policy", "value": None},
+                    ],
+                }
+            ],
+            "validate_only": False,
+        },
+    ),
+    _named(
+        33,
+        "response",
+        2,
+        {
+            "throttle_time_ms": 0,
+            "responses": [
+                {
+                    "error_code": 40,
+                    "error_message": "Invalid value abc for retention.ms",
+                    "resource_type": 2,
+                    "resource_name": "events",
+                }
+            ],
+        },
+    ),
+    # DescribeLogDirs: every partition (null topics) and the v4 capacity fields.
+    _named(35, "request", 1, {"topics": None}),
+    _named(35, "request", 4, {"topics": [{"topic": "events", "partitions": [0, 2]}]}),
+    _named(
+        35,
+        "response",
+        4,
+        {
+            "throttle_time_ms": 0,
+            "error_code": 0,
+            "results": [
+                {
+                    "error_code": 0,
+                    "log_dir": "/var/lib/sparklog/data",
+                    "topics": [
+                        {
+                            "name": "events",
+                            "partitions": [
+                                {
+                                    "partition_index": 0,
+                                    "partition_size": 4096,
+                                    "offset_lag": 0,
+                                    "is_future_key": False,
+                                }
+                            ],
+                        }
+                    ],
+                    "total_bytes": 1 << 40,
+                    "usable_bytes": 1 << 39,
+                }
+            ],
+        },
+    ),
+    # DescribeProducers
+    _named(61, "request", 0, {"topics": [{"name": "events", "partition_indexes": [0, 1]}]}),
+    _named(
+        61,
+        "response",
+        0,
+        {
+            "throttle_time_ms": 0,
+            "topics": [
+                {
+                    "name": "events",
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "error_code": 0,
+                            "error_message": None,
+                            "active_producers": [
+                                {
+                                    "producer_id": 4000,
+                                    "producer_epoch": 2,
+                                    "last_sequence": 41,
+                                    "last_timestamp": 1_700_000_000_000,
+                                    "coordinator_epoch": 3,
+                                    "current_txn_start_offset": 17,
+                                }
+                            ],
+                        },
+                        {
+                            "partition_index": 1,
+                            "error_code": 6,
+                            "error_message": None,
+                            "active_producers": [],
+                        },
+                    ],
+                }
+            ],
+        },
+    ),
+    # ListGroups v5: the KIP-848 type filter and a consumer group in the answer.
+    _named(16, "request", 5, {"states_filter": ["Stable"], "types_filter": ["consumer"]}),
+    _named(
+        16,
+        "response",
+        5,
+        {
+            "throttle_time_ms": 0,
+            "error_code": 0,
+            "groups": [
+                {
+                    "group_id": "g1",
+                    "protocol_type": "consumer",
+                    "group_state": "Stable",
+                    "group_type": "consumer",
+                }
+            ],
+        },
+    ),
+    # ListConfigResources: v0 (ListClientMetricsResources) and v1 (KIP-1142).
+    _named(74, "request", 0, {}),
+    _named(74, "request", 1, {"resource_types": [2, 4]}),
+    _named(
+        74,
+        "response",
+        0,
+        {"throttle_time_ms": 0, "error_code": 0, "config_resources": [{"resource_name": "m"}]},
+    ),
+    _named(
+        74,
+        "response",
+        1,
+        {
+            "throttle_time_ms": 0,
+            "error_code": 0,
+            "config_resources": [
+                {"resource_name": "1", "resource_type": 4},
+                {"resource_name": "events", "resource_type": 2},
+            ],
+        },
+    ),
+    # DescribeTopicPartitions (KIP-966): a resumed page, ELR fields, the next cursor.
+    _named(
+        75,
+        "request",
+        0,
+        {
+            "topics": [{"name": "a"}, {"name": "b"}],
+            "response_partition_limit": 2,
+            "cursor": {"topic_name": "a", "partition_index": 1},
+        },
+    ),
+    _named(75, "request", 0, {"topics": [], "response_partition_limit": 2000, "cursor": None}),
+    _named(
+        75,
+        "response",
+        0,
+        {
+            "throttle_time_ms": 0,
+            "topics": [
+                {
+                    "error_code": 0,
+                    "name": "a",
+                    "topic_id": TOPIC_ID,
+                    "is_internal": False,
+                    "partitions": [
+                        {
+                            "error_code": 0,
+                            "partition_index": 1,
+                            "leader_id": 2,
+                            "leader_epoch": 5,
+                            "replica_nodes": [1, 2, 3],
+                            "isr_nodes": [2],
+                            "eligible_leader_replicas": [3],
+                            "last_known_elr": [1],
+                            "offline_replicas": [],
+                        }
+                    ],
+                    "topic_authorized_operations": -(2**31),
+                }
+            ],
+            "next_cursor": {"topic_name": "b", "partition_index": 0},
+        },
+    ),
 ]

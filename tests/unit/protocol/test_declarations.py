@@ -66,6 +66,10 @@ KAFKA_FACTS = [
     (43, "ElectLeaders", "0-2", "0-2", "2+", True),
     (44, "IncrementalAlterConfigs", "0-1", "0-1", "1+", True),
     (60, "DescribeCluster", "0-2", "0-2", "0+", True),
+    (16, "ListGroups", "0-5", "0-5", "3+", False),
+    (61, "DescribeProducers", "0-0", "0-0", "0+", False),
+    (74, "ListConfigResources", "0-1", "0-1", "0+", False),
+    (75, "DescribeTopicPartitions", "0-0", "0-0", "0+", False),
 ]
 
 
