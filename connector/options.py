@@ -20,9 +20,10 @@ Spark's options (both batch and streaming unless noted):
   without a matching offset means latest.
 - ``failOnDataLoss`` (true), ``includeHeaders`` (false), ``kafka.isolation.level``
   (read_uncommitted | read_committed), ``minPartitions`` and ``maxRecordsPerPartition`` (> 0).
-- Streaming admission control: ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger`` (> 0, min <=
-  max) and ``maxTriggerDelay`` (a Spark time string such as ``15m``, ``30s``, ``500ms``; default
-  15m). In batch queries they are ignored with a warning, as in Spark.
+- Streaming admission control: ``maxOffsetsPerTrigger``, ``maxBytesPerTrigger`` (> 0; both may
+  be set, a batch then ends at whichever limit it reaches first), ``minOffsetsPerTrigger`` (> 0,
+  min <= max) and ``maxTriggerDelay`` (a Spark time string such as ``15m``, ``30s``, ``500ms``;
+  default 15m). In batch queries they are ignored with a warning, as in Spark.
 - ``groupIdPrefix``; ``kafka.group.id`` is accepted with Spark's warning (no group is joined);
   ``fetchOffset.numRetries`` (3), ``fetchOffset.retryIntervalMs`` (1000),
   ``kafkaConsumer.pollTimeoutMs`` (120000). Other ``kafka.*`` keys are kept in ``kafka_params``.
@@ -31,7 +32,9 @@ Spark's options (both batch and streaming unless noted):
 
 Ours: ``sparklog.store.url`` and ``sparklog.store.s3.{endpoint.url,access.key.id,
 secret.access.key,region}`` (the tiered store), ``sparklog.read.from`` = ``both`` (default) |
-``brokers`` | ``store``. With ``store`` the brokers are never contacted, so
+``brokers`` | ``store``. ``sparklog.commitOffsetsToGroup`` = a group id: a stream commits each
+finished micro-batch's end offsets to that consumer group (progress for Kafka lag tools; Spark's
+checkpoint stays the source of truth). With ``store`` the brokers are never contacted, so
 ``kafka.bootstrap.servers`` is optional. ``sparklog.hot.protocol`` = ``grpc`` (default: the
 brokers' hot read service) | ``kafka`` (Kafka Fetch) for the hot pieces.
 
@@ -187,6 +190,8 @@ class SourceOptions:
     #: startingOffsetsByTimestampStrategy: "error" or "latest".
     no_match_strategy: str = "error"
     max_offsets_per_trigger: int | None = None
+    max_bytes_per_trigger: int | None = None
+    commit_offsets_to_group: str | None = None
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 900_000
     group_id: str | None = None
@@ -511,6 +516,13 @@ def parse_options(raw_options: Mapping[str, str], *, streaming: bool = False) ->
             "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer"
         )
     max_offsets = _int(options, "maxoffsetspertrigger", "maxOffsetsPerTrigger", 1)
+    max_bytes = _int(options, "maxbytespertrigger", "maxBytesPerTrigger", 1)
+    commit_group = options.get("sparklog.commitoffsetstogroup", "").strip() or None
+    if commit_group is not None and streaming and read_from == "store":
+        raise OptionError(
+            "Option 'sparklog.commitOffsetsToGroup' needs the brokers; it cannot be used with"
+            " sparklog.read.from=store"
+        )
     min_offsets = _int(options, "minoffsetspertrigger", "minOffsetsPerTrigger", 1)
     if min_offsets is not None and max_offsets is not None and min_offsets > max_offsets:
         raise OptionError(
@@ -523,7 +535,9 @@ def parse_options(raw_options: Mapping[str, str], *, streaming: bool = False) ->
     if not streaming:
         for key, name in (
             ("maxoffsetspertrigger", "maxOffsetsPerTrigger"),
+            ("maxbytespertrigger", "maxBytesPerTrigger"),
             ("minoffsetspertrigger", "minOffsetsPerTrigger"),
+            ("sparklog.commitoffsetstogroup", "sparklog.commitOffsetsToGroup"),
             ("maxtriggerdelay", "maxTriggerDelay"),
         ):
             if key in options:
@@ -565,6 +579,8 @@ def parse_options(raw_options: Mapping[str, str], *, streaming: bool = False) ->
         streaming=streaming,
         no_match_strategy=strategy_raw,
         max_offsets_per_trigger=max_offsets,
+        max_bytes_per_trigger=max_bytes,
+        commit_offsets_to_group=commit_group,
         min_offsets_per_trigger=min_offsets,
         max_trigger_delay_ms=delay_ms,
         group_id=group_id,

@@ -17,12 +17,21 @@ Contract:
   admission control (:mod:`.admission`): ``maxOffsetsPerTrigger`` (the default read limit,
   ``ReadMaxRows``) is split across partitions in proportion to their lag;
   ``minOffsetsPerTrigger`` holds a trigger (returns ``start``) until that many offsets are
-  available or ``maxTriggerDelay`` passed since the last batch. After
+  available or ``maxTriggerDelay`` passed since the last batch. ``maxBytesPerTrigger`` (the
+  default read limit when it is the only one, ``ReadMaxBytes``) splits a byte budget the same
+  way, with each partition's bytes per offset estimated from its tiered segments (Kafka log
+  bytes, :data:`DEFAULT_BYTES_PER_OFFSET` for a partition with none); with both limits a batch
+  ends where the first is reached. After
   ``prepareForTriggerAvailableNow`` the ends never pass the offsets seen then, and the
   min-offsets hold is off (it would end the run early with data left behind).
 - Data loss (``failOnDataLoss``): offsets below the earliest available, a partition that
   disappeared, or a partition whose latest offset went below the checkpointed one. True fails
   the query naming the partition and offsets; false logs it and skips ahead.
+- With ``sparklog.commitOffsetsToGroup`` set, each finished batch's end is committed to that
+  consumer group (:mod:`.group_commit`): ``latestOffset(start, ...)`` commits ``start``, the end
+  of the batch Spark just recorded as done (it asks only then, also once more after the last
+  batch of an available-now run), and ``commit(end)`` commits ``end``; an unchanged position is
+  not committed again. A failed commit is logged, never fails the query.
 - The reader keeps no state that executors need: everything a task reads travels in its piece.
 """
 
@@ -38,11 +47,13 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
+    ReadMaxBytes,
     ReadMaxRows,
     SupportsTriggerAvailableNow,
 )
 
-from .admission import rate_limit, should_delay
+from .admission import byte_limit, combine, rate_limit, should_delay
+from .offsets import open_tiered_store
 from .options import SourceOptions
 from .planning import (
     DataLossError,
@@ -58,6 +69,9 @@ __all__ = ["SparklogStreamReader", "offsets_from_json", "offsets_to_json"]
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
+
+#: Bytes per offset assumed for a partition without tiered segments to measure.
+DEFAULT_BYTES_PER_OFFSET = 1024.0
 
 
 def offsets_to_json(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
@@ -86,6 +100,8 @@ class SparklogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now: dict[TopicPartition, int] | None = None
         self._last_trigger_ms = _now_ms()
         self._latest: dict[TopicPartition, int] | None = None
+        self._bytes_per_offset: dict[TopicPartition, float] = {}
+        self._group_position: dict[TopicPartition, int] | None = None
 
     # -- driver side (Spark's long-lived streaming runner process)
 
@@ -107,6 +123,8 @@ class SparklogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # minOffsetsPerTrigger is applied from the options: pyspark has no composite limit.
         if self.options.max_offsets_per_trigger is not None:
             return ReadMaxRows(self.options.max_offsets_per_trigger)
+        if self.options.max_bytes_per_trigger is not None:
+            return ReadMaxBytes(self.options.max_bytes_per_trigger)
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -115,6 +133,7 @@ class SparklogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, dict[str, int]]:
         begin = offsets_from_json(start)
+        self._commit_to_group(begin)
         states = partition_states(self.options, resolve_starting=False)
         latest = {key: s.latest for key, s in states.items()}
         self._latest = dict(latest)
@@ -156,9 +175,16 @@ class SparklogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
         ):
             return offsets_to_json(from_offsets)
-        ends = target
+        limits = []
         if isinstance(limit, ReadMaxRows):
-            ends = rate_limit(from_offsets, target, limit.max_rows)
+            limits.append(rate_limit(from_offsets, target, limit.max_rows))
+        max_bytes = self.options.max_bytes_per_trigger
+        if isinstance(limit, ReadMaxBytes):
+            max_bytes = limit.max_bytes
+        if max_bytes is not None and isinstance(limit, ReadMaxRows | ReadMaxBytes):
+            sizes = self._sizes(list(target))
+            limits.append(byte_limit(from_offsets, target, max_bytes, sizes))
+        ends = combine(*limits) if limits else target
         if any(ends[key] != from_offsets[key] for key in ends):
             self._last_trigger_ms = now
         return offsets_to_json(ends)
@@ -194,8 +220,40 @@ class SparklogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return plan_ranges(self.options, states, ranges)
 
     def commit(self, end: dict[str, Any]) -> None:
-        # The checkpoint is the source of truth; brokers keep no consumer position for us.
-        pass
+        self._commit_to_group(offsets_from_json(end))
+
+    def _commit_to_group(self, offsets: dict[TopicPartition, int]) -> None:
+        # The checkpoint is the source of truth; the group only shows progress.
+        group = self.options.commit_offsets_to_group
+        if group is None or self.options.bootstrap_servers is None:
+            return
+        if not offsets or offsets == self._group_position:
+            return
+        from .group_commit import commit_group_offsets
+
+        try:
+            commit_group_offsets(self.options.bootstrap_servers, group, offsets)
+            self._group_position = dict(offsets)
+        except Exception as exc:  # a lag display must never stop the query
+            log.warning("could not commit offsets to group %r: %s", group, exc)
+
+    def _sizes(self, keys: list[TopicPartition]) -> dict[TopicPartition, float]:
+        """Estimated Kafka log bytes per offset of each partition (from its newest tiered
+        segments; measured once per partition for the reader's lifetime)."""
+        missing = [key for key in keys if key not in self._bytes_per_offset]
+        store = open_tiered_store(self.options) if missing else None
+        for topic, partition in missing:
+            estimate = DEFAULT_BYTES_PER_OFFSET
+            if store is not None:
+                try:
+                    segments = store.read_manifest(topic, partition).finished_segments[-4:]
+                except LookupError:
+                    segments = ()
+                offsets = sum(s.end_offset - s.base_offset + 1 for s in segments)
+                if offsets:
+                    estimate = sum(s.segment_bytes for s in segments) / offsets
+            self._bytes_per_offset[(topic, partition)] = estimate
+        return {key: self._bytes_per_offset[key] for key in keys}
 
     def _data_loss(self, message: str) -> None:
         if self.options.fail_on_data_loss:

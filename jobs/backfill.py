@@ -1,9 +1,11 @@
 """Backfill job: a topic's history from the tiered object store alone into a Parquet dataset.
 
-Reads with the ``sparklog`` format and ``sparklog.read.from=store``: partitions, offsets and
-files come from the store's manifests, so no broker is contacted and the brokers may be down.
-What is read is every finished tiered segment at or above each partition's log start offset
-(records not yet tiered are not in the store). Executors read the Parquet objects in parallel.
+Reads with the native batch plan (``sparklog.connector.read``, the ``sparklog`` format's options)
+and ``sparklog.read.from=store``: partitions, offsets and files come from the store's manifests,
+so no broker is contacted and the brokers may be down, and Spark's own Parquet scan reads the
+tiered objects (a store Spark's file systems cannot read, e.g. S3 without hadoop-aws, is read by
+the ``sparklog`` data source instead). What is read is every finished tiered segment at or above
+each partition's log start offset (records not yet tiered are not in the store).
 
   python jobs/backfill.py --store-url s3://bucket/sparklog --subscribe orders \\
       --output /data/orders-history [--s3-endpoint http://minio:9000 ...]
@@ -61,10 +63,9 @@ def run(args: argparse.Namespace, spark: Any | None = None) -> BackfillResult:
         options["startingOffsets"] = args.starting_offsets
     if args.ending_offsets:
         options["endingOffsets"] = args.ending_offsets
-    reader = spark.read.format("sparklog")
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    df = reader.load()
+    from sparklog.connector import read
+
+    df = read(spark).options(**options).load()
     writer = df.write.mode(args.mode)
     if args.partition_by:
         writer = writer.partitionBy(*[c.strip() for c in args.partition_by.split(",")])

@@ -9,7 +9,9 @@
    --max-offsets-per-trigger per micro-batch) over the ``sparklog`` format into Parquet: tiered
    offsets come from the store, the rest from the broker.
 5. Stops the node and runs a backfill (``jobs/backfill.py``) from the object store alone into
-   another Parquet dataset, then checks both datasets against what was produced.
+   another Parquet dataset, then checks both datasets against what was produced. The backfill
+   uses the fast batch path, ``sparklog.connector.read``: Spark's own Parquet scan over the
+   tiered objects the manifests name.
 
 Needs Java 17+ for Spark. Everything it writes stays under the data directory.
 """

@@ -24,6 +24,11 @@ warm-up each), in rows/s, with the median and the range of the 1-minute load ave
             connector's cold reader)
   hot       format sparklog, ``sparklog.read.from=brokers`` on ``hot`` (gRPC read service)
   hot/kafka the same over Kafka Fetch, when the connector offers ``sparklog.hot.protocol``
+  native    ``sparklog.connector.read`` (the native batch plan), ``sparklog.read.from=store``
+            on ``cold``: Spark's Parquet scan over the same objects (target 0.95x of parquet)
+  mixed     ``sparklog.connector.read`` over both tiers of a third topic, ``mixed``, whose
+            segments are a tenth of a partition (about 90% tiered, 10% hot; the exact split is
+            printed), against parquet's rate (target 0.8x)
 Each line also gives the median CPU time of the whole process tree (this process, the JVM,
 Spark's Python workers and the node) per million rows: on a shared machine, where other
 work moves rows/s a lot, that is the steadier measure of what a scan costs. Ratios of cold
@@ -187,6 +192,15 @@ def _tiered_all_closed(store: ts.StoreView, node: Node, topic: str, partitions: 
         if len(local) <= 1 and finished:
             done += 1
     return done == partitions
+
+
+def _wait_tiered(store: ts.StoreView, node: Node, topic: str, partitions: int) -> None:
+    ts.wait_until(
+        f"closed segments of {topic!r} to be tiered",
+        lambda: _tiered_all_closed(store, node, topic, partitions),
+        600.0,
+        lambda: [len(_finished(store, topic, p)) for p in range(partitions)],
+    )
 
 
 def _finished(store: ts.StoreView, topic: str, partition: int) -> list[dict[str, Any]]:
@@ -367,21 +381,26 @@ def main() -> None:
             ts.topic_configs(**{"segment.bytes": str(segment_bytes)}),
         )
         create_topic(node, "hot", args.partitions, {"segment.bytes": str(segment_bytes)})
-        start = time.perf_counter()
-        _produce(node, ["cold", "hot"], args.records, args.value_bytes, args.codec)
-        print(f"produced 2 x {args.records} records in {time.perf_counter() - start:.1f} s")
-        ts.wait_until(
-            "closed segments of 'cold' to be tiered",
-            lambda: _tiered_all_closed(store, node, "cold", args.partitions),
-            600.0,
-            lambda: [len(_finished(store, "cold", p)) for p in range(args.partitions)],
+        mixed_segment = max(1 << 20, per_partition * 95 // 1000)
+        create_topic(
+            node,
+            "mixed",
+            args.partitions,
+            ts.topic_configs(**{"segment.bytes": str(mixed_segment)}),
         )
+        start = time.perf_counter()
+        _produce(node, ["cold", "hot", "mixed"], args.records, args.value_bytes, args.codec)
+        print(f"produced 3 x {args.records} records in {time.perf_counter() - start:.1f} s")
+        for topic in ("cold", "mixed"):
+            _wait_tiered(store, node, topic, args.partitions)
         paths, tiered_rows = _parquet_paths(store, "cold", args.partitions)
         print(f"tiered: {len(paths)} Parquet objects, {tiered_rows} offsets")
+        _, mixed_tiered = _parquet_paths(store, "mixed", args.partitions)
+        print(f"mixed: {mixed_tiered / args.records:.0%} of {args.records} offsets tiered")
 
         from pyspark.sql import SparkSession
 
-        from sparklog.connector import SparklogDataSource
+        from sparklog.connector import SparklogDataSource, read
 
         os.environ["PYSPARK_PYTHON"] = sys.executable
         repo = str(Path(__file__).resolve().parents[2])
@@ -416,6 +435,15 @@ def main() -> None:
                 reader = reader.option(key, value)
             return reader.load()
 
+        def native(topic: str, read_from: str) -> Any:
+            options = {
+                "kafka.bootstrap.servers": node.bootstrap,
+                "subscribe": topic,
+                "sparklog.store.url": store.url,
+                "sparklog.read.from": read_from,
+            }
+            return read(spark).options(**options).load()
+
         frames: list[tuple[str, Callable[[], Any]]] = [
             ("parquet", lambda: spark.read.parquet(*paths)),
             (
@@ -429,6 +457,8 @@ def main() -> None:
                 ),
             ),
             ("cold", lambda: sparklog("cold", "store")),
+            ("native", lambda: native("cold", "store")),
+            ("mixed", lambda: native("mixed", "both")),
             ("hot", lambda: sparklog("hot", "brokers")),
         ]
         if "hot_protocol" in {f.name for f in dataclasses.fields(HotPiece)}:
@@ -440,7 +470,7 @@ def main() -> None:
             )
         results = _interleaved(frames, args.reps)
         for (name, query), times in results.items():
-            expected = args.records if name.startswith("hot") else tiered_rows
+            expected = args.records if name.startswith(("hot", "mixed")) else tiered_rows
             if query == NOOP:
                 times.rows = expected
             rows = times.rows
@@ -460,7 +490,8 @@ def main() -> None:
         for query in QUERIES:
             base = results[("parquet", query)].rate
             ceiling = results[("ceiling", query)].rate
-            for name, target in (("cold", 0.8), ("hot", 0.5), ("hot/kafka", 0.5)):
+            targets = (("cold", 0.8), ("native", 0.95), ("mixed", 0.8), ("hot", 0.5))
+            for name, target in (*targets, ("hot/kafka", 0.5)):
                 if (name, query) not in results:
                     continue
                 rate = results[(name, query)].rate

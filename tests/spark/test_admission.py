@@ -11,7 +11,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparklog.connector.admission import rate_limit, should_delay
+from sparklog.connector.admission import byte_limit, combine, rate_limit, should_delay
 
 TP = tuple[str, int]
 
@@ -86,3 +86,21 @@ def test_offsets_json_round_trip(offsets: dict[TP, int]) -> None:
     doc = json.loads(json.dumps(offsets_to_json(offsets)))
     assert offsets_from_json(doc) == offsets
     assert all(isinstance(p, str) for parts in doc.values() for p in parts)
+
+
+def test_byte_limit_weighs_lag_by_bytes_per_offset() -> None:
+    start = {("t", 0): 0, ("t", 1): 0, ("t", 2): 7}
+    latest = {("t", 0): 1000, ("t", 1): 1000, ("t", 2): 7}
+    sizes = {("t", 0): 100.0, ("t", 1): 300.0}
+    # 400 KB of lag, 100 KB allowed: each partition gets a quarter of its lag.
+    assert byte_limit(start, latest, 100_000, sizes) == {("t", 0): 250, ("t", 1): 250, ("t", 2): 7}
+    assert byte_limit(start, latest, 400_000, sizes) == latest
+    # A budget below one record still moves every lagging partition by one offset.
+    assert byte_limit(start, latest, 1, sizes) == {("t", 0): 1, ("t", 1): 1, ("t", 2): 7}
+
+
+def test_limits_combine_at_the_first_one_reached() -> None:
+    rows = {("t", 0): 50, ("t", 1): 900}
+    size = {("t", 0): 400, ("t", 1): 300}
+    assert combine(rows, size) == {("t", 0): 50, ("t", 1): 300}
+    assert combine(rows) == rows

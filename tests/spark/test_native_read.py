@@ -25,7 +25,9 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from sparklog.connector import read as native_read
+from sparklog.connector.stream import DEFAULT_BYTES_PER_OFFSET
 from tests.integration.ck_helpers import (
+    admin_for,
     create_topic,
     end_transaction,
     make_consumer,
@@ -84,6 +86,7 @@ class Env:
         self.node, self.store, self.spark = node, store, spark
         self.reference: dict[str, list[Row]] = {}
         self.tiered_end = 0
+        self.reference_end: dict[int, int] = {}
 
     def options(self, **options: str) -> dict[str, str]:
         return {
@@ -156,6 +159,8 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
                 "read_committed": [r for r in uncommitted if not (r[3] or b"").startswith(b"A")],
             }
             result.tiered_end = store.finished(TOPIC)[-1]["end_offset"] + 1
+            for p in (0, 1):
+                result.reference_end[p] = max(r[1] for r in uncommitted if r[0] == p) + 1
             yield result
 
 
@@ -274,6 +279,74 @@ def test_log_start_offset_clips_a_store_only_read(env: Env, tmp_path: Path) -> N
         **{"sparklog.store.url": builder.url, "sparklog.read.from": "store"},
     )
     assert committed.load().count() == 14
+
+
+def _group_offsets(env: Env, group: str) -> dict[int, int]:
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    admin = admin_for(env.node)
+    futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
+    result = futures[group].result(timeout=30)
+    return {tp.partition: tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+
+
+def _offsets(text: str | None) -> dict[int, int]:
+    doc = json.loads(text or "null") or {TOPIC: {}}
+    return {int(p): o for p, o in doc[TOPIC].items()}
+
+
+def test_byte_limited_stream_commits_progress_to_a_group(env: Env, tmp_path: Path) -> None:
+    group, max_bytes = "spark-native-progress", 1 << 20
+    options = env.options(
+        startingOffsets="earliest",
+        maxBytesPerTrigger=str(max_bytes),
+        **{"sparklog.commitOffsetsToGroup": group},
+    )
+    segments = env.store.finished(TOPIC)[-4:]
+    per_offset = {
+        0: sum(s["segment_bytes"] for s in segments)
+        / sum(s["end_offset"] - s["base_offset"] + 1 for s in segments),
+        1: DEFAULT_BYTES_PER_OFFSET,  # never tiered: the reader's assumption
+    }
+
+    seen: list[dict[int, int]] = []  # the group's offsets while each batch runs
+    rows: list[int] = []
+
+    def batch(df: Any, _batch_id: int) -> None:
+        rows.append(df.count())
+        seen.append(_group_offsets(env, group))
+
+    def run() -> list[tuple[dict[int, int], dict[int, int]]]:
+        reader = env.spark.readStream.format("sparklog").options(**options)
+        query = (
+            reader.load()
+            .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .foreachBatch(batch)
+            .start()
+        )
+        query.awaitTermination(240)
+        ranges = []
+        for progress in query.recentProgress:
+            source = progress["sources"][0]
+            # The first batch has no start ("null"): it starts at earliest, offset 0 here.
+            start, end = (_offsets(source[k]) for k in ("startOffset", "endOffset"))
+            if end and end != start:
+                ranges.append((start, end))
+        return ranges
+
+    batches = run()
+    assert len(batches) >= 3, batches
+    for start, end in batches:
+        size = sum((end[p] - start.get(p, 0)) * per_offset[p] for p in end)
+        # At least one offset of each lagging partition, else within the budget.
+        assert size <= max_bytes + sum(per_offset.values()), (start, end)
+    final = batches[-1][1]
+    assert final == {0: env.reference_end[0], 1: env.reference_end[1]}
+    assert sum(rows) == len(env.reference["read_uncommitted"])
+    # While a batch runs, the group holds the previous batch's end; after the run, the last.
+    assert seen == [{0: 0, 1: 0}] + [end for _, end in batches[:-1]], seen
+    assert _group_offsets(env, group) == final
 
 
 def test_store_only_with_node_stopped(env: Env) -> None:

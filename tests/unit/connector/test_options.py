@@ -314,6 +314,26 @@ def test_admission_control_options() -> None:
     assert opts.max_trigger_delay_ms == 30_000
 
 
+def test_byte_limit_and_group_progress_options() -> None:
+    opts = parse_stream(
+        maxBytesPerTrigger="1048576",
+        maxOffsetsPerTrigger="10",
+        **{"sparklog.commitOffsetsToGroup": "lag-view"},
+    )
+    assert opts.max_bytes_per_trigger == 1 << 20 and opts.max_offsets_per_trigger == 10
+    assert opts.commit_offsets_to_group == "lag-view"
+    with pytest.raises(OptionError, match="maxBytesPerTrigger must be positive"):
+        parse_stream(maxBytesPerTrigger="0")
+    with pytest.raises(OptionError, match="commitOffsetsToGroup' needs the brokers"):
+        parse_stream(
+            **{
+                "sparklog.commitOffsetsToGroup": "g",
+                "sparklog.read.from": "store",
+                "sparklog.store.url": "file:///x",
+            }
+        )
+
+
 def test_trigger_options_ignored_in_batch_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="sparklog.connector.options"):
         opts = parse(maxOffsetsPerTrigger="10", minOffsetsPerTrigger="5", maxTriggerDelay="1m")
