@@ -7,6 +7,10 @@ followed by garbage, abortive (RST) closes and idle connections. Policy (reliabi
 A6): a broken frame or header closes the connection, a bad payload gets an error code; neither
 may crash the node. Afterwards the node's descriptor count must return near its baseline and a
 confluent-kafka produce + consume round trip must work.
+
+Kafka 4.4's allocation bounds are probed at their edges on a live node: an array claiming
+1,000,001 elements (with the bytes to back them) or a header with 10,001 tagged fields closes
+the connection unanswered, while exactly 1,000,000 and 10,000 are answered.
 """
 
 from __future__ import annotations
@@ -177,3 +181,48 @@ def test_node_survives_malformed_frames(node: Node) -> None:
     finally:
         consumer.close()
     assert [r.value for r in records] == [b"%d" % index for index in range(100)]
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def describe_log_dirs_v1(partitions: int, correlation_id: int) -> bytes:
+    """DescribeLogDirs v1 (classic) asking for ``partitions`` partitions of one topic."""
+    body = struct.pack(">i", 1) + struct.pack(">h", 1) + b"t" + struct.pack(">i", partitions)
+    body += b"\x00" * (4 * partitions)
+    return wire.frame(wire.header_v1(35, 1, correlation_id, "limits") + body)
+
+
+def metadata_v12_with_header_tags(tags: int, correlation_id: int) -> bytes:
+    """Metadata v12 (flexible header) whose header carries ``tags`` unknown empty tags."""
+    header = wire.header_v1(3, 12, correlation_id, "limits")
+    header += _uvarint(tags) + b"".join(_uvarint(i) + b"\x00" for i in range(tags))
+    return wire.frame(header + b"\x01\x00\x00\x00")  # topics=[], no auto-create, tags
+
+
+def answered(node: Node, request: bytes, correlation_id: int) -> bool:
+    """True if ``request`` got its response; False if the node closed the connection."""
+    with socket.create_connection((node.host, node.port), timeout=10.0) as sock:
+        sock.sendall(request)
+        try:
+            got, _ = wire.recv_response(sock)
+        except (ConnectionError, OSError):
+            return False
+        assert got == correlation_id
+        return True
+
+
+@pytest.mark.timeout(120)
+def test_counts_over_kafka_limits_close_the_connection(node: Node) -> None:
+    assert answered(node, describe_log_dirs_v1(1_000_000, 11), 11)
+    assert not answered(node, describe_log_dirs_v1(1_000_001, 12), 12)
+    assert answered(node, metadata_v12_with_header_tags(10_000, 13), 13)
+    assert not answered(node, metadata_v12_with_header_tags(10_001, 14), 14)
+    assert node.is_running()
+    assert probe_api_versions(node.host, node.port)
