@@ -26,6 +26,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from sparklog.cli.consumer_groups_tool import add_consumer_groups_parser
 from sparklog.cli.leader_election_tool import add_leader_election_parser
 from sparklog.cli.metadata_quorum_tool import add_metadata_quorum_parser
 from sparklog.cli.metrics_tool import add_metrics_parser
@@ -144,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_metrics_parser(sub)
     add_leader_election_parser(sub)
     add_reassign_partitions_parser(sub)
+    add_consumer_groups_parser(sub)
     return parser
 
 

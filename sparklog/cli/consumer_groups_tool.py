@@ -1,0 +1,433 @@
+"""``sparklog consumer-groups``: kafka-consumer-groups.sh over the wire.
+
+    sparklog consumer-groups --bootstrap-server B --list [--state [S,...]] [--type [T,...]]
+    sparklog consumer-groups --bootstrap-server B --describe (--group G | --all-groups)
+        [--offsets | --members [--verbose] | --state]
+    sparklog consumer-groups --bootstrap-server B --reset-offsets --group G
+        (--topic T[:P,P] | --all-topics) --to-earliest|--to-latest|--to-current|--to-offset N|
+        --shift-by N|--to-datetime YYYY-MM-DDTHH:mm:SS.sss [--dry-run | --execute]
+    sparklog consumer-groups --bootstrap-server B --delete --group G [--group G2]
+    sparklog consumer-groups --bootstrap-server B --delete-offsets --group G --topic T[:P,P]
+
+Classic groups are described with DescribeGroups (15), KIP-848 consumer groups with
+ConsumerGroupDescribe (69): which one is the group's type from ListGroups (16, v5). Committed
+offsets come from OffsetFetch (9) at the coordinator, log-end offsets from ListOffsets (2) at
+each leader; LAG is their difference. Columns and messages follow Kafka 4.x's
+ConsumerGroupCommand (blank line, then ``%-Ns`` columns at least 15 wide; ``-`` for a missing
+value). Resetting and deleting offsets live in :mod:`sparklog.cli.consumer_groups_reset`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import struct
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparklog.cli.admin_client import (
+    LATEST,
+    AdminClient,
+    CliError,
+    TopicPartition,
+    add_connection_args,
+    kafka_error,
+    open_admin,
+    run_tool,
+)
+from sparklog.client.connection import KafkaConnection
+from sparklog.protocol.errors import ErrorCode
+
+_STATE_NAMES = {
+    name.lower(): name
+    for name in (
+        "Empty",
+        "Stable",
+        "PreparingRebalance",
+        "CompletingRebalance",
+        "Assigning",
+        "Reconciling",
+        "Dead",
+        "Unknown",
+    )
+}
+
+
+def state_name(raw: str) -> str:
+    """The coordinator's state string as Kafka's GroupState prints it (``Stable``)."""
+    return _STATE_NAMES.get(raw.lower(), raw)
+
+
+@dataclass(slots=True)
+class Member:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    host: str
+    assignment: list[TopicPartition] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class GroupDescription:
+    group_id: str
+    state: str
+    group_type: str  # "Classic" or "Consumer"
+    assignor: str
+    coordinator: str  # "host:port  (id)"
+    members: list[Member]
+
+
+def add_consumer_groups_parser(sub: Any) -> None:
+    parser = sub.add_parser(
+        "consumer-groups",
+        help="list, describe, reset offsets of and delete consumer groups "
+        "(kafka-consumer-groups.sh)",
+        description="List, describe (members, offsets, lag, state), reset offsets of, and "
+        "delete consumer groups; classic and KIP-848 groups alike.",
+    )
+    add_connection_args(parser)
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--list", action="store_true", help="list the groups")
+    action.add_argument("--describe", action="store_true", help="describe --group")
+    action.add_argument("--reset-offsets", action="store_true", help="reset committed offsets")
+    action.add_argument("--delete", action="store_true", help="delete --group (empty groups)")
+    action.add_argument(
+        "--delete-offsets", action="store_true", help="delete --group's offsets of --topic"
+    )
+    parser.add_argument("--group", action="append", default=[], help="the group (repeatable)")
+    parser.add_argument("--all-groups", action="store_true", help="every group")
+    parser.add_argument("--offsets", action="store_true", help="describe: offsets and lag")
+    parser.add_argument("--members", action="store_true", help="describe: the members")
+    parser.add_argument(
+        "--state",
+        nargs="?",
+        const="",
+        default=None,
+        help="describe: the group's state; list: filter by states (comma-separated)",
+    )
+    parser.add_argument(
+        "--type", nargs="?", const="", default=None, help="list: filter by types (classic,consumer)"
+    )
+    parser.add_argument("--verbose", action="store_true", help="describe --members: assignments")
+    parser.add_argument(
+        "--topic", action="append", default=[], help="reset/delete-offsets: T or T:P,P"
+    )
+    parser.add_argument("--all-topics", action="store_true", help="reset: every committed topic")
+    spec = parser.add_mutually_exclusive_group()
+    spec.add_argument("--to-earliest", action="store_true", help="reset to the log start")
+    spec.add_argument("--to-latest", action="store_true", help="reset to the log end")
+    spec.add_argument("--to-current", action="store_true", help="reset to the committed offset")
+    spec.add_argument("--to-offset", type=int, help="reset to this offset (clamped)")
+    spec.add_argument("--shift-by", type=int, help="move the committed offset by N (clamped)")
+    spec.add_argument(
+        "--to-datetime", help="reset to the first offset at or after YYYY-MM-DDTHH:mm:SS.sss[Z]"
+    )
+    run = parser.add_mutually_exclusive_group()
+    run.add_argument("--dry-run", action="store_true", help="only show the new offsets (default)")
+    run.add_argument("--execute", action="store_true", help="commit the new offsets")
+    parser.set_defaults(run=run_consumer_groups)
+
+
+def _list(admin: AdminClient, args: argparse.Namespace) -> None:
+    states = [s for s in (args.state or "").split(",") if s.strip()]
+    types = [t for t in (args.type or "").split(",") if t.strip()]
+    response = admin.request(
+        "ListGroups",
+        {"states_filter": [s.strip() for s in states], "types_filter": [t.strip() for t in types]},
+    )
+    if response["error_code"]:
+        raise CliError(f"listing groups failed: {kafka_error(response['error_code'])}")
+    groups = sorted(
+        (g for g in response["groups"] if g["protocol_type"] in ("consumer", "")),
+        key=lambda g: g["group_id"],
+    )
+    with_state, with_type = args.state is not None, args.type is not None
+    if not with_state and not with_type:
+        for group in groups:
+            print(group["group_id"])
+        return
+    width = max([15, *(len(g["group_id"]) for g in groups)])
+    columns = ["GROUP"] + (["TYPE"] if with_type else []) + (["STATE"] if with_state else [])
+    rows = [
+        [g["group_id"]]
+        + ([g.get("group_type", "classic").capitalize()] if with_type else [])
+        + ([state_name(g.get("group_state", ""))] if with_state else [])
+        for g in groups
+    ]
+    for row in [columns, *rows]:
+        cells = [f"{row[0]:<{width}}"] + [f"{cell:<20}" for cell in row[1:-1]] + [row[-1]]
+        print(" ".join(cells).rstrip() if len(row) > 1 else row[0])
+
+
+def group_type(admin: AdminClient, group_id: str) -> str | None:
+    """``classic``, ``consumer`` or None (no such group), from ListGroups."""
+    response = admin.request("ListGroups", {"states_filter": [], "types_filter": []})
+    for group in response["groups"]:
+        if group["group_id"] == group_id:
+            return str(group.get("group_type") or "classic").lower()
+    return None
+
+
+def _classic_assignment(data: bytes) -> list[TopicPartition]:
+    """Kafka's ConsumerProtocol assignment: version, [topic, [partition]], user data."""
+    out: list[TopicPartition] = []
+    if len(data) < 6:
+        return out
+    pos = 2
+    (topics,) = struct.unpack_from(">i", data, pos)
+    pos += 4
+    for _ in range(max(topics, 0)):
+        (size,) = struct.unpack_from(">h", data, pos)
+        topic = data[pos + 2 : pos + 2 + size].decode()
+        pos += 2 + size
+        (count,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        for _ in range(max(count, 0)):
+            out.append((topic, struct.unpack_from(">i", data, pos)[0]))
+            pos += 4
+    return out
+
+
+def describe_group(admin: AdminClient, group_id: str) -> GroupDescription | None:
+    kind = group_type(admin, group_id)
+    if kind is None:
+        return None
+    coordinator = admin.coordinator(group_id)
+    coordinator_text = f"{coordinator.host}:{coordinator.port}  ({_node_id(admin, coordinator)})"
+    if kind == "consumer":
+        response = coordinator.request(
+            "ConsumerGroupDescribe",
+            {"group_ids": [group_id], "include_authorized_operations": False},
+        )
+        entry = response["groups"][0]
+        if entry["error_code"]:
+            raise CliError(f"describing group {group_id}: {kafka_error(entry['error_code'])}")
+        members = [
+            Member(
+                m["member_id"],
+                m.get("instance_id"),
+                m["client_id"],
+                m["client_host"],
+                [
+                    (tp["topic_name"], p)
+                    for tp in m["assignment"]["topic_partitions"]
+                    for p in tp["partitions"]
+                ],
+            )
+            for m in entry["members"]
+        ]
+        return GroupDescription(
+            group_id,
+            state_name(entry["group_state"]),
+            "Consumer",
+            entry.get("assignor_name") or "",
+            coordinator_text,
+            members,
+        )
+    response = coordinator.request(
+        "DescribeGroups", {"groups": [group_id], "include_authorized_operations": False}
+    )
+    entry = response["groups"][0]
+    if entry["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND:
+        return None
+    if entry["error_code"]:
+        raise CliError(f"describing group {group_id}: {kafka_error(entry['error_code'])}")
+    members = [
+        Member(
+            m["member_id"],
+            m.get("group_instance_id"),
+            m["client_id"],
+            m["client_host"],
+            _classic_assignment(bytes(m["member_assignment"] or b"")),
+        )
+        for m in entry["members"]
+    ]
+    return GroupDescription(
+        group_id,
+        state_name(entry["group_state"]),
+        "Classic",
+        entry["protocol_data"] or "",
+        coordinator_text,
+        members,
+    )
+
+
+def _node_id(admin: AdminClient, conn: KafkaConnection) -> int:
+    for broker in admin.metadata([])["brokers"]:
+        if broker["host"] == conn.host and broker["port"] == conn.port:
+            return int(broker["node_id"])
+    return -1
+
+
+def committed_offsets(admin: AdminClient, group_id: str) -> dict[TopicPartition, int]:
+    """The group's committed offsets (OffsetFetch v7, all topics)."""
+    response = admin.coordinator(group_id).request(
+        "OffsetFetch", {"group_id": group_id, "topics": None, "require_stable": False}, version=7
+    )
+    if response.get("error_code"):
+        raise CliError(f"fetching offsets of {group_id}: {kafka_error(response['error_code'])}")
+    return {
+        (topic["name"], p["partition_index"]): p["committed_offset"]
+        for topic in response["topics"]
+        for p in topic["partitions"]
+        if p["error_code"] == 0 and p["committed_offset"] >= 0
+    }
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _print_table(header: Sequence[str], rows: list[list[str]], fixed: dict[int, int]) -> None:
+    """Kafka's ``%-Ns`` columns: width max(15, longest) unless fixed; the last is unpadded."""
+    widths = [
+        fixed.get(i, max([15, len(header[i]), *(len(r[i]) for r in rows)]))
+        for i in range(len(header))
+    ]
+    print()
+    for row in [list(header), *rows]:
+        cells = [f"{cell:<{widths[i]}}" for i, cell in enumerate(row[:-1])] + [row[-1]]
+        print(" ".join(cells))
+
+
+def _describe_offsets(admin: AdminClient, group: GroupDescription) -> None:
+    committed = committed_offsets(admin, group.group_id)
+    owner: dict[TopicPartition, Member] = {tp: m for m in group.members for tp in m.assignment}
+    partitions = sorted(set(committed) | set(owner))
+    ends = admin.list_offsets(partitions, LATEST) if partitions else {}
+    if not group.members:
+        print(f"\nConsumer group '{group.group_id}' has no active members.")
+    rows = []
+    for tp in partitions:
+        current = committed.get(tp)
+        end_offset, error = ends.get(tp, (-1, 0))
+        end = end_offset if error == 0 and end_offset >= 0 else None
+        lag = end - current if end is not None and current is not None else None
+        member = owner.get(tp)
+        rows.append(
+            [
+                group.group_id,
+                tp[0],
+                str(tp[1]),
+                _cell(current),
+                _cell(end),
+                _cell(lag),
+                member.member_id if member else "-",
+                (member.host or "-") if member else "-",
+                member.client_id if member else "-",
+            ]
+        )
+    header = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+              "CONSUMER-ID", "HOST", "CLIENT-ID"]  # fmt: skip
+    _print_table(header, rows, {2: 10, 3: 15, 4: 15, 5: 15})
+
+
+def _describe_members(group: GroupDescription, verbose: bool) -> None:
+    if not group.members:
+        print(f"\nConsumer group '{group.group_id}' has no active members.")
+        return
+    header = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+    if verbose:
+        header.append("ASSIGNMENT")
+    rows = []
+    for m in sorted(group.members, key=lambda m: m.member_id):
+        row = [group.group_id, m.member_id, m.host or "-", m.client_id,
+               str(len(m.assignment))]  # fmt: skip
+        if verbose:
+            by_topic: dict[str, list[int]] = {}
+            for topic, p in sorted(m.assignment):
+                by_topic.setdefault(topic, []).append(p)
+            text = ",".join(f"{t}({','.join(map(str, ps))})" for t, ps in by_topic.items())
+            row.append(text or "-")
+        rows.append(row)
+    _print_table(header, rows, {4: 12})
+
+
+def _describe_state(group: GroupDescription) -> None:
+    header = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+    row = [group.group_id, group.coordinator, group.assignor, group.state,
+           str(len(group.members))]  # fmt: skip
+    _print_table(header, [row], {1: max(25, len(group.coordinator)), 2: 20, 3: 20})
+
+
+def _groups(admin: AdminClient, args: argparse.Namespace) -> list[str]:
+    if args.all_groups:
+        response = admin.request("ListGroups", {"states_filter": [], "types_filter": []})
+        return sorted(g["group_id"] for g in response["groups"])
+    if not args.group:
+        raise CliError("Option [describe] takes one of these options: [all-groups], [group]")
+    return list(args.group)
+
+
+def _describe(admin: AdminClient, args: argparse.Namespace) -> int:
+    status = 0
+    for group_id in _groups(admin, args):
+        group = describe_group(admin, group_id)
+        if group is None or group.state == "Dead":
+            print(f"Error: Consumer group '{group_id}' does not exist.", file=sys.stderr)
+            status = 1
+            continue
+        if group.state in ("PreparingRebalance", "CompletingRebalance", "Assigning",
+                           "Reconciling"):  # fmt: skip
+            print(f"\nConsumer group '{group_id}' is rebalancing.")
+        if args.members:
+            _describe_members(group, args.verbose)
+        elif args.state is not None:
+            _describe_state(group)
+        else:
+            _describe_offsets(admin, group)
+    return status
+
+
+def _delete(admin: AdminClient, args: argparse.Namespace) -> int:
+    groups = _groups(admin, args)
+    failures: dict[str, str] = {}
+    by_coordinator: dict[int, tuple[KafkaConnection, list[str]]] = {}
+    for group_id in groups:
+        conn = admin.coordinator(group_id)
+        by_coordinator.setdefault(id(conn), (conn, []))[1].append(group_id)
+    for conn, ids in by_coordinator.values():
+        response = conn.request("DeleteGroups", {"groups_names": ids})
+        for result in response["results"]:
+            if result["error_code"]:
+                failures[result["group_id"]] = _delete_reason(result["error_code"])
+    succeeded = [g for g in groups if g not in failures]
+    if succeeded:
+        names = ", ".join(f"'{g}'" for g in succeeded)
+        print(f"Deletion of requested consumer groups ({names}) was successful.")
+    if failures:
+        print("Deletion of some consumer groups failed:")
+        for group_id, reason in failures.items():
+            print(f"* Group '{group_id}' could not be deleted due to: {reason}")
+        return 1
+    return 0
+
+
+def _delete_reason(code: int) -> str:
+    if code == ErrorCode.NON_EMPTY_GROUP:
+        return "org.apache.kafka.common.errors.GroupNotEmptyException: The group is not empty."
+    if code == ErrorCode.GROUP_ID_NOT_FOUND:
+        return (
+            "org.apache.kafka.common.errors.GroupIdNotFoundException: The group id does not exist."
+        )
+    return kafka_error(code)
+
+
+def run_consumer_groups(args: argparse.Namespace) -> int:
+    def body() -> int:
+        with open_admin(args) as admin:
+            if args.list:
+                _list(admin, args)
+                return 0
+            if args.describe:
+                return _describe(admin, args)
+            if args.delete:
+                return _delete(admin, args)
+            from sparklog.cli.consumer_groups_reset import delete_offsets, reset_offsets
+
+            if args.reset_offsets:
+                return reset_offsets(admin, args)
+            return delete_offsets(admin, args)
+
+    return run_tool("Error: ", body)
