@@ -60,6 +60,4 @@ def test_format_resolves_without_registration(tmp_path: Path) -> None:
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT")]
     assert done.returncode == 0 and lines, done.stderr[-3000:]
-    assert lines[0] == (
-        "RESULT 25 True key,value,topic,partition,offset,timestamp,timestampType"
-    )
+    assert lines[0] == ("RESULT 25 True key,value,topic,partition,offset,timestamp,timestampType")

@@ -273,6 +273,11 @@ def test_log_start_offset_clips_a_store_only_read(env: Env, tmp_path: Path) -> N
         }
         df = native_read(env.spark).options(**options).load()
         assert [r["offset"] for r in df.orderBy("offset").collect()] == want
+    # The second object is whole and clean (the manifest counts say so): no filter, and
+    # count() reads none of its columns; the first (cut at the log start) is filtered.
+    whole = native_read(env.spark).options(**options).load()
+    scans = [line for line in _plan(whole.groupBy().count()).splitlines() if "FileScan" in line]
+    assert len(scans) == 2 and any("ReadSchema: struct<>" in line for line in scans), scans
     committed = native_read(env.spark).options(
         subscribe="clip",
         startingOffsets=json.dumps({"clip": {"0": 5}}),

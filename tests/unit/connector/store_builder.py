@@ -89,7 +89,10 @@ class StoreBuilder:
         segments: Sequence[Sequence[Row]],
         log_start_offset: int | None = None,
         row_group_rows: int = 4,
+        counts: bool = True,
     ) -> Manifest:
+        """``counts=False`` writes entries without the control/aborted/transactional counts,
+        as manifests written before they existed."""
         topic_id = self.topic_ids.setdefault(topic, random_uuid())
         base_dir = partition_dir(topic, topic_id, partition)
         entries = []
@@ -113,6 +116,11 @@ class StoreBuilder:
                     copied_ms=1,
                     broker_id=1,
                     leader_epoch=0,
+                    control_records=sum(r.control for r in rows) if counts else None,
+                    aborted_records=sum(r.aborted for r in rows) if counts else None,
+                    transactional_records=(
+                        sum(r.control or r.aborted for r in rows) if counts else None
+                    ),
                 )
             )
         manifest = Manifest(

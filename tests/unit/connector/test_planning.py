@@ -201,6 +201,58 @@ def test_store_plan_covers_the_tiered_offsets(store: StoreBuilder) -> None:
     assert [(o.start, o.end) for o in p1[0].objects] == [(4, 10)]
 
 
+def _filter_free(pieces: list[Any]) -> dict[tuple[int, int], bool]:
+    return {
+        (p.partition, o.start): o.filter_free
+        for p in pieces
+        if isinstance(p, ColdPiece)
+        for o in p.objects
+    }
+
+
+def test_whole_objects_without_rows_to_drop_are_filter_free(store: StoreBuilder) -> None:
+    # events-0: [0,10) clean, [10,20) an aborted transaction and its marker, [20,30) a marker;
+    # events-1 starts at its log start offset 4, inside its only object.
+    uncommitted = _filter_free(plan(_store_options(store)))
+    assert uncommitted == {(0, 0): True, (0, 10): False, (0, 20): False, (1, 4): False}
+    read_committed = {"kafka.isolation.level": "read_committed"}
+    committed = _filter_free(plan(_store_options(store, **read_committed)))
+    assert committed == uncommitted
+    cut = _filter_free(plan(_store_options(store, endingOffsets='{"events":{"0":5,"1":-1}}')))
+    assert cut == {(0, 0): False, (1, 4): False}
+
+
+def test_aborted_rows_matter_only_under_read_committed(tmp_path: Path) -> None:
+    builder = StoreBuilder(tmp_path / "s")
+    builder.add_partition(TOPIC, 0, [[Row(o, 1, aborted=o == 3) for o in range(8)]])
+    builder.add_partition("legacy", 0, [[Row(o, 1) for o in range(8)]], counts=False)
+    options = {"sparklog.read.from": "store", "sparklog.store.url": builder.url}
+    for isolation, free in (("read_uncommitted", True), ("read_committed", False)):
+        opts = parse_options({**options, "subscribe": TOPIC, "kafka.isolation.level": isolation})
+        assert _filter_free(plan(opts)) == {(0, 0): free}
+    # A manifest without counts says nothing: its objects are always filtered.
+    legacy = parse_options({**options, "subscribe": "legacy"})
+    assert _filter_free(plan(legacy)) == {(0, 0): False}
+
+
+def test_planning_reads_each_manifest_once(
+    store: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sparklog.tiering.layout import Manifest
+
+    reads: list[int] = []
+    parse = Manifest.from_bytes
+
+    def counted(data: bytes) -> Any:
+        manifest = parse(data)
+        reads.append(manifest.partition)
+        return manifest
+
+    monkeypatch.setattr(Manifest, "from_bytes", staticmethod(counted))
+    plan(_store_options(store))
+    assert sorted(reads) == [0, 1]
+
+
 def test_transaction_gaps_are_not_data_loss(store: StoreBuilder) -> None:
     everything = set(range(30))
     uncommitted = _read(plan(_store_options(store, assign='{"events":[0]}')))
