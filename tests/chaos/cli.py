@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import subprocess
 import sys
 import tempfile
 import threading
@@ -47,6 +48,7 @@ from tests.chaos.workload import (
     WatermarkObserver,
     Worker,
 )
+from tests.integration.node_harness import REPO_ROOT
 
 TOPICS = (QUEUE_TOPIC, TXN_TOPIC)
 PROGRESS_EVERY_S = 10.0
@@ -116,6 +118,22 @@ def _progress(history: History, since: int, started: float, cluster: ChaosCluste
     )
 
 
+def code_revision() -> str:
+    """``git describe --always --dirty`` of the tree under test (a shared checkout may hold
+    uncommitted work, which a reproduction needs to know), or ``unknown``."""
+    try:
+        done = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except OSError:
+        return "unknown"
+    return done.stdout.decode().strip() or "unknown"
+
+
 def _report_progress(
     history: History,
     started: float,
@@ -135,7 +153,8 @@ def run(
     workdir: Path | None = None,
     say: Callable[[str], None] = lambda line: print(line, flush=True),
 ) -> Report:
-    say(f"chaos: seed={seed} duration={duration_s:.0f}s root={is_root()}")
+    revision = code_revision()
+    say(f"chaos: seed={seed} duration={duration_s:.0f}s root={is_root()} code={revision}")
     for line in cleanup_stale():
         say(f"chaos: cleanup of an earlier run: {line}")
     root = workdir or Path(tempfile.mkdtemp(prefix=f"sparklog-chaos-{seed}-"))
@@ -147,6 +166,18 @@ def run(
     nemesis = Nemesis(cluster, history, random.Random(rng.random()), list(TOPICS), say=say)
     for kind, reason in nemesis.skipped.items():
         say(f"chaos: fault kind {kind} skipped: {reason}")
+    history.record(
+        "harness",
+        "info",
+        "run",
+        {
+            "seed": seed,
+            "duration_s": duration_s,
+            "code": revision,
+            "privileged": is_root(),
+            "skipped": nemesis.skipped,
+        },
+    )
     started = time.monotonic()
     try:
         cluster.prepare()
@@ -241,8 +272,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.check is not None:
-        result = checker.check(load(args.check))
-        print(summary_line(-1, 0, Counter(), result))
+        ops = load(args.check)
+        result = checker.check(ops)
+        run_op = next((op.value for op in ops if op.f == "run"), {"seed": -1, "duration_s": 0})
+        faults = Counter(
+            op.f for op in ops if op.process == "nemesis" and op.value.get("phase") == "start"
+        )
+        print(summary_line(run_op["seed"], run_op["duration_s"], faults, result))
         return 0 if result.valid else 1
     seed = args.seed if args.seed is not None else random.randrange(1 << 31)
     try:
