@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from sparklog.protocol.types import uvarint_bytes
 from tests.integration import wire
 from tests.integration.ck_helpers import consume_exactly, create_topic, make_consumer, make_producer
 from tests.integration.conftest import unique_topic
@@ -183,15 +184,6 @@ def test_node_survives_malformed_frames(node: Node) -> None:
     assert [r.value for r in records] == [b"%d" % index for index in range(100)]
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def describe_log_dirs_v1(partitions: int, correlation_id: int) -> bytes:
     """DescribeLogDirs v1 (classic) asking for ``partitions`` partitions of one topic."""
     body = struct.pack(">i", 1) + struct.pack(">h", 1) + b"t" + struct.pack(">i", partitions)
@@ -202,7 +194,7 @@ def describe_log_dirs_v1(partitions: int, correlation_id: int) -> bytes:
 def metadata_v12_with_header_tags(tags: int, correlation_id: int) -> bytes:
     """Metadata v12 (flexible header) whose header carries ``tags`` unknown empty tags."""
     header = wire.header_v1(3, 12, correlation_id, "limits")
-    header += _uvarint(tags) + b"".join(_uvarint(i) + b"\x00" for i in range(tags))
+    header += uvarint_bytes(tags) + b"".join(uvarint_bytes(i) + b"\x00" for i in range(tags))
     return wire.frame(header + b"\x01\x00\x00\x00")  # topics=[], no auto-create, tags
 
 

@@ -11,7 +11,12 @@ from sparklog.protocol.codec import EncodeError
 from sparklog.protocol.errors import ProtocolError
 from sparklog.protocol.messages.api_versions import RESPONSE as API_VERSIONS_RESPONSE
 from sparklog.protocol.schema import array, field, message, struct
-from sparklog.protocol.types import MAX_ARRAY_ELEMENTS, MAX_TAGGED_FIELDS, join_chunks
+from sparklog.protocol.types import (
+    MAX_ARRAY_ELEMENTS,
+    MAX_TAGGED_FIELDS,
+    join_chunks,
+    uvarint_bytes,
+)
 
 # A declaration exercising every type, independent of the real API declarations.
 SPEC = message(
@@ -270,7 +275,7 @@ def test_array_of_exactly_the_limit_decodes() -> None:
 @pytest.mark.parametrize("version", [0, 1])
 def test_array_over_the_limit_is_refused_before_decoding(version: int) -> None:
     count = MAX_ARRAY_ELEMENTS + 1
-    head = count.to_bytes(4, "big") if version == 0 else _uvarint(count + 1)
+    head = count.to_bytes(4, "big") if version == 0 else uvarint_bytes(count + 1)
     # Enough bytes behind the count, so only the element bound can refuse it.
     data = head + b"\x00" * (count + 8)
     with pytest.raises(ProtocolError, match="exceeds the limit"):
@@ -281,19 +286,10 @@ def test_array_over_the_limit_is_refused_before_decoding(version: int) -> None:
         codec.decode(ARRAYS, 0, nested)
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _with_unknown_tags(count: int) -> bytes:
     # v1 body: empty compact bytes_, empty items, then `count` unknown empty tags (tag 100+i).
-    tags = b"".join(_uvarint(100 + i) + b"\x00" for i in range(count))
-    return b"\x01\x01" + _uvarint(count) + tags
+    tags = b"".join(uvarint_bytes(100 + i) + b"\x00" for i in range(count))
+    return b"\x01\x01" + uvarint_bytes(count) + tags
 
 
 def test_tagged_fields_up_to_the_limit_decode() -> None:
@@ -310,10 +306,10 @@ def test_request_header_tagged_fields_are_bounded() -> None:
     from sparklog.protocol.messages import API_BY_KEY
 
     def frame(count: int) -> bytes:
-        tags = b"".join(_uvarint(i) + b"\x00" for i in range(count))
+        tags = b"".join(uvarint_bytes(i) + b"\x00" for i in range(count))
         # Metadata v12 (flexible): header v2, then topics=null, auto-create, authorized-ops.
         header = (3).to_bytes(2, "big") + (12).to_bytes(2, "big") + (7).to_bytes(4, "big")
-        header += b"\x00\x01c" + _uvarint(count) + tags
+        header += b"\x00\x01c" + uvarint_bytes(count) + tags
         return header + b"\x00\x00\x00\x00"
 
     assert decode_request(frame(MAX_TAGGED_FIELDS), API_BY_KEY).header.correlation_id == 7
