@@ -26,7 +26,9 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from sparklog.cli.configs_tool import add_configs_parser
 from sparklog.cli.consumer_groups_tool import add_consumer_groups_parser
+from sparklog.cli.get_offsets_tool import add_get_offsets_parser
 from sparklog.cli.leader_election_tool import add_leader_election_parser
 from sparklog.cli.metadata_quorum_tool import add_metadata_quorum_parser
 from sparklog.cli.metrics_tool import add_metrics_parser
@@ -146,6 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_leader_election_parser(sub)
     add_reassign_partitions_parser(sub)
     add_consumer_groups_parser(sub)
+    add_configs_parser(sub)
+    add_get_offsets_parser(sub)
     return parser
 
 
