@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +21,7 @@ from sparklog.protocol.headers import (
 )
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.protocol.schema import Api
-from sparklog.protocol.types import join_chunks
+from sparklog.protocol.types import MAX_TAGGED_FIELDS, join_chunks, uvarint_bytes
 from tests.unit.protocol.message_strategies import message_strategy
 
 VERSIONED = [(a, v) for a in API_BY_KEY.values() for v in range(a.min_version, a.max_version + 1)]
@@ -115,3 +116,22 @@ def test_mutated_responses(data: st.DataObject) -> None:
     bad = data.draw(mutated(frame))
     with contextlib.suppress(ProtocolError):
         decode_response(api, version, bad)
+
+
+# Kafka 4.4's count limits hold for every flexible request we declare: the body of an
+# all-defaults request ends with its top-level tagged-field count (0), replaced here.
+FLEXIBLE = [(a, v) for a, v in VERSIONED if a.request.is_flexible(v)]
+
+
+def _with_top_level_tags(api: Api, version: int, count: int) -> bytes:
+    frame = join_chunks(encode_request(api, version, 5, "fuzz", {}))[4:]
+    assert frame[-1] == 0
+    tags = b"".join(uvarint_bytes(1000 + i) + b"\x00" for i in range(count))
+    return frame[:-1] + uvarint_bytes(count) + tags
+
+
+@pytest.mark.parametrize(("api", "version"), FLEXIBLE, ids=lambda x: str(getattr(x, "name", x)))
+def test_tagged_field_limit_in_every_flexible_request(api: Api, version: int) -> None:
+    decode_request(_with_top_level_tags(api, version, MAX_TAGGED_FIELDS), API_BY_KEY)
+    with pytest.raises(ProtocolError, match="tagged fields exceed"):
+        decode_request(_with_top_level_tags(api, version, MAX_TAGGED_FIELDS + 1), API_BY_KEY)
