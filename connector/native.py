@@ -21,7 +21,8 @@ Contract of the plan:
   ``offset`` and ``timestamp`` are pushed into every scan.
 - Hot pieces are read by the ``sparklog`` Python data source, handed the planned pieces in the
   internal option :data:`HOT_PIECES_OPTION` (no second plan, same ends); the parts are combined
-  with ``unionByName``.
+  with ``unionByName`` after an empty frame of Spark's schema, so the result's schema (all
+  nullable) equals the data source's whatever the parts.
 - The store must be readable by Spark's Hadoop file systems: ``file://``, ``hdfs://``,
   ``gs://``..., and ``s3://`` read as ``s3a://`` (the ``sparklog.store.s3.*`` endpoint and keys
   become the scans' ``fs.s3a.*`` options) when hadoop-aws is on the classpath. Otherwise
@@ -158,12 +159,26 @@ def _load(spark: SparkSession, raw: Mapping[str, str]) -> DataFrame:
         split = split_pieces(list(hot), options.max_records_per_partition, options.min_partitions)
         hot_json = hot_pieces_to_json(p for p in split if isinstance(p, HotPiece))
         frames.append(_source(spark, {**raw, HOT_PIECES_OPTION: hot_json}).load())
-    if not frames:
-        return spark.createDataFrame([], spark_ddl(options.include_headers))
-    result = frames[0]
-    for frame in frames[1:]:
+    result = _schema_anchor(spark, options.include_headers)
+    for frame in frames:
         result = result.unionByName(frame)
     return result
+
+
+def _schema_anchor(spark: SparkSession, include_headers: bool) -> DataFrame:
+    """An empty frame of exactly the Kafka source schema, every column nullable as in Spark's.
+
+    A union's columns are nullable when any child's are, so starting the union with it gives
+    the result Spark's schema whatever the scans' nullability (a literal ``topic`` or the
+    stored ``offset`` are not null); the optimizer drops the empty branch (``Filter false``).
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    schema = StructType.fromDDL(spark_ddl(include_headers))
+    assert isinstance(schema, StructType)
+    nulls = [F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields]
+    return spark.range(1).select(*nulls).where(F.lit(False))
 
 
 def _cold_frames(

@@ -361,5 +361,7 @@ def test_store_only_with_node_stopped(env: Env) -> None:
         options = {"sparklog.read.from": "store", "kafka.isolation.level": isolation}
         want = [r for r in env.reference[isolation] if r[0] == 0 and r[1] < env.tiered_end]
         options["includeHeaders"] = "true"
+        # No hot part here: the schema is Spark's all the same.
+        assert env.native(**options).schema == env.source(**options).schema
         assert spark_rows(env.native(**options)) == want, isolation
         assert spark_rows(env.source(**options)) == want, isolation
