@@ -1,8 +1,8 @@
 """The PySpark data source `sparklog` (imported as ``sparklog.connector``).
 
 A drop-in for Spark's Kafka source and sink (same schema, same options), registered under the
-short name ``sparklog``: ``from sparklog.connector import SparklogDataSource``;
-``spark.dataSource.register(SparklogDataSource)``.
+short name ``sparklog``: Spark 4 finds it through the top-level ``pyspark_sparklog`` module,
+or ``spark.dataSource.register(SparklogDataSource)``.
 
 - Batch reads (:mod:`.source`) and Structured Streaming micro-batches (:mod:`.stream`, with
   admission control in :mod:`.admission`) execute one plan (:mod:`.planning`, offsets from

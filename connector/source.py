@@ -10,6 +10,14 @@ store (:mod:`.cold`) or from its leader (:mod:`.hot`), yielding Arrow record bat
 are validated when the reader or writer is created, so a bad option fails the query at analysis
 time with a message naming it. ``schema()`` looks only at ``includeHeaders``: it cannot tell a
 batch read from a stream, whose options differ.
+
+No ``register`` call is needed where the top-level ``pyspark_sparklog`` module is importable:
+Spark 4 registers its ``DefaultSource`` (this class) by itself. With
+``spark.sql.python.filterPushdown.enabled=true`` the batch reader is
+:class:`SparklogPushdownReader`, which narrows the plan with the query's filters on
+``partition``, ``offset`` and ``timestamp`` (:mod:`.pushdown`); without it the reader does not
+override ``pushFilters`` (pyspark would refuse the read). A reader given planned hot pieces by
+the native batch plan (:mod:`.native`) reads exactly those.
 """
 
 from __future__ import annotations
