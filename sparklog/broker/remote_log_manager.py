@@ -49,13 +49,10 @@ event loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
+import functools
 import logging
 import os
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -66,16 +63,17 @@ from sparklog.broker.context import RemoteRead
 from sparklog.broker.partition import Partition
 from sparklog.broker.remote_aux_state import TierState, read_tier_state
 from sparklog.broker.remote_metrics import RemoteStorageMetrics
+from sparklog.broker.remote_segments import copy_source, tail_position
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import uuid_to_str
 from sparklog.protocol.records import iter_batches
 from sparklog.storage.log import Log
-from sparklog.storage.segment import LogSegment
 from sparklog.tiering.config import TieringConfig
 from sparklog.tiering.layout import PARQUET_SUFFIX
 from sparklog.tiering.metadata import (
     AbortedTxn,
+    CopiedSegment,
     LogSegmentData,
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
@@ -115,34 +113,6 @@ def _next_offset(records: bytes, default: int) -> int:
     for _, header in iter_batches(records):
         last = header
     return default if last is None else last.next_offset
-
-
-def _tail_position(segment: LogSegment, offset: int) -> int | None:
-    """The file position of the batch starting at ``offset`` in ``segment``; None when no
-    batch starts there (then the segment cannot be split at ``offset``)."""
-    found = segment.translate_offset(offset)
-    if found is None:
-        return None
-    position, header = found
-    return position if header.base_offset == offset else None
-
-
-@contextlib.contextmanager
-def _from_position(data: LogSegmentData, position: int) -> Iterator[LogSegmentData]:
-    """``data`` itself, or for ``position > 0`` a copy whose log holds the segment's bytes
-    from ``position`` on (in a temporary file removed afterwards)."""
-    if position <= 0:
-        yield data
-        return
-    fd, path = tempfile.mkstemp(suffix=".log")
-    try:
-        with os.fdopen(fd, "wb") as out, open(data.log_path, "rb") as source:
-            source.seek(position)
-            shutil.copyfileobj(source, out)
-        yield dataclasses.replace(data, log_path=path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
 
 
 class RemoteLogManager:
@@ -306,7 +276,7 @@ class RemoteLogManager:
                 return
             # A segment straddling the store's end (segments roll differently on another
             # replica that led before) is copied from the first batch above it.
-            tail = _tail_position(segment, copied + 1) if segment.base_offset <= copied else None
+            tail = tail_position(segment, copied + 1) if segment.base_offset <= copied else None
             first = copied + 1 if tail is not None else segment.base_offset
             now = self._clock_ms()
             metadata = RemoteLogSegmentMetadata(
@@ -335,26 +305,40 @@ class RemoteLogManager:
             )
             self.rlmm.add_remote_log_segment_metadata(metadata)
 
-            def copy(
+            def upload(
                 m: RemoteLogSegmentMetadata = metadata,
                 d: LogSegmentData = data,
                 at: int = tail or 0,
-            ) -> int:
-                with _from_position(d, at) as source:
-                    result = self.rsm.copy_log_segment_data(m, source)
+            ) -> CopiedSegment:
+                with copy_source(d, at) as source:
+                    return self.rsm.copy_log_segment_data(m, source)
+
+            def finish(m: RemoteLogSegmentMetadata, result: CopiedSegment) -> None:
                 self.rlmm.update_remote_log_segment_metadata(
                     m.remote_log_segment_id,
                     RemoteLogSegmentState.COPY_SEGMENT_FINISHED,
                     copied=result,
                 )
-                return result.record_count
 
             self.metrics.copy_requests.mark()
             try:
-                records = await self._on(self._copier, copy)
+                result = await self._on(self._copier, upload)
+                if not partition.is_leader or partition.leader_epoch != metadata.leader_epoch:
+                    # Deposed meanwhile: the new leader owns the manifest (and deletes these
+                    # objects as orphans when it loads it).
+                    log.info(
+                        "Not recording the copy of %s-%d [%d, %d]: no longer the leader",
+                        partition.topic,
+                        partition.index,
+                        first,
+                        end,
+                    )
+                    return
+                await self._on(self._copier, functools.partial(finish, metadata, result))
             except Exception:
                 self.metrics.copy_errors.mark()
                 raise
+            records = result.record_count
             self.metrics.copy_bytes.mark(metadata.segment_size_in_bytes)
             plog.attach_remote(-1, end)
             log.info(

@@ -18,7 +18,8 @@ from sparklog.broker.remote_aux_state import (
     apply_tier_state,
     read_tier_state,
 )
-from sparklog.broker.remote_log_manager import _from_position, _tail_position, segment_epochs
+from sparklog.broker.remote_log_manager import segment_epochs
+from sparklog.broker.remote_segments import copy_source, tail_position
 from sparklog.protocol.record_codec import build_batch
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
@@ -140,8 +141,8 @@ def test_a_straddling_segment_is_copied_from_the_first_batch_above_the_store(
 ) -> None:
     leader = _leader(tmp_path / "leader")
     segment = leader.segments[1]  # [6, 12): batches at 6 and 8
-    assert _tail_position(segment, 7) is None  # not a batch boundary
-    position = _tail_position(segment, 8)
+    assert tail_position(segment, 7) is None  # not a batch boundary
+    position = tail_position(segment, 8)
     assert position is not None and position > 0
     store = open_store(f"file://{tmp_path}/remote")
     rsm = RemoteStorageManager(store, cluster_id=CLUSTER)
@@ -156,7 +157,7 @@ def test_a_straddling_segment_is_copied_from_the_first_batch_above_the_store(
         segment_leader_epochs=segment_epochs(leader, 8, 11),
     )
     data = LogSegmentData(segment.path, metadata.segment_leader_epochs)
-    with _from_position(data, position) as tail:
+    with copy_source(data, position) as tail:
         assert tail.log_path != segment.path
         copied = rsm.copy_log_segment_data(metadata, tail)
     assert not os.path.exists(tail.log_path)
