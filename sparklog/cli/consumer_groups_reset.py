@@ -145,7 +145,7 @@ def _targets(
     )
 
 
-def _commit(admin: AdminClient, group_id: str, targets: dict[TopicPartition, int]) -> None:
+def commit_offsets(admin: AdminClient, group_id: str, targets: dict[TopicPartition, int]) -> None:
     by_topic: dict[str, list[tuple[int, int]]] = {}
     for (topic, p), offset in sorted(targets.items()):
         by_topic.setdefault(topic, []).append((p, offset))
@@ -203,7 +203,7 @@ def reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
         tps = _partitions(admin, args, committed)
         targets = _targets(admin, args, tps, committed) if tps else {}
         if args.execute and targets:
-            _commit(admin, group_id, targets)
+            commit_offsets(admin, group_id, targets)
         row = "{:<30} {:<30} {:<10} {:<15}"
         lines = [row.format("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")] if targets else []
         lines += [row.format(group_id, t, p, o) for (t, p), o in sorted(targets.items())]

@@ -27,6 +27,8 @@ import sys
 from collections.abc import Sequence
 
 from sparklog.cli.configs_tool import add_configs_parser
+from sparklog.cli.console_consumer_tool import add_console_consumer_parser
+from sparklog.cli.console_producer_tool import add_console_producer_parser
 from sparklog.cli.consumer_groups_tool import add_consumer_groups_parser
 from sparklog.cli.get_offsets_tool import add_get_offsets_parser
 from sparklog.cli.leader_election_tool import add_leader_election_parser
@@ -150,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_consumer_groups_parser(sub)
     add_configs_parser(sub)
     add_get_offsets_parser(sub)
+    add_console_producer_parser(sub)
+    add_console_consumer_parser(sub)
     return parser
 
 
