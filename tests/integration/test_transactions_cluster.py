@@ -26,15 +26,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import confluent_kafka
+import confluent_kafka.admin as admin_module
 import pytest
+from confluent_kafka.admin._listoffsets import OffsetSpec
+from confluent_kafka.cimpl import NewTopic
 
 from sparklog.client.connection import KafkaConnection
 from tests.integration.ck_helpers import abandon_transaction
 from tests.integration.cluster_harness import Cluster, ClusterNode, running_cluster, wait_until
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
-admin_module = pytest.importorskip("confluent_kafka.admin")
-from confluent_kafka.admin._listoffsets import OffsetSpec  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -80,7 +80,7 @@ def live_brokers(cluster: Cluster) -> list[ClusterNode]:
 def create_topic(cluster: Cluster, name: str) -> dict[int, int]:
     """A topic of PARTITIONS partitions, RF 3; partition -> leader once all have a full ISR."""
     client = admin(cluster)  # must outlive the future
-    topic = admin_module.NewTopic(name, PARTITIONS, 3)
+    topic = NewTopic(name, PARTITIONS, 3)
     client.create_topics([topic], operation_timeout=30)[name].result(timeout=60)
     leaders: dict[int, int] = wait_until(
         f"{name} with a full ISR everywhere", lambda: full_isr_leaders(cluster, name)
@@ -221,8 +221,9 @@ def read_all(
             if got >= count:
                 deadline = min(deadline, time.monotonic() + 1.0)
             for msg in consumer.consume(1000, timeout=0.2):
-                if msg.error() is None:
-                    seen[msg.partition()].append(msg.value().decode())
+                partition, value = msg.partition(), msg.value()
+                if msg.error() is None and partition is not None and value is not None:
+                    seen[partition].append(value.decode())
                     got += 1
     finally:
         consumer.close()
@@ -478,9 +479,8 @@ def test_read_process_write_is_exactly_once_across_a_broker_kill(cluster: Cluste
             try:
                 retrying(producer.begin_transaction)
                 for msg in batch:
-                    producer.produce(
-                        sink, key=msg.key(), value=msg.value().upper(), partition=msg.partition()
-                    )
+                    value = (msg.value() or b"").upper()
+                    producer.produce(sink, key=msg.key(), value=value, partition=msg.partition())
                 retrying(
                     lambda: producer.send_offsets_to_transaction(
                         consumer.position(consumer.assignment()),
@@ -497,7 +497,7 @@ def test_read_process_write_is_exactly_once_across_a_broker_kill(cluster: Cluste
                 _rewind(consumer)
                 aborted += 1
                 continue
-            done += [int(m.key()) for m in batch]
+            done += [int(m.key() or b"-1") for m in batch]
             idle_since = time.monotonic()
     finally:
         consumer.close()
