@@ -33,6 +33,7 @@ from sparklog.storage.checkpoint import read_epoch_checkpoint
 from tests.integration.cluster_harness import (
     Cluster,
     ClusterNode,
+    cli,
     partition_metadata,
     running_cluster,
     wait_until,
@@ -258,6 +259,28 @@ def test_failover_mid_copy_then_follower_rebuilt_from_the_store(
     check_records("store-only read", tiered, produced[:end])
     check_records("consumer from 0", consume(cluster, len(produced)), produced)
 
+    # The new leader's remote-storage metrics (Kafka's names; meters with rates) and the copy
+    # lag as `sparklog tiering describe` shows it.
+    btm = "kafka.server:type=BrokerTopicMetrics,name="
+    assert new_leader.metric(btm + "RemoteCopyBytesPerSec", "Count") > 0
+    assert new_leader.metric(btm + "RemoteCopyBytesPerSec", "OneMinuteRate") > 0
+    assert new_leader.metric(btm + "RemoteFetchRequestsPerSec", "Count") > 0
+    assert new_leader.metric(btm + "RemoteCopyErrorsPerSec", "Count") == 0
+    assert new_leader.metric(btm + "RemoteCopyLagSegments") == 0
+    described = cli(
+        "tiering",
+        "describe",
+        "--store",
+        store.url,
+        "--topic",
+        TOPIC,
+        "--bootstrap-server",
+        cluster.running_bootstrap_servers.split(",")[0],
+    )
+    tiered_end = store.finished(TOPIC)[-1]["end_offset"]
+    assert f"HighestTieredOffset: {tiered_end}" in described, described
+    assert f"HighWatermark: {len(produced)}" in described, described
+
     # 4. The old leader rejoins; a follower with a wiped partition directory rebuilds from
     # the store and ends with the leader's epoch cache.
     old_leader.launch()
@@ -279,6 +302,7 @@ def test_failover_mid_copy_then_follower_rebuilt_from_the_store(
         tolerate=(Exception,),
     )
     assert "from remote segment" in follower.log_path.read_text(errors="replace")
+    assert follower.metric(btm + "BuildRemoteLogAuxStateRequestsPerSec", "Count") >= 1
     assert local_bases(follower)[0] > 0, "the follower copied the whole log from the leader"
     deadline = time.monotonic() + 30.0
     while epochs(follower) != epochs(new_leader) and time.monotonic() < deadline:
