@@ -222,12 +222,12 @@ DEFS: dict[str, ConfigDef] = {
         _d("initial.broker.registration.timeout.ms", "int", 60000),
         _d("remote.log.storage.system.enable", "bool", False),
         _d("remote.log.manager.task.interval.ms", "long", 30000, minimum=1),
-        # Tiered storage (sparklog.tiering.config documents them): the store URL (unset: file://
-        # next to the first log dir), S3 endpoint override and credentials, Parquet row groups.
         _d("remote.log.manager.copier.thread.pool.size", "int", 10, minimum=1),
         _d("remote.log.manager.expiration.thread.pool.size", "int", 10, minimum=1),
         _d("remote.log.manager.thread.pool.size", "int", 2, minimum=1),
         _d("remote.log.reader.threads", "int", 10, minimum=1),
+        # Tiered storage (sparklog.tiering.config documents them): the store URL (unset: file://
+        # next to the first log dir), S3 endpoint override and credentials, Parquet row groups.
         _d("sparklog.remote.storage.url", "string"),
         _d("sparklog.remote.storage.s3.endpoint.url", "string"),
         _d("sparklog.remote.storage.s3.access.key.id", "string"),
