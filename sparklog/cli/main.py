@@ -31,8 +31,10 @@ from sparklog.cli.console_consumer_tool import add_console_consumer_parser
 from sparklog.cli.console_producer_tool import add_console_producer_parser
 from sparklog.cli.consumer_groups_tool import add_consumer_groups_parser
 from sparklog.cli.consumer_perf_tool import add_consumer_perf_parser
+from sparklog.cli.delete_records_tool import add_delete_records_parser
 from sparklog.cli.get_offsets_tool import add_get_offsets_parser
 from sparklog.cli.leader_election_tool import add_leader_election_parser
+from sparklog.cli.log_dirs_tool import add_log_dirs_parser
 from sparklog.cli.metadata_quorum_tool import add_metadata_quorum_parser
 from sparklog.cli.metrics_tool import add_metrics_parser
 from sparklog.cli.producer_perf_tool import add_producer_perf_parser
@@ -40,6 +42,7 @@ from sparklog.cli.reassign_partitions_tool import add_reassign_partitions_parser
 from sparklog.cli.storage_tool import StorageToolError
 from sparklog.cli.tiering_tool import add_tiering_parser
 from sparklog.cli.topics_tool import add_topics_parser
+from sparklog.cli.transactions_tool import add_transactions_parser
 from sparklog.config import ConfigError, ServerConfig, read_properties_file
 
 
@@ -158,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_console_consumer_parser(sub)
     add_producer_perf_parser(sub)
     add_consumer_perf_parser(sub)
+    add_delete_records_parser(sub)
+    add_transactions_parser(sub)
+    add_log_dirs_parser(sub)
     return parser
 
 

@@ -4,8 +4,10 @@ reassign-partitions --generate, storage info."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +69,77 @@ def test_perf_tools(node: Node) -> None:
                  "--timeout", "1000")  # fmt: skip
     assert short.lines()[1].split(", ")[4] == "3000"
     assert "WARNING: Exiting before consuming the expected number of messages" in short.err
+
+
+def test_delete_records(node: Node, tmp_path: Path) -> None:
+    topic = created(node, "delrec", partitions=2)
+    producer = ck.Producer({"bootstrap.servers": node.bootstrap})
+    for i in range(10):
+        producer.produce(topic, value=b"x", partition=i % 2)
+    assert producer.flush(30) == 0
+    spec = tmp_path / "offsets.json"
+    spec.write_text(json.dumps({"partitions": [
+        {"topic": topic, "partition": 0, "offset": 3},
+        {"topic": topic, "partition": 1, "offset": -1},
+    ], "version": 1}))  # fmt: skip
+    run = tool(node, "delete-records", "--offset-json-file", str(spec))
+    assert run.lines() == [
+        "Executing records delete operation",
+        "Records delete operation completed:",
+        f"partition: {topic}-0\tlow_watermark: 3",
+        f"partition: {topic}-1\tlow_watermark: 5",
+    ]
+    assert tool(node, "get-offsets", "--topic", topic, "--time", "-2").lines() == [
+        f"{topic}:0:3", f"{topic}:1:5"
+    ]  # fmt: skip
+    spec.write_text("{not json")
+    bad = tool(node, "delete-records", "--offset-json-file", str(spec))
+    assert bad.status == 1 and "is not valid JSON" in bad.err
+
+
+def test_transactions_list_and_describe(node: Node) -> None:
+    topic = created(node, "txn")
+    txn_id = unique_topic("txid")
+    producer = ck.Producer({"bootstrap.servers": node.bootstrap, "transactional.id": txn_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"x")
+    producer.flush(30)
+    ongoing = tool(node, "transactions", "describe", "--transactional-id", txn_id)
+    header, row = ongoing.lines()
+    assert header.split("\t")[:-1] == [
+        "CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
+        "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs",
+        "TopicPartitions",
+    ]  # fmt: skip
+    cells = [cell.strip() for cell in row.split("\t")[:-1]]
+    assert cells[0] == "1" and cells[1] == txn_id and cells[4] == "Ongoing"
+    assert cells[8] == f"{topic}-0"
+    producer.commit_transaction(30)
+    listed = tool(node, "transactions", "list")
+    assert listed.lines()[0].split() == [
+        "TransactionalId", "Coordinator", "ProducerId", "TransactionState"
+    ]  # fmt: skip
+    mine = [line.split() for line in listed.lines() if line.startswith(txn_id)]
+    assert len(mine) == 1 and mine[0][1] == "1" and mine[0][3] == "CompleteCommit"
+    missing = tool(node, "transactions", "describe", "--transactional-id", "no-such-id")
+    assert missing.status == 1 and "TRANSACTIONAL_ID_NOT_FOUND" in missing.err
+
+
+def test_log_dirs(node: Node) -> None:
+    topic = created(node, "logdirs", partitions=2)
+    run = tool(node, "log-dirs", "--describe", "--topic-list", topic)
+    assert run.lines()[:2] == [
+        "Querying brokers for log directories information",
+        "Received log directory information from brokers 1",
+    ]
+    document = json.loads(run.lines()[2])
+    assert document["version"] == 1
+    (broker,) = document["brokers"]
+    (log_dir,) = broker["logDirs"]
+    assert broker["broker"] == 1 and log_dir["error"] is None
+    assert log_dir["logDir"] == str(node.log_dir)
+    assert sorted(p["partition"] for p in log_dir["partitions"]) == [f"{topic}-0", f"{topic}-1"]
+    assert set(log_dir["partitions"][0]) == {"partition", "size", "offsetLag", "isFuture"}
+    bad = tool(node, "log-dirs", "--describe", "--broker-list", "7")
+    assert bad.status == 1 and "The given brokers do not exist from --broker-list: 7" in bad.err
