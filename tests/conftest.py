@@ -109,19 +109,15 @@ class MotoS3:
         return name
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def moto_s3() -> Iterator[MotoS3]:
     pytest.importorskip("moto.server")
     pytest.importorskip("s3fs")
     from moto.server import ThreadedMotoServer
 
-    port = _free_port()
+    from tests.integration.node_harness import free_port
+
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"

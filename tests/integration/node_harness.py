@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -55,10 +56,28 @@ def assert_no_lost_task(log_path: Path) -> None:
     assert at < 0, f"{log_path}: {text[max(at - 2000, 0) : at + 4000]}"
 
 
+# Listener ports come from below the kernel's ephemeral range (32768-60999 by default): a port
+# the kernel hands out as ephemeral can be taken by any outgoing connection between the moment
+# it is picked and the moment a node binds it ("address already in use" at start-up).
+_LISTENER_PORTS = range(20000, 32768)
+_handed_out: set[int] = set()
+_port_rng = random.Random(os.getpid() ^ time.monotonic_ns())
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port nothing listens on, never handed out twice by this process."""
+    for _ in range(1000):
+        port = _port_rng.choice(_LISTENER_PORTS)
+        if port in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free loopback port in {_LISTENER_PORTS}")
 
 
 def _die_with_parent() -> None:

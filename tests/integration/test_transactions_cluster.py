@@ -20,7 +20,9 @@ coordinator's marker channel (WriteTxnMarkers over the inter-broker listener).
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -273,6 +275,18 @@ class Ledger:
 
     def run(self, producer: Any, topic: str, name: str, commit: bool, rng: random.Random) -> None:
         """One transaction touching every partition (so every leader needs a marker)."""
+        sent = self.send(producer, topic, name, rng)
+        if commit:
+            self.commit(producer, sent)
+        else:
+            assert producer.flush(CLIENT_TIMEOUT_S) == 0  # aborted records must reach the logs
+            retrying(lambda: producer.abort_transaction(CLIENT_TIMEOUT_S))
+            self.aborted |= {v for values in sent.values() for v in values}
+
+    def send(
+        self, producer: Any, topic: str, name: str, rng: random.Random
+    ) -> dict[int, list[str]]:
+        """Begin a transaction and write to every partition; the values per partition."""
         sent: dict[int, list[str]] = {p: [] for p in range(PARTITIONS)}
         retrying(producer.begin_transaction)
         for seq in range(PARTITIONS + rng.randrange(8)):
@@ -280,14 +294,12 @@ class Ledger:
             value = f"{name}:{seq}"
             producer.produce(topic, value=value.encode(), partition=partition)
             sent[partition].append(value)
-        if commit:
-            retrying(lambda: producer.commit_transaction(CLIENT_TIMEOUT_S))
-            for partition, values in sent.items():
-                self.committed[partition] += values
-        else:
-            assert producer.flush(CLIENT_TIMEOUT_S) == 0  # aborted records must reach the logs
-            retrying(lambda: producer.abort_transaction(CLIENT_TIMEOUT_S))
-            self.aborted |= {v for values in sent.values() for v in values}
+        return sent
+
+    def commit(self, producer: Any, sent: dict[int, list[str]]) -> None:
+        retrying(lambda: producer.commit_transaction(CLIENT_TIMEOUT_S))
+        for partition, values in sent.items():
+            self.committed[partition] += values
 
     def check(self, cluster: Cluster, topic: str) -> None:
         committed = read_all(cluster, topic, "read_committed", self.committed_count)
@@ -329,24 +341,60 @@ def test_markers_reach_leaders_on_every_broker(cluster: Cluster) -> None:
 
 
 # -- 2 --------------------------------------------------------------------------------------------
-def _kill_after_commit(
-    cluster: Cluster, choose_victim: Callable[[int, dict[int, int]], int]
-) -> None:
+# The window between EndTxn and CompleteCommit is held open on purpose: one partition leader
+# (the "blocker", never the coordinator) is SIGSTOPped after the transaction's records are
+# acknowledged and before commit_transaction. EndTxn still answers (PrepareCommit is durable once
+# the ISR of the __transaction_state partition has shrunk past the stopped broker), but the
+# blocker cannot take its marker, so the transaction stays in PrepareCommit until the blocker is
+# fenced: a session timeout far above replica.lag.time.max.ms keeps that window seconds wide,
+# and the test asserts it saw PrepareCommit before the SIGKILL.
+WINDOW_SETTINGS = {**SETTINGS, "broker.session.timeout.ms": 15000, "replica.lag.time.max.ms": 2000}
+
+
+@pytest.fixture
+def window_cluster(tmp_path: Path) -> Iterator[Cluster]:
+    with running_cluster(tmp_path, controllers=3, brokers=3, overrides=WINDOW_SETTINGS) as cluster:
+        yield cluster
+
+
+def _signal(node: ClusterNode, signum: signal.Signals) -> None:
+    assert node.process is not None and node.process.poll() is None, f"{node.node_id} not running"
+    os.kill(node.process.pid, signum)
+
+
+def _kill_in_commit_window(cluster: Cluster, kill_coordinator: bool) -> None:
     topic = "window"
     leaders = create_topic(cluster, topic)
     tid = "window-tid"
     producer = txn_producer(cluster, tid)
     coordinator = find_coordinator(cluster, tid)
-    victim = cluster.broker(choose_victim(coordinator, leaders))
-    print(f"coordinator {coordinator}, leaders {leaders}, killing broker {victim.node_id}")
+    blocker = cluster.broker(next(b for b in leaders.values() if b != coordinator))
+    victim = cluster.broker(coordinator) if kill_coordinator else blocker
+    print(
+        f"coordinator {coordinator}, leaders {leaders}, blocker {blocker.node_id}, "
+        f"victim {victim.node_id}"
+    )
 
     rng = random.Random(17)
     ledger = Ledger()
     for number, commit in enumerate([True, False, True]):
         ledger.run(producer, topic, f"before{number}", commit, rng)
-    ledger.run(producer, topic, "window", True, rng)  # commit_transaction has returned
-    victim.kill()
-    killed_at = time.monotonic()
+    sent = ledger.send(producer, topic, "window", rng)
+    assert producer.flush(CLIENT_TIMEOUT_S) == 0
+    _signal(blocker, signal.SIGSTOP)
+    try:
+        ledger.commit(producer, sent)  # EndTxn answered: PrepareCommit is durable
+        # Asked of the coordinator itself: FindCoordinator could wait on the stopped blocker.
+        body = request(
+            cluster.broker(coordinator), "DescribeTransactions", {"transactional_ids": [tid]}
+        )
+        state = body["transaction_states"][0]["transaction_state"]
+        assert state == "PrepareCommit", f"the window is not open: {state}"
+        victim.kill()
+        killed_at = time.monotonic()
+    finally:
+        if blocker.is_running():
+            _signal(blocker, signal.SIGCONT)
 
     wait_settled(cluster, topic, tid)
     resumed = [
@@ -358,6 +406,8 @@ def _kill_after_commit(
         f"settled {time.monotonic() - killed_at:.2f}s after the kill; markers resumed by a new "
         f"coordinator: {resumed or 'none'}"
     )
+    if kill_coordinator:
+        assert resumed, "a new coordinator must resume the markers from __transaction_state"
     assert describe_txn(cluster, tid)["transaction_state"] == "CompleteCommit"
     ledger.check(cluster, topic)
 
@@ -375,15 +425,14 @@ def _kill_after_commit(
     producer.flush(CLIENT_TIMEOUT_S)
 
 
-def test_coordinator_killed_between_end_txn_and_complete_commit(cluster: Cluster) -> None:
-    _kill_after_commit(cluster, lambda coordinator, leaders: coordinator)
+def test_coordinator_killed_between_end_txn_and_complete_commit(window_cluster: Cluster) -> None:
+    _kill_in_commit_window(window_cluster, kill_coordinator=True)
 
 
-def test_partition_leader_killed_between_end_txn_and_complete_commit(cluster: Cluster) -> None:
-    _kill_after_commit(
-        cluster,
-        lambda coordinator, leaders: next(b for b in leaders.values() if b != coordinator),
-    )
+def test_partition_leader_killed_between_end_txn_and_complete_commit(
+    window_cluster: Cluster,
+) -> None:
+    _kill_in_commit_window(window_cluster, kill_coordinator=False)
 
 
 def test_timed_out_transaction_is_aborted_on_every_leader(cluster: Cluster) -> None:
