@@ -19,6 +19,7 @@ from sparklog.broker.admin import (
 )
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.fetch import handle_fetch
+from sparklog.broker.lifecycle import SUPPORTED_METADATA_VERSIONS
 from sparklog.broker.metadata_apis import handle_describe_cluster, handle_metadata
 from sparklog.broker.offsets import (
     handle_delete_records,
@@ -32,6 +33,8 @@ from sparklog.broker.topic_partitions import handle_describe_topic_partitions
 from sparklog.broker.txn_markers import handle_write_txn_markers
 from sparklog.coordinator.apis import GROUP_HANDLERS
 from sparklog.coordinator.txn_apis import TXN_HANDLERS
+from sparklog.metadata.bootstrap import ELR_FEATURE
+from sparklog.metadata.image import METADATA_VERSION_FEATURE, MetadataImage
 from sparklog.net.server import Connection
 from sparklog.protocol.headers import Request
 from sparklog.protocol.messages import API_BY_KEY
@@ -116,6 +119,28 @@ def api_versions_body(apis: Mapping[int, Api]) -> dict[str, Any]:
     }
 
 
+# Features this broker implements (KIP-584), advertised in ApiVersions v3+ with the levels the
+# cluster finalized, as Kafka's brokers do: `sparklog features describe` reads them.
+SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
+    METADATA_VERSION_FEATURE: SUPPORTED_METADATA_VERSIONS,
+    ELR_FEATURE: (0, 1),
+}
+
+
+def feature_fields(image: MetadataImage) -> dict[str, Any]:
+    return {
+        "supported_features": [
+            {"name": name, "min_version": low, "max_version": high}
+            for name, (low, high) in sorted(SUPPORTED_FEATURES.items())
+        ],
+        "finalized_features_epoch": image.provenance.last_offset,
+        "finalized_features": [
+            {"name": name, "max_version_level": level, "min_version_level": level}
+            for name, level in sorted(image.features.levels.items())
+        ],
+    }
+
+
 class BrokerApis:
     """Binds the handlers to a broker context; the listener's request callback."""
 
@@ -125,7 +150,9 @@ class BrokerApis:
     async def __call__(self, request: Request, conn: Connection) -> dict[str, Any] | None:
         if request.api.key == 18:
             # Each listener advertises what it serves (the controller listener less).
-            return api_versions_body(conn.served_apis)
+            body = api_versions_body(conn.served_apis)
+            body.update(feature_fields(self.ctx.image))
+            return body
         handler = HANDLERS[request.api.key]
         try:
             return await handler(self.ctx, request, conn.listener_name)

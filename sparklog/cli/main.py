@@ -2,6 +2,7 @@
 
     sparklog storage random-uuid
     sparklog storage format --cluster-id ID --config server.properties --standalone
+    sparklog storage info --config server.properties
     sparklog server start server.properties [--override key=value ...]
     sparklog topics --bootstrap-server HOST:PORT --create|--list|--describe|--delete ...
     sparklog log dump --files 00000000000000000000.log [--print-data-log]
@@ -32,6 +33,7 @@ from sparklog.cli.console_producer_tool import add_console_producer_parser
 from sparklog.cli.consumer_groups_tool import add_consumer_groups_parser
 from sparklog.cli.consumer_perf_tool import add_consumer_perf_parser
 from sparklog.cli.delete_records_tool import add_delete_records_parser
+from sparklog.cli.features_tool import add_features_parser
 from sparklog.cli.get_offsets_tool import add_get_offsets_parser
 from sparklog.cli.leader_election_tool import add_leader_election_parser
 from sparklog.cli.log_dirs_tool import add_log_dirs_parser
@@ -52,6 +54,13 @@ def _storage(args: argparse.Namespace) -> int:
     if args.storage_command == "random-uuid":
         print(storage_tool.random_uuid())
         return 0
+    if args.storage_command == "info":
+        from sparklog.cli.storage_info_tool import storage_info
+
+        lines, status = storage_info(ServerConfig.from_file(args.config))
+        for line in lines:
+            print(line)
+        return status
     config = ServerConfig.from_file(args.config)
     written = storage_tool.format_storage(
         config,
@@ -98,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     storage = sub.add_parser("storage", help="format and inspect node storage")
     storage_sub = storage.add_subparsers(dest="storage_command", required=True)
     storage_sub.add_parser("random-uuid", help="print a new cluster id")
+    info = storage_sub.add_parser("info", help="show what the node's directories hold")
+    info.add_argument("--config", "-c", required=True, help="the node's server.properties")
     fmt = storage_sub.add_parser("format", help="format the log directories of a node")
     fmt.add_argument("--cluster-id", "-t", required=True, help="the cluster id (random-uuid)")
     fmt.add_argument("--config", "-c", required=True, help="the node's server.properties")
@@ -164,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_delete_records_parser(sub)
     add_transactions_parser(sub)
     add_log_dirs_parser(sub)
+    add_features_parser(sub)
     return parser
 
 

@@ -3,6 +3,8 @@
     sparklog reassign-partitions --bootstrap-server HOST:PORT --reassignment-json-file F \\
         (--execute [--additional] | --verify | --cancel)
     sparklog reassign-partitions --bootstrap-server HOST:PORT --list
+    sparklog reassign-partitions --bootstrap-server HOST:PORT --generate \\
+        --topics-to-move-json-file F --broker-list 1,2,3     (see reassign_generate)
 
 The file is Kafka's reassignment JSON: ``{"version": 1, "partitions": [{"topic": "t",
 "partition": 0, "replicas": [1, 2, 3]}, ...]}`` (``log_dirs`` is accepted; only ``"any"``).
@@ -52,6 +54,13 @@ def add_reassign_partitions_parser(sub: Any) -> None:
     action.add_argument("--verify", action="store_true", help="report its progress")
     action.add_argument("--cancel", action="store_true", help="cancel it")
     action.add_argument("--list", action="store_true", help="list reassignments in progress")
+    action.add_argument(
+        "--generate", action="store_true", help="propose moving topics onto --broker-list"
+    )
+    parser.add_argument(
+        "--topics-to-move-json-file", help='with --generate: {"topics":[{"topic":"t"}],"version":1}'
+    )
+    parser.add_argument("--broker-list", help="with --generate: the brokers to use, e.g. 1,2,3")
     parser.add_argument(
         "--additional",
         action="store_true",
@@ -196,7 +205,7 @@ def alter(conn: KafkaConnection, targets: dict[TopicPartition, list[int] | None]
     ]
 
 
-def _assignment_json(assignment: dict[TopicPartition, list[int]]) -> str:
+def assignment_json(assignment: dict[TopicPartition, list[int]]) -> str:
     partitions = [
         {"topic": t, "partition": p, "replicas": r, "log_dirs": ["any"] * len(r)}
         for (t, p), r in sorted(assignment.items())
@@ -220,7 +229,7 @@ def execute(
             "existing one."
         )
     print("Current partition replica assignment\n")
-    print(_assignment_json({tp: current[tp] for tp in partitions}))
+    print(assignment_json({tp: current[tp] for tp in partitions}))
     print("\nSave this to use as the --reassignment-json-file option during rollback")
     refused = alter(conn, dict(targets))
     if refused:
@@ -270,12 +279,34 @@ def list_reassignments(conn: KafkaConnection) -> None:
         )
 
 
+def _run_generate(args: argparse.Namespace) -> int:
+    from sparklog.cli.reassign_generate import generate, parse_broker_list, parse_topics_to_move
+
+    if not args.topics_to_move_json_file or not args.broker_list:
+        raise ReassignError("--generate needs --topics-to-move-json-file and --broker-list")
+    try:
+        with open(args.topics_to_move_json_file, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise ReassignError(
+            f"Cannot read {args.topics_to_move_json_file}: {exc.strerror or exc}"
+        ) from None
+    topics = parse_topics_to_move(text, args.topics_to_move_json_file)
+    brokers = parse_broker_list(args.broker_list)
+    with KafkaConnection.connect(args.bootstrap_server) as conn:
+        generate(conn, topics, brokers)
+    return 0
+
+
 def run_reassign_partitions(args: argparse.Namespace) -> int:
     try:
-        if not (args.execute or args.verify or args.cancel or args.list):
+        if not (args.execute or args.verify or args.cancel or args.list or args.generate):
             raise ReassignError(
-                "Command must include exactly one action: --execute, --verify, --cancel, --list"
+                "Command must include exactly one action: --execute, --verify, --cancel, "
+                "--list, --generate"
             )
+        if args.generate:
+            return _run_generate(args)
         if args.additional and not args.execute:
             raise ReassignError("--additional is only valid with --execute")
         targets: dict[TopicPartition, list[int]] = {}

@@ -143,3 +143,55 @@ def test_log_dirs(node: Node) -> None:
     assert set(log_dir["partitions"][0]) == {"partition", "size", "offsetLag", "isFuture"}
     bad = tool(node, "log-dirs", "--describe", "--broker-list", "7")
     assert bad.status == 1 and "The given brokers do not exist from --broker-list: 7" in bad.err
+
+
+def test_features_describe(node: Node) -> None:
+    run = tool(node, "features", "describe")
+    assert run.status == 0, run.err
+    lines = {line.split("\t")[0]: line.split("\t")[1:] for line in run.lines()}
+    assert set(lines) == {
+        "Feature: eligible.leader.replicas.version",
+        "Feature: metadata.version",
+    }
+    metadata = lines["Feature: metadata.version"]
+    assert metadata[:3] == [
+        "SupportedMinVersion: 3.3-IV3",
+        "SupportedMaxVersion: 4.1-IV1",
+        "FinalizedVersionLevel: 4.0-IV3",  # the harness formats with the default release
+    ]
+    assert re.fullmatch(r"Epoch: \d+", metadata[3])
+
+
+def test_reassign_generate(node: Node, tmp_path: Path) -> None:
+    topic = created(node, "gen", partitions=2)
+    spec = tmp_path / "move.json"
+    spec.write_text(json.dumps({"topics": [{"topic": topic}], "version": 1}))
+    run = sparklog("reassign-partitions", "--bootstrap-server", node.bootstrap, "--generate",
+                   "--topics-to-move-json-file", str(spec), "--broker-list", "1")  # fmt: skip
+    assert_no_traceback(run)
+    lines = run.lines()
+    assert lines[0] == "Current partition replica assignment"
+    assert lines[2:4] == ["", "Proposed partition reassignment configuration"]
+    expected = {"version": 1, "partitions": [
+        {"topic": topic, "partition": p, "replicas": [1], "log_dirs": ["any"]} for p in (0, 1)
+    ]}  # fmt: skip
+    assert json.loads(lines[1]) == expected and json.loads(lines[4]) == expected
+    unknown = sparklog("reassign-partitions", "--bootstrap-server", node.bootstrap,
+                       "--generate", "--topics-to-move-json-file", str(spec),
+                       "--broker-list", "1,9")  # fmt: skip
+    assert unknown.status == 1 and "Unknown broker id(s): 9" in unknown.err
+
+
+def test_storage_info(node: Node, tmp_path: Path) -> None:
+    run = sparklog("storage", "info", "-c", str(node.properties_path))
+    assert run.status == 0, run.err
+    assert run.lines()[:3] == ["Found log directory:", f"  {node.log_dir}", ""]
+    assert run.lines()[3].startswith(f"Found metadata: {{cluster.id={node.cluster_id}, ")
+    assert run.lines()[3].endswith(", node.id=1, version=1}")
+    elsewhere = tmp_path / "other.properties"
+    elsewhere.write_text(
+        node.properties_path.read_text().replace(str(node.log_dir), str(tmp_path / "nowhere"))
+    )
+    missing = sparklog("storage", "info", "-c", str(elsewhere))
+    assert missing.status == 1
+    assert missing.lines() == ["Found problem:", f"  {tmp_path / 'nowhere'} does not exist", ""]
