@@ -27,6 +27,7 @@ from confluent_kafka import TopicPartition
 from sparklog.connector import read as native_read
 from sparklog.connector.stream import DEFAULT_BYTES_PER_OFFSET
 from tests.integration.ck_helpers import (
+    CLIENT_TIMEOUT_S,
     admin_for,
     create_topic,
     end_transaction,
@@ -35,7 +36,15 @@ from tests.integration.ck_helpers import (
     transactional_producer,
 )
 from tests.integration.node_harness import Node
-from tests.integration.tiering_support import StoreView, topic_configs
+from tests.integration.tiering_support import (
+    Rec,
+    StoreView,
+    consume_confluent,
+    make_records,
+    now_ms,
+    produce,
+    topic_configs,
+)
 from tests.spark.support import (
     SPARK_MARKS,
     batch_reader,
@@ -352,6 +361,29 @@ def test_byte_limited_stream_commits_progress_to_a_group(env: Env, tmp_path: Pat
     # While a batch runs, the group holds the previous batch's end; after the run, the last.
     assert seen == [{0: 0, 1: 0}] + [end for _, end in batches[:-1]], seen
     assert _group_offsets(env, group) == final
+
+
+def test_records_below_the_log_start_offset_never_appear(env: Env) -> None:
+    """DeleteRecords inside the tiered range: both reads start at the new log start offset,
+    which the brokers report; the rest equals what a consumer reads from there."""
+    topic, count = "spark-native-deleted", 16_000
+    create_topic(env.node, topic, 1, topic_configs())
+    produce(env.node, topic, make_records(count, now_ms() - 3_600_000, seed=5))
+    wait_tiering_at_rest(env.node, env.store, topic)
+    first_end = env.store.finished(topic)[0]["end_offset"]
+    deleted_below = first_end // 2  # inside the first tiered object
+    admin = admin_for(env.node)  # must outlive its futures
+    futures = admin.delete_records(
+        [TopicPartition(topic, 0, deleted_below)], operation_timeout=CLIENT_TIMEOUT_S
+    )
+    for future in futures.values():
+        future.result(timeout=CLIENT_TIMEOUT_S)
+    want = consume_confluent(env.node, topic, deleted_below, count - deleted_below)
+    options = {"subscribe": topic, "includeHeaders": "true"}
+    for df in (env.native(**options), env.source(**options)):
+        got = [(o, r) for (_, o, k, v, h, ts, _) in spark_rows(df) for r in [Rec(k, v, h, ts)]]
+        assert got[0][0] == deleted_below
+        assert got == want
 
 
 def test_store_only_with_node_stopped(env: Env) -> None:
