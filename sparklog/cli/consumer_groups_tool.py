@@ -132,14 +132,9 @@ def add_consumer_groups_parser(sub: Any) -> None:
 def _list(admin: AdminClient, args: argparse.Namespace) -> None:
     states = [s for s in (args.state or "").split(",") if s.strip()]
     types = [t for t in (args.type or "").split(",") if t.strip()]
-    response = admin.request(
-        "ListGroups",
-        {"states_filter": [s.strip() for s in states], "types_filter": [t.strip() for t in types]},
-    )
-    if response["error_code"]:
-        raise CliError(f"listing groups failed: {kafka_error(response['error_code'])}")
+    listed = list_groups(admin, [s.strip() for s in states], [t.strip() for t in types])
     groups = sorted(
-        (g for g in response["groups"] if g["protocol_type"] in ("consumer", "")),
+        (g for g in listed if g["protocol_type"] in ("consumer", "")),
         key=lambda g: g["group_id"],
     )
     with_state, with_type = args.state is not None, args.type is not None
@@ -160,9 +155,29 @@ def _list(admin: AdminClient, args: argparse.Namespace) -> None:
         print(" ".join(cells).rstrip() if len(row) > 1 else row[0])
 
 
+def list_groups(
+    admin: AdminClient, states: list[str] | None = None, types: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Every broker's groups: each lists only those it coordinates, as in Kafka's admin."""
+    groups: list[dict[str, Any]] = []
+    for broker in sorted(admin.metadata([])["brokers"], key=lambda b: b["node_id"]):
+        response = admin.broker(broker["node_id"]).request(
+            "ListGroups", {"states_filter": states or [], "types_filter": types or []}
+        )
+        if response["error_code"]:
+            raise CliError(
+                f"listing groups on broker {broker['node_id']} failed: "
+                f"{kafka_error(response['error_code'])}"
+            )
+        groups += response["groups"]
+    return groups
+
+
 def group_type(admin: AdminClient, group_id: str) -> str | None:
-    """``classic``, ``consumer`` or None (no such group), from ListGroups."""
-    response = admin.request("ListGroups", {"states_filter": [], "types_filter": []})
+    """``classic``, ``consumer`` or None (no such group), from the coordinator's ListGroups."""
+    response = admin.coordinator(group_id).request(
+        "ListGroups", {"states_filter": [], "types_filter": []}
+    )
     for group in response["groups"]:
         if group["group_id"] == group_id:
             return str(group.get("group_type") or "classic").lower()
@@ -353,8 +368,7 @@ def _describe_state(group: GroupDescription) -> None:
 
 def _groups(admin: AdminClient, args: argparse.Namespace) -> list[str]:
     if args.all_groups:
-        response = admin.request("ListGroups", {"states_filter": [], "types_filter": []})
-        return sorted(g["group_id"] for g in response["groups"])
+        return sorted(g["group_id"] for g in list_groups(admin))
     if not args.group:
         raise CliError("Option [describe] takes one of these options: [all-groups], [group]")
     return list(args.group)
