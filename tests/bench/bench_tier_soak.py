@@ -86,12 +86,13 @@ class Load:
             self.acked[msg.partition()] += 1  # type: ignore[attr-defined]
 
     def run(self) -> None:
-        pad = os.urandom(self.value_bytes - _SEQ.size)
+        # Random bytes, more of them than lz4's 64 KiB window: the records do not compress.
+        pads = [os.urandom(self.value_bytes - _SEQ.size) for _ in range(4096)]
         produce = self.producer.produce
         p = 0
         while not self.stop.is_set():
-            for _ in range(1000):
-                value = _SEQ.pack(self.sent[p]) + pad
+            for i in range(1000):
+                value = _SEQ.pack(self.sent[p]) + pads[(self.sent[p] + i) & 4095]
                 try:
                     produce(TOPIC, value, partition=p, on_delivery=self._report)
                 except BufferError:
