@@ -259,6 +259,16 @@ def test_pushdown_plans_only_the_filtered_ranges(env: Env) -> None:
         assert [r["offset"] for r in query().orderBy("offset").collect()] == want
         # A filter the reader cannot use changes nothing.
         assert env.source().where("topic = 'nope'").count() == 0
+        # A lower timestamp bound drops tiered objects whose records all end before it; the
+        # rows stay those Spark's filter keeps.
+        rows = env.reference["read_uncommitted"]
+        tiered_max = max(s["max_timestamp"] for s in env.store.finished(TOPIC))
+        first_hot = min(r[5] for r in rows if r[0] == 0 and r[1] >= env.tiered_end)
+        for since, pruned in ((tiered_max + 1, True), (first_hot, False)):
+            late = env.source().where(f"timestamp >= timestamp_millis({since})")
+            assert (late.rdd.getNumPartitions() < everything) == pruned
+            got = sorted((r["partition"], r["offset"]) for r in late.collect())
+            assert got == [(r[0], r[1]) for r in rows if r[5] >= since]
     finally:
         env.spark.conf.unset(PUSHDOWN)
 
