@@ -2,7 +2,8 @@
 
 ``sparklog(*args, stdin=...)`` returns a :class:`CliRun` (status, stdout, stderr); every run is
 bounded. ``assert_no_traceback`` is the check every CLI error test makes: a user sees a
-message, never a Python traceback.
+message, never a Python traceback. ``tool(bootstrap, command, *args)`` runs a command with
+``--bootstrap-server`` and makes that check; ``create_topic`` makes a uniquely named topic.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from tests.integration.conftest import unique_topic
 from tests.integration.node_harness import REPO_ROOT
 
 
@@ -38,3 +40,17 @@ def sparklog(*args: str, stdin: str | None = None, timeout_s: float = 120.0) -> 
 
 def assert_no_traceback(run: CliRun) -> None:
     assert "Traceback" not in run.err and "Traceback" not in run.out, run.err
+
+
+def tool(bootstrap: str, command: str, *args: str, stdin: str | None = None) -> CliRun:
+    run = sparklog(command, "--bootstrap-server", bootstrap, *args, stdin=stdin)
+    assert_no_traceback(run)
+    return run
+
+
+def create_topic(bootstrap: str, prefix: str, partitions: int = 1, replicas: int = -1) -> str:
+    topic = unique_topic(prefix)
+    run = tool(bootstrap, "topics", "--create", "--topic", topic, "--partitions", str(partitions),
+               "--replication-factor", str(replicas))  # fmt: skip
+    assert run.status == 0, run.err
+    return topic

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.cli_support import CliRun, assert_no_traceback, sparklog
+from tests.integration.cli_support import tool as cli_tool
 from tests.integration.cluster_harness import Cluster, running_cluster, wait_until
 from tests.integration.conftest import unique_topic
 
@@ -27,9 +28,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def tool(cluster: Cluster, *args: str) -> CliRun:
-    run = sparklog(*args[:1], "--bootstrap-server", cluster.bootstrap_servers, *args[1:])
-    assert_no_traceback(run)
-    return run
+    return cli_tool(cluster.bootstrap_servers, *args)
 
 
 def test_topics_at_a_controller_port(cluster: Cluster) -> None:

@@ -4,12 +4,12 @@ kafka-configs.sh's and kafka-get-offsets.sh's output lines."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cli_support import CliRun, assert_no_traceback, sparklog
+from tests.integration.cli_support import CliRun
+from tests.integration.cli_support import tool as cli_tool
 from tests.integration.conftest import unique_topic
 from tests.integration.node_harness import Node
 
@@ -18,19 +18,12 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
-    node = Node(tmp_path_factory.mktemp("cli-configs"))
-    node.start()
-    try:
-        yield node
-    finally:
-        node.close()
+def node(module_node: Node) -> Node:
+    return module_node
 
 
-def tool(node: Node, *args: str) -> CliRun:
-    run = sparklog(*args[:1], "--bootstrap-server", node.bootstrap, *args[1:])
-    assert_no_traceback(run)
-    return run
+def tool(node: Node, *args: str, stdin: str | None = None) -> CliRun:
+    return cli_tool(node.bootstrap, *args, stdin=stdin)
 
 
 def test_configs_alter_and_describe_a_topic(node: Node) -> None:

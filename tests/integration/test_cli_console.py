@@ -4,12 +4,12 @@ starts, --group offsets, read_committed skipping an aborted transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cli_support import CliRun, assert_no_traceback, sparklog
+from tests.integration.cli_support import CliRun, create_topic
+from tests.integration.cli_support import tool as cli_tool
 from tests.integration.conftest import unique_topic
 from tests.integration.node_harness import Node
 
@@ -18,26 +18,16 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
-    node = Node(tmp_path_factory.mktemp("cli-console"))
-    node.start()
-    try:
-        yield node
-    finally:
-        node.close()
+def node(module_node: Node) -> Node:
+    return module_node
 
 
 def tool(node: Node, *args: str, stdin: str | None = None) -> CliRun:
-    run = sparklog(*args[:1], "--bootstrap-server", node.bootstrap, *args[1:], stdin=stdin)
-    assert_no_traceback(run)
-    return run
+    return cli_tool(node.bootstrap, *args, stdin=stdin)
 
 
 def created(node: Node, prefix: str, partitions: int = 1) -> str:
-    topic = unique_topic(prefix)
-    assert tool(node, "topics", "--create", "--topic", topic, "--partitions",
-                str(partitions)).status == 0  # fmt: skip
-    return topic
+    return create_topic(node.bootstrap, prefix, partitions)
 
 
 def test_keys_headers_and_formatter(node: Node) -> None:

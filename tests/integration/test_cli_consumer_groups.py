@@ -6,7 +6,6 @@ delete-offsets and delete."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -31,13 +30,8 @@ OFFSETS_HEADER = [
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
-    node = Node(tmp_path_factory.mktemp("cli-groups"))
-    node.start()
-    try:
-        yield node
-    finally:
-        node.close()
+def node(module_node: Node) -> Node:
+    return module_node
 
 
 def groups(node: Node, *args: str) -> CliRun:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,13 +25,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
-    node = Node(tmp_path_factory.mktemp("cli-faults"))
-    node.start()
-    try:
-        yield node
-    finally:
-        node.close()
+def node(module_node: Node) -> Node:
+    return module_node
 
 
 def test_topics_at_a_controller_port_says_so(node: Node) -> None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cli_support import CliRun, assert_no_traceback, sparklog
+from tests.integration.cli_support import CliRun, assert_no_traceback, create_topic, sparklog
+from tests.integration.cli_support import tool as cli_tool
 from tests.integration.conftest import unique_topic
 from tests.integration.node_harness import Node
 
@@ -20,26 +20,16 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
-    node = Node(tmp_path_factory.mktemp("cli-tools"))
-    node.start()
-    try:
-        yield node
-    finally:
-        node.close()
+def node(module_node: Node) -> Node:
+    return module_node
 
 
 def tool(node: Node, *args: str, stdin: str | None = None) -> CliRun:
-    run = sparklog(*args[:1], "--bootstrap-server", node.bootstrap, *args[1:], stdin=stdin)
-    assert_no_traceback(run)
-    return run
+    return cli_tool(node.bootstrap, *args, stdin=stdin)
 
 
 def created(node: Node, prefix: str, partitions: int = 1) -> str:
-    topic = unique_topic(prefix)
-    assert tool(node, "topics", "--create", "--topic", topic, "--partitions",
-                str(partitions)).status == 0  # fmt: skip
-    return topic
+    return create_topic(node.bootstrap, prefix, partitions)
 
 
 PRODUCER_SUMMARY = re.compile(
