@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from sparklog.client.connection import KafkaConnection
+from sparklog.client.pool import ConnectionPool
 from sparklog.config import ConfigError, read_properties_file
 from sparklog.protocol.errors import ProtocolError, error_name
 
@@ -83,13 +84,13 @@ class AdminClient:
 
     def __init__(self, bootstrap: str, command_config: Mapping[str, str] | None = None) -> None:
         settings = dict(command_config or {})
-        self._client_id = settings.get("client.id", "sparklog-cli")
         try:
-            self._timeout_s = int(settings.get("request.timeout.ms", "30000")) / 1000.0
+            timeout_s = int(settings.get("request.timeout.ms", "30000")) / 1000.0
         except ValueError:
             raise CliError("request.timeout.ms must be a number of milliseconds") from None
         self.bootstrap = bootstrap
-        self._connections: dict[str, KafkaConnection] = {}
+        self._pool = ConnectionPool(settings.get("client.id", "sparklog-cli"), timeout_s)
+        self._timeout_s = timeout_s
         self.conn = self._first_reachable(bootstrap)
 
     def __enter__(self) -> AdminClient:
@@ -99,18 +100,7 @@ class AdminClient:
         self.close()
 
     def close(self) -> None:
-        for conn in self._connections.values():
-            conn.close()
-        self._connections.clear()
-
-    def _open(self, address: str) -> KafkaConnection:
-        conn = self._connections.get(address)
-        if conn is None:
-            conn = KafkaConnection.connect(
-                address, client_id=self._client_id, timeout_s=self._timeout_s
-            )
-            self._connections[address] = conn
-        return conn
+        self._pool.close()
 
     def _first_reachable(self, bootstrap: str) -> KafkaConnection:
         addresses = [a.strip() for a in bootstrap.split(",") if a.strip()]
@@ -118,25 +108,20 @@ class AdminClient:
             raise CliError(
                 f"--bootstrap-server expects HOST:PORT[,HOST:PORT...], got {bootstrap!r}"
             )
-        failures = []
-        for address in addresses:
-            try:
-                conn = self._open(address)
-            except (OSError, ConnectionError, ProtocolError, ValueError) as exc:
-                failures.append(f"{address} ({getattr(exc, 'strerror', None) or exc})")
-                continue
-            if _METADATA_KEY not in conn.versions:
-                raise CliError(
-                    f"{address} is a controller listener, not a broker's: it does not answer "
-                    "Metadata. Point --bootstrap-server at a broker's client listener (see "
-                    "listeners / advertised.listeners in its server.properties); controllers "
-                    "are reached with `sparklog metadata-quorum --bootstrap-controller`."
-                )
-            return conn
-        raise CliError(
-            f"cannot reach {', '.join(failures)}; is a broker listening there? "
-            "Check --bootstrap-server."
-        )
+        try:
+            address, conn = self._pool.first(addresses)
+        except ConnectionError as exc:
+            raise CliError(
+                f"{exc}; is a broker listening there? Check --bootstrap-server."
+            ) from None
+        if _METADATA_KEY not in conn.versions:
+            raise CliError(
+                f"{address} is a controller listener, not a broker's: it does not answer "
+                "Metadata. Point --bootstrap-server at a broker's client listener (see "
+                "listeners / advertised.listeners in its server.properties); controllers "
+                "are reached with `sparklog metadata-quorum --bootstrap-controller`."
+            )
+        return conn
 
     def request(self, api_name: str, body: dict[str, Any], version: int | None = None) -> Any:
         return self.conn.request(api_name, body, version)
@@ -145,7 +130,7 @@ class AdminClient:
         """A connection to broker ``node_id`` (its address from Metadata)."""
         for broker in self.metadata([])["brokers"]:
             if broker["node_id"] == node_id:
-                return self._open(f"{broker['host']}:{broker['port']}")
+                return self._pool.get(f"{broker['host']}:{broker['port']}")
         raise CliError(f"broker {node_id} is not in the cluster's metadata")
 
     def metadata(self, topics: Iterable[str] | None) -> Any:
@@ -175,7 +160,7 @@ class AdminClient:
         if entry["error_code"] != 0:
             kind = "group" if key_type == 0 else "transactional id"
             raise CliError(f"no coordinator for {kind} {key!r}: {kafka_error(entry['error_code'])}")
-        return self._open(f"{entry['host']}:{entry['port']}")
+        return self._pool.get(f"{entry['host']}:{entry['port']}")
 
     def list_offsets(
         self,

@@ -26,6 +26,7 @@ from sparklog.protocol.record_codec import decode_batch
 from sparklog.protocol.records import iter_batches
 
 from .connection import KafkaConnection
+from .pool import ConnectionPool
 
 TopicPartition = tuple[str, int]
 _FETCH_VERSION = 12
@@ -59,12 +60,11 @@ class PartitionReader:
         partition_max_bytes: int = 1 << 20,
         timeout_s: float = 30.0,
     ) -> None:
-        self._client_id = client_id
         self._timeout_s = timeout_s
         self.isolation_level = isolation_level
         self.max_wait_ms = max_wait_ms
         self.partition_max_bytes = partition_max_bytes
-        self._connections: dict[str, KafkaConnection] = {}
+        self._pool = ConnectionPool(client_id, timeout_s)
         self._bootstrap = [a.strip() for a in bootstrap.split(",") if a.strip()]
         self._positions: dict[TopicPartition, int] = {}
         self._leaders: dict[TopicPartition, str] = {}
@@ -76,27 +76,10 @@ class PartitionReader:
         self.close()
 
     def close(self) -> None:
-        for conn in self._connections.values():
-            conn.close()
-        self._connections.clear()
-
-    def _open(self, address: str) -> KafkaConnection:
-        conn = self._connections.get(address)
-        if conn is None:
-            conn = KafkaConnection.connect(
-                address, client_id=self._client_id, timeout_s=self._timeout_s
-            )
-            self._connections[address] = conn
-        return conn
+        self._pool.close()
 
     def _any(self) -> KafkaConnection:
-        error: Exception | None = None
-        for address in self._bootstrap:
-            try:
-                return self._open(address)
-            except OSError as exc:
-                error = exc
-        raise ConnectionError(f"no bootstrap server answered ({error})")
+        return self._pool.first(self._bootstrap)[1]
 
     def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic`` (empty when it does not exist)."""
@@ -140,7 +123,7 @@ class PartitionReader:
             address = self._leaders.get(tp)
             if address is None:
                 raise FetchError(f"{tp[0]}-{tp[1]} has no leader (does the topic exist?)")
-            response = self._open(address).request(
+            response = self._pool.get(address).request(
                 "ListOffsets",
                 {
                     "replica_id": -1,
@@ -182,11 +165,11 @@ class PartitionReader:
         out: list[ConsumedRecord] = []
         for address, tps in by_leader.items():
             try:
-                response = self._open(address).request(
+                response = self._pool.get(address).request(
                     "Fetch", self._fetch_body(tps), _FETCH_VERSION
                 )
             except (OSError, ConnectionError):
-                self._connections.pop(address, None)
+                self._pool.drop(address)
                 self._leaders = {k: v for k, v in self._leaders.items() if v != address}
                 time.sleep(0.2)
                 continue
