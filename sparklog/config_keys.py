@@ -194,6 +194,7 @@ DEFS: dict[str, ConfigDef] = {
         # Inter-broker requests (transaction markers) and a marker's wait for replication.
         _d("request.timeout.ms", "int", 30000, minimum=0),
         _d("fetch.max.bytes", "int", 57671680, minimum=1024),
+        _d("max.incremental.fetch.session.cache.slots", "int", 1000, minimum=0),
         _d("offsets.topic.replication.factor", "short", 3, minimum=1),
         _d("offsets.topic.num.partitions", "int", 50, minimum=1),
         _d("offsets.topic.segment.bytes", "int", 104857600, minimum=1),
@@ -247,7 +248,7 @@ _ACCEPTED_TEXT = """
     broker.id delete.records.purgatory.purge.interval.requests
     fetch.purgatory.purge.interval.requests producer.purgatory.purge.interval.requests
     max.connections max.connections.per.ip max.connections.per.ip.overrides
-    max.incremental.fetch.session.cache.slots max.connection.creation.rate
+    max.connection.creation.rate
     log.cleaner.dedupe.buffer.size log.cleaner.io.buffer.size log.cleaner.io.buffer.load.factor
     log.cleaner.io.max.bytes.per.second num.replica.alter.log.dirs.threads
     replica.socket.receive.buffer.bytes

@@ -47,6 +47,7 @@ from sparklog.broker.alter_partition_sender import AlterPartitionSender
 from sparklog.broker.apis import SERVED, BrokerApis
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.controller_channel import ControllerClient
+from sparklog.broker.fetch_session import FetchSessionCache
 from sparklog.broker.lifecycle import BrokerLifecycleManager
 from sparklog.broker.log_dir_failure import log_dir_of
 from sparklog.broker.producer_ids import ProducerIdManager
@@ -68,7 +69,11 @@ from sparklog.net.server import KafkaServer
 from sparklog.node_auto_join import AutoJoin, auto_join_enabled
 from sparklog.node_faults import NodeFaults
 from sparklog.node_limits import settle_open_files
-from sparklog.node_metrics import register_node_metrics, register_replica_metrics
+from sparklog.node_metrics import (
+    register_fetch_session_metrics,
+    register_node_metrics,
+    register_replica_metrics,
+)
 from sparklog.node_plane import MetadataPlane, MetadataPlaneError
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import uuid_from_str
@@ -251,6 +256,10 @@ class Node:
             # reach controllers (librdkafka waits forever for an unknown controller id).
             controller_id=config.node_id,
         )
+        ctx.fetch_sessions = FetchSessionCache(
+            int(config.get("max.incremental.fetch.session.cache.slots"))
+        )
+        register_fetch_session_metrics(self.metrics, ctx.fetch_sessions)
         ctx.groups = GroupCoordinator.from_config(config, replica_manager)
         # Markers go to every partition leader: locally for ours, WriteTxnMarkers for others.
         self.marker_channel = TxnMarkerChannel(

@@ -34,7 +34,7 @@ On a broker, replication (``kafka.server:type=ReplicaManager,name=...``): the ga
 counters ``IsrShrinksPerSec``, ``IsrExpandsPerSec``, ``FailedIsrUpdatesPerSec`` (attribute
 ``Count``: totals since start, as a Kafka meter's count); and
 ``kafka.server:type=ReplicaFetcherManager,name=PartitionCount`` (partitions we follow). See
-:func:`register_replica_metrics`.
+:func:`register_replica_metrics`. Fetch sessions (KIP-227): :func:`register_fetch_session_metrics`.
 
 sparklog's own, for operators and tests: ``sparklog:type=metadata-image`` (``last-offset``,
 ``offset-lag`` = last committed offset - last applied, ``digest`` of the loader's image,
@@ -54,6 +54,7 @@ from sparklog.node_plane import MetadataPlane
 from sparklog.raft.state import Follower, Leader, Unattached
 
 if TYPE_CHECKING:
+    from sparklog.broker.fetch_session import FetchSessionCache
     from sparklog.broker.replica_fetcher import ReplicaFetcherManager
     from sparklog.broker.replica_manager import ReplicaManager
 
@@ -310,3 +311,26 @@ def register_replica_metrics(
             MetricName.yammer("kafka.server", "ReplicaFetcherManager", "PartitionCount"),
             lambda: fetchers.partition_count,
         )
+
+
+def register_fetch_session_metrics(registry: MetricsRegistry, cache: FetchSessionCache) -> None:
+    """KIP-227's ``kafka.server:type=FetchSessionCache,name=...`` (Kafka's names):
+    ``NumIncrementalFetchSessions``, ``NumIncrementalFetchPartitionsCached`` and the meter
+    ``IncrementalFetchSessionEvictionsPerSec``; and sparklog's ``sparklog:type=fetch-sessions``
+    (``incremental-fetches``, ``full-fetches``: requests served of each kind since start)."""
+    domain, type_ = "kafka.server", "FetchSessionCache"
+    registry.gauge(
+        MetricName.yammer(domain, type_, "NumIncrementalFetchSessions"), lambda: len(cache)
+    )
+    registry.gauge(
+        MetricName.yammer(domain, type_, "NumIncrementalFetchPartitionsCached"),
+        lambda: cache.total_partitions,
+    )
+    cache.on_evict = registry.meter(domain, type_, "IncrementalFetchSessionEvictionsPerSec").mark
+    own = "fetch-sessions"
+    registry.counter_of(
+        MetricName.kafka("sparklog", own, "incremental-fetches"), lambda: cache.incremental_fetches
+    )
+    registry.counter_of(
+        MetricName.kafka("sparklog", own, "full-fetches"), lambda: cache.full_fetches
+    )

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sparklog.broker.fetch_session import FetchSessionCache
 from sparklog.broker.partition import Partition
 from sparklog.broker.producer_ids import ProducerIdManager
 from sparklog.broker.replica_manager import ReplicaManager
@@ -57,6 +58,8 @@ class BrokerContext:
     transactions: TransactionCoordinator | None = None
     # the advertised (host, port) of the client listener, per listener name
     endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # KIP-227 fetch sessions (max.incremental.fetch.session.cache.slots, set by the node)
+    fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
 
     @property
     def node_id(self) -> int:

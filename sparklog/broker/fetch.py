@@ -25,18 +25,23 @@ Rules kept from Kafka:
   consumer when we do not lead the epoch it names. Below a tiered partition's local log start
   it gets OFFSET_OUT_OF_RANGE with the local log start as ``log_start_offset``, where it
   restarts its log.
-- Fetch sessions (KIP-227): we never create one (session id 0 in the response tells the client
-  to keep sending full fetch requests); a request naming a session id we did not issue gets
-  FETCH_SESSION_ID_NOT_FOUND.
+- Fetch sessions (KIP-227, :mod:`sparklog.broker.fetch_session`): a full fetch with epoch 0
+  creates a session when the cache has room; an incremental fetch reads every partition of its
+  session and answers only those with records or changed marks or an error. A consumer's
+  partition whose fetch offset is at its readable end and whose marks are those last sent is
+  not read at all (it would return nothing and be left out); a follower's partitions are all
+  accounted every time, as they keep the follower in the ISR.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from sparklog.broker.context import BrokerContext
+from sparklog.broker.fetch_session import FetchContext, FetchPartition, PartitionKey
 from sparklog.broker.partition import Partition
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
@@ -45,18 +50,7 @@ from sparklog.storage.errors import OffsetMovedToTieredStorageError
 from sparklog.storage.slices import FileSlice, LogReadResult
 
 _NO_ABORTED: None = None
-
-
-@dataclass(slots=True)
-class _Wanted:
-    topic: str
-    topic_id: bytes
-    partition: int
-    fetch_offset: int
-    current_leader_epoch: int
-    max_bytes: int
-    last_fetched_epoch: int = -1
-    log_start_offset: int = -1
+_Results = list[tuple[FetchPartition, dict[str, Any]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +88,10 @@ def _partition_response(index: int, code: int, **values: Any) -> dict[str, Any]:
     return response
 
 
-def _wanted_partitions(ctx: BrokerContext, body: dict[str, Any], version: int) -> list[_Wanted]:
-    wanted: list[_Wanted] = []
+def _wanted_partitions(
+    ctx: BrokerContext, body: dict[str, Any], version: int
+) -> list[FetchPartition]:
+    wanted: list[FetchPartition] = []
     for topic in body["topics"]:
         if version >= 13:
             topic_id = bytes(topic["topic_id"])
@@ -105,7 +101,7 @@ def _wanted_partitions(ctx: BrokerContext, body: dict[str, Any], version: int) -
             topic_id = b"\x00" * 16
         for p in topic["partitions"]:
             wanted.append(
-                _Wanted(
+                FetchPartition(
                     topic=name,
                     topic_id=topic_id,
                     partition=p["partition"],
@@ -120,18 +116,25 @@ def _wanted_partitions(ctx: BrokerContext, body: dict[str, Any], version: int) -
 
 
 async def _read_once(
-    ctx: BrokerContext, wanted: list[_Wanted], max_bytes: int, isolation_level: int, by_id: bool
-) -> tuple[list[tuple[_Wanted, dict[str, Any]]], int, bool]:
+    ctx: BrokerContext,
+    wanted: list[FetchPartition],
+    max_bytes: int,
+    isolation_level: int,
+    by_id: bool,
+    skip_unchanged: bool = False,
+) -> tuple[_Results, int, bool]:
     """One pass over the partitions; returns (responses, bytes read, any error).
 
     Offsets below a tiered partition's local log start are read from remote storage on the
-    remote log manager's threads, so a remote fetch never blocks the event loop.
+    remote log manager's threads, so a remote fetch never blocks the event loop. With
+    ``skip_unchanged`` (an incremental session) a partition with nothing to read and the marks
+    the session last sent is left out of the responses.
     """
     rm = ctx.replica_manager
     remaining = max_bytes
     total = 0
     errored = False
-    out: list[tuple[_Wanted, dict[str, Any]]] = []
+    out: _Results = []
     for want in wanted:
         if not want.topic:
             code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -147,6 +150,12 @@ async def _read_once(
         hw = partition.high_watermark
         lso = partition.last_stable_offset
         start = partition.log_start_offset
+        if (
+            skip_unchanged
+            and want.fetch_offset == (lso if isolation_level == 1 else hw)
+            and want.unchanged(hw, lso, start)
+        ):
+            continue
         marks = {"high_watermark": hw, "last_stable_offset": lso, "log_start_offset": start}
         if want.fetch_offset < start or want.fetch_offset > partition.log_end_offset:
             out.append(
@@ -200,7 +209,7 @@ async def _read_once(
     return out, total, errored
 
 
-def _follower_error(ctx: BrokerContext, want: _Wanted, exc: KafkaApiError) -> dict[str, Any]:
+def _follower_error(ctx: BrokerContext, want: FetchPartition, exc: KafkaApiError) -> dict[str, Any]:
     code = exc.code
     if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and want.topic in ctx.image.topics.by_name:
         # The topic exists but this broker does not host the partition.
@@ -209,15 +218,15 @@ def _follower_error(ctx: BrokerContext, want: _Wanted, exc: KafkaApiError) -> di
 
 
 def _read_follower_once(
-    ctx: BrokerContext, wanted: list[_Wanted], max_bytes: int, replica: _Replica, by_id: bool
-) -> tuple[list[tuple[_Wanted, dict[str, Any]]], int, bool]:
+    ctx: BrokerContext, wanted: list[FetchPartition], max_bytes: int, replica: _Replica, by_id: bool
+) -> tuple[_Results, int, bool]:
     """One pass of a follower fetch: account each partition with the leader core, then read
     up to the log end offset (or answer the diverging epoch)."""
     rm = ctx.replica_manager
     remaining = max_bytes
     total = 0
     errored = False
-    out: list[tuple[_Wanted, dict[str, Any]]] = []
+    out: _Results = []
     for want in wanted:
         if not want.topic:
             code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -302,9 +311,7 @@ def _aborted(
     ]
 
 
-def _group_by_topic(
-    results: list[tuple[_Wanted, dict[str, Any]]], by_id: bool
-) -> list[dict[str, Any]]:
+def _group_by_topic(results: _Results, by_id: bool) -> list[dict[str, Any]]:
     topics: list[dict[str, Any]] = []
     last_key: tuple[str, bytes] | None = None
     for want, response in results:
@@ -322,7 +329,7 @@ def _group_by_topic(
     return topics
 
 
-def _upper(ctx: BrokerContext, want: _Wanted, isolation_level: int, follower: bool) -> int:
+def _upper(ctx: BrokerContext, want: FetchPartition, isolation_level: int, follower: bool) -> int:
     """The readable end of a partition, or -1 when it is gone or not led here."""
     partition = ctx.replica_manager.partitions.get((want.topic, want.partition))
     if partition is None or not partition.is_leader:
@@ -332,28 +339,56 @@ def _upper(ctx: BrokerContext, want: _Wanted, isolation_level: int, follower: bo
     return partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
 
 
+def _forgotten(body: dict[str, Any], by_id: bool) -> list[PartitionKey]:
+    forgotten: list[PartitionKey] = []
+    for topic in body.get("forgotten_topics_data") or ():
+        name: bytes | str = bytes(topic["topic_id"]) if by_id else topic["topic"]
+        forgotten.extend((name, index) for index in topic["partitions"])
+    return forgotten
+
+
+def _resolve_names(ctx: BrokerContext, partitions: list[FetchPartition]) -> None:
+    """Names of a topic-id session's partitions from the current image ("" once unknown)."""
+    names: dict[bytes, str] = {}
+    for wanted in partitions:
+        name = names.get(wanted.topic_id)
+        if name is None:
+            name = names[wanted.topic_id] = ctx.topic_name(wanted.topic_id) or ""
+        wanted.topic = name
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
 async def handle_fetch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
     body = request.body
     version = request.header.api_version
     by_id = version >= 13
-    if body.get("session_id", 0) != 0:
-        return {
-            "throttle_time_ms": 0,
-            "error_code": int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
-            "session_id": 0,
-            "responses": [],
-        }
-    wanted = _wanted_partitions(ctx, body, version)
     replica = _replica_of(body, version)
+    session: FetchContext = ctx.fetch_sessions.new_context(
+        session_id=body.get("session_id", 0),
+        epoch=body.get("session_epoch", -1),
+        uses_topic_ids=by_id,
+        privileged=replica is not None,
+        partitions=_wanted_partitions(ctx, body, version),
+        forgotten=_forgotten(body, by_id),
+        now_ms=_now_ms(),
+    )
+    wanted = session.partitions
+    if session.incremental and by_id:
+        _resolve_names(ctx, wanted)
     isolation_level = 0 if replica is not None else body.get("isolation_level", 0)
     max_bytes = body.get("max_bytes", 0x7FFFFFFF)
     min_bytes = body["min_bytes"]
     max_wait_s = max(body["max_wait_ms"], 0) / 1000.0
 
-    async def read_once() -> tuple[list[tuple[_Wanted, dict[str, Any]]], int, bool]:
+    async def read_once() -> tuple[_Results, int, bool]:
         if replica is not None:
             return _read_follower_once(ctx, wanted, max_bytes, replica, by_id)
-        return await _read_once(ctx, wanted, max_bytes, isolation_level, by_id)
+        return await _read_once(
+            ctx, wanted, max_bytes, isolation_level, by_id, skip_unchanged=session.incremental
+        )
 
     follower = replica is not None
     results, total, errored = await read_once()
@@ -377,9 +412,10 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
         results, total, errored = await read_once()
         if not woke:
             break
+    error, session_id, results = ctx.fetch_sessions.complete(session, results, _now_ms())
     return {
         "throttle_time_ms": 0,
-        "error_code": 0,
-        "session_id": 0,
+        "error_code": int(error),
+        "session_id": session_id,
         "responses": _group_by_topic(results, by_id),
     }
