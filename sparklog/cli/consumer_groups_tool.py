@@ -66,6 +66,9 @@ class Member:
     client_id: str
     host: str
     assignment: list[TopicPartition] = field(default_factory=list)
+    epoch: int | None = None  # KIP-848 members only
+    target_epoch: int | None = None
+    target: list[TopicPartition] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -142,7 +145,7 @@ def _list(admin: AdminClient, args: argparse.Namespace) -> None:
         for group in groups:
             print(group["group_id"])
         return
-    width = max([15, *(len(g["group_id"]) for g in groups)])
+    width = max([15, *(len(g["group_id"]) for g in groups)]) + 10
     columns = ["GROUP"] + (["TYPE"] if with_type else []) + (["STATE"] if with_state else [])
     rows = [
         [g["group_id"]]
@@ -151,8 +154,7 @@ def _list(admin: AdminClient, args: argparse.Namespace) -> None:
         for g in groups
     ]
     for row in [columns, *rows]:
-        cells = [f"{row[0]:<{width}}"] + [f"{cell:<20}" for cell in row[1:-1]] + [row[-1]]
-        print(" ".join(cells).rstrip() if len(row) > 1 else row[0])
+        print(f"{row[0]:<{width}}" + "".join(f" {cell:<20}" for cell in row[1:]))
 
 
 def list_groups(
@@ -227,6 +229,13 @@ def describe_group(admin: AdminClient, group_id: str) -> GroupDescription | None
                 [
                     (tp["topic_name"], p)
                     for tp in m["assignment"]["topic_partitions"]
+                    for p in tp["partitions"]
+                ],
+                m["member_epoch"],
+                entry["assignment_epoch"],
+                [
+                    (tp["topic_name"], p)
+                    for tp in m["target_assignment"]["topic_partitions"]
                     for p in tp["partitions"]
                 ],
             )
@@ -311,8 +320,6 @@ def _describe_offsets(admin: AdminClient, group: GroupDescription) -> None:
     owner: dict[TopicPartition, Member] = {tp: m for m in group.members for tp in m.assignment}
     partitions = sorted(set(committed) | set(owner))
     ends = admin.list_offsets(partitions, LATEST) if partitions else {}
-    if not group.members:
-        print(f"\nConsumer group '{group.group_id}' has no active members.")
     rows = []
     for tp in partitions:
         current = committed.get(tp)
@@ -338,30 +345,59 @@ def _describe_offsets(admin: AdminClient, group: GroupDescription) -> None:
     _print_table(header, rows, {2: 10, 3: 15, 4: 15, 5: 15})
 
 
+def _assignment_text(partitions: list[TopicPartition]) -> str:
+    """Kafka's ``topic:0,1;other:2`` (topics sorted, partitions sorted), ``-`` for none."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, p in partitions:
+        by_topic.setdefault(topic, []).append(p)
+    text = ";".join(f"{t}:{','.join(map(str, sorted(ps)))}" for t, ps in sorted(by_topic.items()))
+    return text or "-"
+
+
 def _describe_members(group: GroupDescription, verbose: bool) -> None:
-    if not group.members:
-        print(f"\nConsumer group '{group.group_id}' has no active members.")
-        return
-    header = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
-    if verbose:
-        header.append("ASSIGNMENT")
-    rows = []
-    for m in sorted(group.members, key=lambda m: m.member_id):
-        row = [group.group_id, m.member_id, m.host or "-", m.client_id,
-               str(len(m.assignment))]  # fmt: skip
+    """Kafka's printMembers: ``%-Ns`` columns with a trailing space after #PARTITIONS;
+    GROUP-INSTANCE-ID only when a member has one; --verbose adds the epochs and the current
+    and target assignments."""
+    members = sorted(group.members, key=lambda m: m.member_id)
+    with_instance = any(m.instance_id for m in members)
+
+    def width(floor: int, values: list[str]) -> int:
+        return max([floor, *(len(v) for v in values)])
+
+    group_w = width(15, [group.group_id])
+    id_w = width(15, [m.member_id for m in members])
+    instance_w = width(17, [m.instance_id or "" for m in members])
+    host_w = width(15, [m.host for m in members])
+    client_w = width(15, [m.client_id for m in members])
+    current_w = width(20, [_assignment_text(m.assignment) for m in members])
+    target_w = width(20, [_assignment_text(m.target) for m in members])
+
+    def line(cells: list[str], extra: list[str]) -> str:
+        head = [f"{cells[0]:<{group_w}}", f"{cells[1]:<{id_w}}"]
+        if with_instance:
+            head.append(f"{cells[2]:<{instance_w}}")
+        head += [f"{cells[3]:<{host_w}}", f"{cells[4]:<{client_w}}", f"{cells[5]:<15}"]
+        text = " ".join(head) + " "
         if verbose:
-            by_topic: dict[str, list[int]] = {}
-            for topic, p in sorted(m.assignment):
-                by_topic.setdefault(topic, []).append(p)
-            text = ",".join(f"{t}({','.join(map(str, ps))})" for t, ps in by_topic.items())
-            row.append(text or "-")
-        rows.append(row)
-    _print_table(header, rows, {4: 12})
+            text += f"{extra[0]:<15} {extra[1]:<{current_w}} {extra[2]:<15} {extra[3]:<{target_w}}"
+        return text
+
+    print()
+    header = ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+    print(
+        line(header, ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"])
+    )
+    for m in members:
+        cells = [group.group_id, m.member_id, m.instance_id or "", m.host, m.client_id,
+                 str(len(m.assignment))]  # fmt: skip
+        extra = [_cell(m.epoch), _assignment_text(m.assignment), _cell(m.target_epoch),
+                 _assignment_text(m.target)]  # fmt: skip
+        print(line(cells, extra))
 
 
 def _describe_state(group: GroupDescription) -> None:
     header = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
-    row = [group.group_id, group.coordinator, group.assignor, group.state,
+    row = [group.group_id, group.coordinator, group.assignor or "-", group.state,
            str(len(group.members))]  # fmt: skip
     _print_table(header, [row], {1: max(25, len(group.coordinator)), 2: 20, 3: 20})
 
@@ -375,18 +411,22 @@ def _groups(admin: AdminClient, args: argparse.Namespace) -> list[str]:
 
 
 def _describe(admin: AdminClient, args: argparse.Namespace) -> int:
+    """Kafka's shouldPrintMemberState: a missing group is an ``Error:`` on stdout; the
+    no-members and rebalancing notices go to stderr, so stdout holds only the tables."""
     status = 0
     for group_id in _groups(admin, args):
         group = describe_group(admin, group_id)
         if group is None or group.state == "Dead":
-            print(f"Error: Consumer group '{group_id}' does not exist.", file=sys.stderr)
+            print(f"\nError: Consumer group '{group_id}' does not exist.")
             status = 1
             continue
-        if group.state in ("PreparingRebalance", "CompletingRebalance", "Assigning",
-                           "Reconciling"):  # fmt: skip
-            print(f"\nConsumer group '{group_id}' is rebalancing.")
+        if group.state == "Empty":
+            print(f"\nConsumer group '{group_id}' has no active members.", file=sys.stderr)
+        elif group.state != "Stable":
+            print(f"\nWarning: Consumer group '{group_id}' is rebalancing.", file=sys.stderr)
         if args.members:
-            _describe_members(group, args.verbose)
+            if group.members:
+                _describe_members(group, args.verbose)
         elif args.state is not None:
             _describe_state(group)
         else:

@@ -279,18 +279,20 @@ def list_reassignments(conn: KafkaConnection) -> None:
         )
 
 
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise ReassignError(f"Cannot read {path}: {exc.strerror or exc}") from None
+
+
 def _run_generate(args: argparse.Namespace) -> int:
     from sparklog.cli.reassign_generate import generate, parse_broker_list, parse_topics_to_move
 
     if not args.topics_to_move_json_file or not args.broker_list:
         raise ReassignError("--generate needs --topics-to-move-json-file and --broker-list")
-    try:
-        with open(args.topics_to_move_json_file, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise ReassignError(
-            f"Cannot read {args.topics_to_move_json_file}: {exc.strerror or exc}"
-        ) from None
+    text = _read(args.topics_to_move_json_file)
     topics = parse_topics_to_move(text, args.topics_to_move_json_file)
     brokers = parse_broker_list(args.broker_list)
     with KafkaConnection.connect(args.bootstrap_server) as conn:
@@ -313,13 +315,7 @@ def run_reassign_partitions(args: argparse.Namespace) -> int:
         if not args.list:
             if not args.reassignment_json_file:
                 raise ReassignError("Missing required argument --reassignment-json-file")
-            try:
-                with open(args.reassignment_json_file, encoding="utf-8") as handle:
-                    text = handle.read()
-            except OSError as exc:
-                raise ReassignError(
-                    f"Cannot read {args.reassignment_json_file}: {exc.strerror or exc}"
-                ) from None
+            text = _read(args.reassignment_json_file)
             targets = parse_reassignment(text, args.reassignment_json_file)
         with KafkaConnection.connect(args.bootstrap_server) as conn:
             if args.execute:
