@@ -189,6 +189,7 @@ def reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
     if not args.execute and not args.dry_run:
         print(_NO_ACTION_WARNING, file=sys.stderr)
     status = 0
+    planned: dict[str, dict[TopicPartition, int]] = {}
     for group_id in args.group:
         group = describe_group(admin, group_id)
         if group is not None and group.state not in ("Empty", "Dead"):
@@ -204,11 +205,24 @@ def reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
         targets = _targets(admin, args, tps, committed) if tps else {}
         if args.execute and targets:
             commit_offsets(admin, group_id, targets)
-        row = "{:<30} {:<30} {:<10} {:<15}"
-        lines = [row.format("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")] if targets else []
-        lines += [row.format(group_id, t, p, o) for (t, p), o in sorted(targets.items())]
-        print("\n" + "\n".join(lines))
+        planned[group_id] = targets
+    _print_plan(planned)
     return status
+
+
+def _print_plan(planned: dict[str, dict[TopicPartition, int]]) -> None:
+    """Kafka 4.x's printOffsetsToReset: one table for every group, GROUP and TOPIC at least
+    15 wide, NEW-OFFSET unpadded; a blank line before it."""
+    rows = [(g, t, p, o) for g, targets in planned.items() for (t, p), o in sorted(targets.items())]
+    group_w = max([15, *(len(g) for g in planned)])
+    topic_w = max([15, *(len(r[1]) for r in rows)])
+    lines = (
+        [f"{'GROUP':<{group_w}} {'TOPIC':<{topic_w}} {'PARTITION':<10} NEW-OFFSET"]
+        if planned
+        else []
+    )
+    lines += [f"{g:<{group_w}} {t:<{topic_w}} {p:<10} {o}" for g, t, p, o in rows]
+    print("\n" + "\n".join(lines))
 
 
 def delete_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
