@@ -213,7 +213,9 @@ def _alter(admin: AdminClient, args: argparse.Namespace) -> None:
     to_set = parse_add_config(args.add_config) if args.add_config else {}
     to_delete = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
     if not to_set and not to_delete:
-        raise CliError("--alter needs --add-config and/or --delete-config")
+        raise CliError(
+            "At least one of --add-config or --delete-config must be specified with --alter"
+        )
     both = sorted(set(to_set) & set(to_delete))
     if both:
         raise CliError(f"{both[0]} is both added and deleted; pick one")

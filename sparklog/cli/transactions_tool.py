@@ -87,8 +87,11 @@ def _describe(args: argparse.Namespace) -> int:
             "DescribeTransactions", {"transactional_ids": [args.transactional_id]}
         )
         coordinator_id = next(
-            (b["node_id"] for b in admin.metadata([])["brokers"]
-             if b["host"] == coordinator.host and b["port"] == coordinator.port),
+            (
+                b["node_id"]
+                for b in admin.metadata([])["brokers"]
+                if b["host"] == coordinator.host and b["port"] == coordinator.port
+            ),
             -1,
         )
     state = response["transaction_states"][0]
