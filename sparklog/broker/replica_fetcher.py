@@ -12,7 +12,10 @@ leader's HW and log start offset.
 Contract:
 - Requests: ``replica.fetch.max.bytes`` per partition, ``replica.fetch.response.max.bytes``
   per response, ``replica.fetch.min.bytes`` / ``replica.fetch.wait.max.ms`` for the leader's
-  long poll; no fetch session (full requests).
+  long poll, in a fetch session (KIP-227, :mod:`sparklog.broker.fetch_session_handler`): after
+  the first full fetch, requests carry only the partitions whose position changed and answers
+  only those with news; a session error (FETCH_SESSION_ID_NOT_FOUND,
+  INVALID_FETCH_SESSION_EPOCH) makes the next fetch a full one at once, without backing off.
 - A partition that answered an error backs off ``replica.fetch.backoff.ms``; a broken or
   refused connection backs off the whole fetcher; FENCED_LEADER_EPOCH parks the partition
   until the metadata image brings a newer epoch (the follower core decides which).
@@ -41,6 +44,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sparklog.broker.fetch_session_handler import FetchSessionHandler
 from sparklog.broker.partition import Partition
 from sparklog.broker.remote_aux_state import TierState, apply_tier_state
 from sparklog.broker.replica_manager import ReplicaManager, TopicPartition
@@ -65,6 +69,7 @@ LIST_OFFSETS_VERSION = 9
 EARLIEST_LOCAL_TIMESTAMP = -4
 TierReader = Callable[[Partition, int], Awaitable[TierState]]
 _IDLE_WAIT_S = 1.0
+_SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
 
 
 def _error_name(code: int) -> str:
@@ -128,6 +133,7 @@ class ReplicaFetcher:
         self._wake = asyncio.Event()
         self._connection: KafkaClientConnection | None = None
         self._address: tuple[str, int] | None = None
+        self.session: FetchSessionHandler[tuple[bytes, int]] = FetchSessionHandler()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -218,30 +224,48 @@ class ReplicaFetcher:
         try:
             response = await connection.request(API_BY_KEY[FETCH_KEY], FETCH_VERSION, body)
         except (ConnectionError, TimeoutError, OSError) as exc:
+            self.session.handle_error()
             log.debug("Fetch from broker %d failed: %s", self.source_broker, exc)
             await self._sleep(self.config.backoff_ms / 1000)
             return
         top_error = int(response.get("error_code", 0))
+        answered = [
+            (bytes(topic.get("topic_id") or b""), int(data["partition_index"]))
+            for topic in response.get("responses", [])
+            for data in topic.get("partitions", [])
+        ]
+        usable = self.session.handle_response(
+            top_error, int(response.get("session_id", 0)), answered
+        )
+        if top_error in _SESSION_ERRORS:
+            log.debug("Fetch session with broker %d: %s", self.source_broker, ErrorCode(top_error))
+            return  # the next fetch is a full one
         if top_error:
             log.info("Fetch from broker %d failed: %s", self.source_broker, ErrorCode(top_error))
             await self._sleep(self.config.backoff_ms / 1000)
             return
-        await self._process(ready, response)
+        if usable:
+            await self._process(ready, response)
 
     def _request(self, ready: list[tuple[_Fetching, FetchPosition]]) -> dict[str, Any]:
-        topics: dict[bytes, list[dict[str, Any]]] = {}
+        wanted: dict[tuple[bytes, int], dict[str, Any]] = {}
         for fetching, position in ready:
             partition = fetching.partition
-            topics.setdefault(partition.topic_id, []).append(
-                {
-                    "partition": partition.index,
-                    "current_leader_epoch": position.current_leader_epoch,
-                    "fetch_offset": position.fetch_offset,
-                    "last_fetched_epoch": position.last_fetched_epoch,
-                    "log_start_offset": position.log_start_offset,
-                    "partition_max_bytes": self.config.fetch_max_bytes,
-                }
-            )
+            wanted[(partition.topic_id, partition.index)] = {
+                "partition": partition.index,
+                "current_leader_epoch": position.current_leader_epoch,
+                "fetch_offset": position.fetch_offset,
+                "last_fetched_epoch": position.last_fetched_epoch,
+                "log_start_offset": position.log_start_offset,
+                "partition_max_bytes": self.config.fetch_max_bytes,
+            }
+        data = self.session.build(wanted)
+        topics: dict[bytes, list[dict[str, Any]]] = {}
+        for (topic_id, _), partition_data in data.to_send.items():
+            topics.setdefault(topic_id, []).append(partition_data)
+        forgotten: dict[bytes, list[int]] = {}
+        for topic_id, index in data.to_forget:
+            forgotten.setdefault(topic_id, []).append(index)
         return {
             "replica_state": {
                 "replica_id": self.rm.broker_id,
@@ -251,13 +275,16 @@ class ReplicaFetcher:
             "min_bytes": self.config.min_bytes,
             "max_bytes": self.config.response_max_bytes,
             "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
+            "session_id": data.session_id,
+            "session_epoch": data.epoch,
             "topics": [
                 {"topic_id": topic_id, "partitions": partitions}
                 for topic_id, partitions in topics.items()
             ],
-            "forgotten_topics_data": [],
+            "forgotten_topics_data": [
+                {"topic_id": topic_id, "partitions": indexes}
+                for topic_id, indexes in forgotten.items()
+            ],
             "rack_id": "",
         }
 

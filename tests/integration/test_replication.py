@@ -143,6 +143,10 @@ def test_acks_all_reaches_every_replica(cluster: Cluster) -> None:
         "no under-replicated partition", lambda: gauge(leader, "UnderReplicatedPartitions") == 0
     )
     assert gauge(leader, "LeaderCount") >= 1
+    # The two followers fetch in KIP-227 sessions: the leader serves incremental fetches.
+    sessions = "kafka.server:type=FetchSessionCache,name=NumIncrementalFetchSessions"
+    assert int(leader.metric(sessions) or 0) >= 2
+    assert int(leader.metric("sparklog:type=fetch-sessions", "incremental-fetches") or 0) > 0
     assert consume_all(cluster, len(values)) == values
 
 
