@@ -22,6 +22,7 @@ from sparklog.protocol.headers import (
     encode_response,
 )
 from sparklog.protocol.messages import API_BY_KEY, API_BY_NAME
+from sparklog.protocol.record_codec import build_batch
 from sparklog.protocol.types import join_chunks
 from tests.unit.coordinator.test_txn_apis import PROPS
 from tests.unit.coordinator.txn_support import FakeClock, replica_manager
@@ -157,5 +158,38 @@ def test_incremental_long_poll_wakes_on_new_records(tmp_path: Path) -> None:
         await append(ctx.replica_manager, 1, 1)
         answer = await asyncio.wait_for(waiting, 2.0)
         assert list(partitions_of(answer)) == [1]
+
+    asyncio.run(scenario())
+
+
+def committed(session_id: int, epoch: int, offsets: dict[int, int]) -> dict[str, Any]:
+    return {**fetch_body(session_id, epoch, offsets), "isolation_level": 1}
+
+
+def test_read_committed_session_reports_the_lso(tmp_path: Path) -> None:
+    """An open transaction holds the LSO; its commit moves the LSO, which the incremental
+    answer reports with the committed records."""
+
+    async def scenario() -> None:
+        ctx = make_context(tmp_path, partitions=2)
+        rm = ctx.replica_manager
+        records = build_batch(
+            [(None, b"txn")],
+            producer_id=5,
+            producer_epoch=0,
+            base_sequence=0,
+            is_transactional=True,
+        )
+        await rm.append(TOPIC, 0, bytearray(records), 1)
+        body = committed(0, 0, {0: 0, 1: 0})
+        full = await fetch(ctx, body)
+        session_id = full["session_id"]
+        assert partitions_of(full)[0]["last_stable_offset"] == 0
+        assert not partitions_of(full)[0]["records"]
+        quiet = await fetch(ctx, committed(session_id, 1, {}))
+        assert quiet["responses"] == []
+        await rm.append_control_marker(TOPIC, 0, 5, 0, 0, committed=True)
+        news = partitions_of(await fetch(ctx, committed(session_id, 2, {})))
+        assert list(news) == [0] and news[0]["last_stable_offset"] == 2 and news[0]["records"]
 
     asyncio.run(scenario())
