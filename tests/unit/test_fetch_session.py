@@ -246,3 +246,47 @@ def test_incremental_view_matches_full(steps: list[tuple[int, str, bool]]) -> No
 
 def forgotten_indices(forgotten: list[tuple[bytes | str, int]]) -> set[int]:
     return {index for _, index in forgotten}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 4),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["open", "use", "close"]),
+            st.integers(0, 6),  # size of a new session, or which session to use / close
+            st.booleans(),  # privileged
+            st.integers(0, 700),  # ms since the previous step
+        ),
+        max_size=60,
+    ),
+)
+def test_cache_bookkeeping(slots: int, steps: list[tuple[str, int, bool, int]]) -> None:
+    """Whatever happens, the cache holds at most its slots, counts its partitions and
+    evictions right, and never evicts a young follower session for a consumer's."""
+    evictions: list[int] = []
+    cache = FetchSessionCache(slots, eviction_ms=1_000, on_evict=lambda: evictions.append(1))
+    now = 0
+    for action, number, privileged, elapsed in steps:
+        now += elapsed
+        ids = sorted(cache.sessions)
+        if action == "open":
+            before = dict(cache.sessions)
+            session_id = open_session(cache, number, now_ms=now, privileged=privileged)
+            gone = [s for i, s in before.items() if i not in cache.sessions]
+            assert len(gone) <= 1 and (session_id > 0 or not gone)
+            for victim in gone:
+                stale = now - victim.last_used_ms > 1_000
+                old_when_used = victim.last_used_ms - victim.creation_ms > 1_000
+                assert stale or old_when_used or (privileged and not victim.privileged)
+        elif ids and action == "use":
+            session = cache.sessions[ids[number % len(ids)]]
+            used = context(cache, session.id, session.epoch, [], now_ms=now)
+            # A session left without partitions closes (Kafka's sessionless answer).
+            assert used.incremental == bool(session.partitions)
+            assert (session.id in cache.sessions) == bool(session.partitions)
+        elif ids:
+            context(cache, ids[number % len(ids)], FINAL_EPOCH, [], now_ms=now)
+        assert len(cache) <= slots
+        assert cache.total_partitions == sum(len(s.partitions) for s in cache.sessions.values())
+        assert cache.evictions == len(evictions)
