@@ -13,6 +13,9 @@ Contract:
   (:meth:`~sparklog.replication.leader.LeaderCore.on_alter_partition_response`), which applies,
   rolls back, keeps waiting for metadata or asks for a retry; retries are queued again after
   ``retry_backoff_ms``. A top-level error (or no answer in time) counts for every partition.
+- The sending task ends only when stopped (or cancelled itself): a failed send, even one that
+  raised a ``CancelledError`` not meant for it, is retried like an unanswered request (Kafka's
+  AlterPartitionManager resends after a disconnect or timeout).
 - Counters on the replica manager: ``isr_expands`` / ``isr_shrinks`` on applied changes,
   ``failed_isr_updates`` on every error.
 - After each answer the partition's HW is recomputed and its waiters woken.
@@ -96,6 +99,14 @@ class AlterPartitionSender:
                 batch, self._queued = self._queued, {}
                 try:
                     retry = await self.send(list(batch.values()))
+                except asyncio.CancelledError:
+                    current = asyncio.current_task()
+                    if current is None or current.cancelling():
+                        raise
+                    # Not our cancellation (a layer below gave up a shared wait): this task
+                    # carries every ISR change of the broker, it must not end here.
+                    log.warning("AlterPartition interrupted by a stray cancellation; retrying")
+                    retry = list(batch.values())
                 except Exception:
                     log.exception("AlterPartition failed")
                     retry = list(batch.values())

@@ -17,7 +17,9 @@ Contract:
 - A response frame that does not parse is the peer's fault: the connection is closed and the
   pending requests fail with :class:`ConnectionError`. Responses to requests we gave up on
   (timed out) are skipped by correlation id, without decoding them.
-- :meth:`close` fails every pending request and makes every later request fail.
+- :meth:`close` fails every pending request and makes every later request fail, with
+  :class:`ConnectionError` also for a request still waiting for the connect (never with a
+  ``CancelledError`` its caller did not ask for).
 """
 
 from __future__ import annotations
@@ -163,8 +165,17 @@ class KafkaClientConnection:
                 )
             self._connecting = loop.create_task(self._connect())
             self._connecting.add_done_callback(self._connect_done)
-        # Shielded: a caller timing out must not cancel a connect other callers share.
-        return await asyncio.shield(self._connecting)
+        connecting = self._connecting
+        try:
+            # Shielded: a caller timing out must not cancel a connect other callers share.
+            return await asyncio.shield(connecting)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if connecting.cancelled() and (current is None or not current.cancelling()):
+                # close() gave the connect up (e.g. another caller's request timed out): for
+                # us that is a lost connection, to retry, not a cancellation of our caller.
+                raise ConnectionError(f"{self} was closed while connecting") from None
+            raise
 
     def _connect_done(self, task: asyncio.Task[_Link]) -> None:
         if self._connecting is task:
