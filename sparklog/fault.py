@@ -57,10 +57,15 @@ def supervise(
     fault_handler: FaultHandler | None = None,
 ) -> asyncio.Task[Any]:
     """Log ``task``'s exception when it ends with one; with ``fault_handler`` (an essential
-    task), escalate it there. Returns ``task``."""
+    task), escalate it there, and a cancellation too: an essential task is only ever cancelled
+    by the node's shutdown, which the handler knows about, so any other cancellation (a
+    ``CancelledError`` leaking out of an await the task did not own) is a fault rather than a
+    silent end. Returns ``task``."""
 
     def done(finished: asyncio.Task[Any]) -> None:
         if finished.cancelled():
+            if fault_handler is not None:
+                fault_handler(f"the essential task {name} was cancelled", None)
             return
         exc = finished.exception()
         if exc is None:

@@ -482,6 +482,7 @@ class Node:
         await self.shutdown()
 
     async def shutdown(self) -> None:
+        self._stopping.set()  # the tasks cancelled below are not faults
         log.info("Shutting down node %d", self.config.node_id)
         if self.lifecycle is not None and self.lifecycle.unfenced.is_set():
             done = await self.lifecycle.controlled_shutdown(_CONTROLLED_SHUTDOWN_TIMEOUT_MS)

@@ -279,7 +279,7 @@ def test_a_metadata_fsync_error_is_a_fatal_fault_naming_the_dir(
 # -- task supervision -----------------------------------------------------------------------
 
 
-def test_a_failed_task_is_logged_and_escalated_a_cancelled_one_is_not(
+def test_a_failed_or_cancelled_essential_task_is_escalated(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async def scenario() -> Recorder:
@@ -301,8 +301,12 @@ def test_a_failed_task_is_logged_and_escalated_a_cancelled_one_is_not(
 
     with caplog.at_level(logging.ERROR):
         faults = asyncio.run(scenario())
+    # A cancellation the node did not ask for (a CancelledError leaking out of an await the
+    # task did not own) must not end an essential task silently; NodeFaults drops the ones
+    # that come with the node's own shutdown.
     assert [m for m, _ in faults.faults] == [
-        "the essential task heartbeats failed: RuntimeError('heartbeat loop broke')"
+        "the essential task heartbeats failed: RuntimeError('heartbeat loop broke')",
+        "the essential task idle was cancelled",
     ]
     assert "Task heartbeats failed" in caplog.text
     assert "never retrieved" not in caplog.text
@@ -383,6 +387,33 @@ def test_a_task_failing_while_the_node_stops_is_only_logged() -> None:
 
     faults = asyncio.run(scenario())
     assert len(faults.faults) == 1 and "fails_now" in faults.faults[0][0]
+
+
+def test_node_tasks_cancelled_by_shutdown_are_not_faults_others_are() -> None:
+    async def scenario() -> Recorder:
+        faults = Recorder()
+        stopping = asyncio.Event()
+        node = NodeFaults(faults, stopping, "/meta", {})
+
+        async def forever() -> None:
+            await asyncio.Event().wait()
+
+        stray = asyncio.create_task(forever())
+        node.supervise([stray])
+        await asyncio.sleep(0.01)
+        stray.cancel()  # nobody is stopping: a fault
+        await asyncio.sleep(0.01)
+        at_shutdown = asyncio.create_task(forever())
+        node.supervise([at_shutdown])
+        await asyncio.sleep(0.01)
+        stopping.set()
+        at_shutdown.cancel()
+        await asyncio.sleep(0.01)
+        return faults
+
+    faults = asyncio.run(scenario())
+    assert len(faults.faults) == 1, faults.faults
+    assert faults.faults[0][0].endswith("forever was cancelled")
 
 
 def test_out_of_descriptors_is_not_a_disk_failure_but_a_failed_create_is(
