@@ -113,10 +113,6 @@ def admin(bootstrap: str) -> Any:
     return admin_module.AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
 
 
-def running_bootstrap(cluster: Cluster) -> str:
-    return cluster.running_bootstrap_servers
-
-
 def partition_state(cluster: Cluster) -> Any:
     return partition_metadata(cluster, TOPIC)
 
@@ -264,7 +260,7 @@ def test_a_full_data_log_dir_halts_the_broker_and_loses_no_acknowledged_record(
     assert log.count("Encountered fatal fault") == 1, "the restart must not fail again"
     acked = set(producing.acked)
     consumed = set(
-        consume_values(running_bootstrap(cluster), TOPIC, 0, len(producing.acked), WAIT_S)
+        consume_values(cluster.running_bootstrap_servers, TOPIC, 0, len(producing.acked), WAIT_S)
     )
     lost = acked - consumed
     assert not lost, f"{len(lost)} acknowledged records lost (new leader {leader})"
@@ -322,10 +318,10 @@ def test_one_of_two_log_dirs_failing_takes_only_its_partitions_offline(cluster: 
     filler.unlink()
     broker.launch()
     broker.wait_ready()
-    with Producer(running_bootstrap(cluster), config) as producer:
+    with Producer(cluster.running_bootstrap_servers, config) as producer:
         producer.send(topic, b"after", partition=0)
         producer.flush()
-    values = consume_values(running_bootstrap(cluster), topic, 0, 6, WAIT_S)
+    values = consume_values(cluster.running_bootstrap_servers, topic, 0, 6, WAIT_S)
     assert values == [f"before-{i}".encode() for i in range(5)] + [b"after"]
     assert_no_lost_task_anywhere(cluster)
 
@@ -341,7 +337,7 @@ def test_a_full_metadata_log_dir_on_a_voter_halts_it_and_the_quorum_goes_on(
     assert cluster.leader_id() in (1, 2)
     topic = "after-a-voter-halted"
     created = admin_module.NewTopic(topic, num_partitions=1, replication_factor=1)
-    client = admin(running_bootstrap(cluster))
+    client = admin(cluster.running_bootstrap_servers)
     client.create_topics([created], operation_timeout=30)[topic].result(timeout=60)
     filler.unlink()
     controller.launch()

@@ -69,10 +69,6 @@ def admin(bootstrap: str) -> Any:
     return admin_module.AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
 
 
-def running_bootstrap(cluster: Cluster) -> str:
-    return cluster.running_bootstrap_servers
-
-
 def partition_info(cluster: Cluster) -> Any:
     return partition_metadata(cluster, TOPIC)
 
@@ -86,7 +82,7 @@ def produce(cluster: Cluster, values: list[bytes]) -> list[tuple[bytes, Any]]:
     """Produce with acks=all; the (value, error or None) of every delivery report."""
     producer = confluent_kafka.Producer(
         {
-            "bootstrap.servers": running_bootstrap(cluster),
+            "bootstrap.servers": cluster.running_bootstrap_servers,
             "acks": "all",
             "enable.idempotence": True,
             "message.timeout.ms": 30000,
@@ -106,7 +102,7 @@ def produce(cluster: Cluster, values: list[bytes]) -> list[tuple[bytes, Any]]:
 
 
 def consume_all(cluster: Cluster, expected: int) -> list[bytes]:
-    return consume_values(running_bootstrap(cluster), TOPIC, 0, expected, WAIT_S)
+    return consume_values(cluster.running_bootstrap_servers, TOPIC, 0, expected, WAIT_S)
 
 
 def log_bytes(node: ClusterNode) -> bytes:
@@ -211,7 +207,7 @@ def test_under_min_isr_refuses_acks_all(cluster: Cluster) -> None:
         wait_for("the ISR to shrink to the leader", lambda: len(partition_info(cluster).isrs) == 1)
         producer = confluent_kafka.Producer(
             {
-                "bootstrap.servers": running_bootstrap(cluster),
+                "bootstrap.servers": cluster.running_bootstrap_servers,
                 "acks": "all",
                 "message.timeout.ms": 3000,
                 "retries": 0,
