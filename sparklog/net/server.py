@@ -41,6 +41,7 @@ from sparklog.protocol.headers import (
 )
 from sparklog.protocol.schema import Api
 from sparklog.protocol.types import Chunk, nbytes
+from sparklog.security.principal import SessionContext
 from sparklog.storage.errors import StorageError
 from sparklog.storage.slices import FileSlice
 
@@ -70,6 +71,9 @@ class Connection(asyncio.Protocol):
         self._closed = False
         self._shutting_down = False
         self.peer = "?"
+        # Who this connection is (User:ANONYMOUS until TLS or SASL says otherwise); the
+        # authorizer and quotas read it.
+        self.session = SessionContext(server.name, server.security_protocol)
 
     # -- asyncio.Protocol callbacks -------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -77,6 +81,7 @@ class Connection(asyncio.Protocol):
         self._transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.session.client_host = str(peer[0]) if peer else ""
         self._server.connections.add(self)
         self._task = asyncio.get_running_loop().create_task(self._process())
 
@@ -273,8 +278,10 @@ class KafkaServer:
         *,
         max_request_bytes: int = 104857600,
         max_queued_requests: int = 500,
+        security_protocol: str = "PLAINTEXT",
     ) -> None:
         self.name = name
+        self.security_protocol = security_protocol
         self.host = host
         self.port = port
         self.apis = apis

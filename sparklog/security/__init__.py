@@ -1,0 +1,1 @@
+"""Security: principals, TLS, SASL (PLAIN, SCRAM) and authorization for every listener."""
