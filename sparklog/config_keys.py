@@ -181,6 +181,17 @@ DEFS: dict[str, ConfigDef] = {
         _d("socket.receive.buffer.bytes", "int", 102400),
         _d("connections.max.idle.ms", "long", 600000),
         _d("queued.max.requests", "int", 500, minimum=1),
+        # Authorization and quotas (sparklog.security.authorizer, sparklog.broker.quotas,
+        # sparklog.net.connection_quotas document them).
+        _d("authorizer.class.name", "string", ""),
+        _d("super.users", "string"),
+        _d("allow.everyone.if.no.acl.found", "bool", False),
+        _d("quota.window.num", "int", 11, minimum=1),
+        _d("quota.window.size.seconds", "int", 1, minimum=1),
+        _d("max.connections", "int", _INT_MAX, minimum=0),
+        _d("max.connections.per.ip", "int", _INT_MAX, minimum=0),
+        _d("max.connections.per.ip.overrides", "string", ""),
+        _d("max.connection.creation.rate", "int", _INT_MAX, minimum=0),
         _d("num.network.threads", "int", 3, minimum=1),
         _d("num.io.threads", "int", 8, minimum=1),
         _d("num.replica.fetchers", "int", 1),
@@ -247,8 +258,6 @@ DEFS: dict[str, ConfigDef] = {
 _ACCEPTED_TEXT = """
     broker.id delete.records.purgatory.purge.interval.requests
     fetch.purgatory.purge.interval.requests producer.purgatory.purge.interval.requests
-    max.connections max.connections.per.ip max.connections.per.ip.overrides
-    max.connection.creation.rate
     log.cleaner.dedupe.buffer.size log.cleaner.io.buffer.size log.cleaner.io.buffer.load.factor
     log.cleaner.io.max.bytes.per.second num.replica.alter.log.dirs.threads
     replica.socket.receive.buffer.bytes
@@ -258,10 +267,8 @@ _ACCEPTED_TEXT = """
     share.coordinator.state.topic.replication.factor share.coordinator.state.topic.min.isr
     share.coordinator.state.topic.num.partitions ssl.keystore.location ssl.keystore.password
     ssl.key.password ssl.truststore.location ssl.truststore.password ssl.client.auth
-    ssl.endpoint.identification.algorithm authorizer.class.name super.users
-    allow.everyone.if.no.acl.found metric.reporters metrics.num.samples
-    metrics.sample.window.ms metrics.recording.level quota.window.num quota.window.size.seconds
-    num.quota.samples offsets.commit.timeout.ms offsets.load.buffer.size
+    ssl.endpoint.identification.algorithm metric.reporters metrics.num.samples
+    metrics.sample.window.ms metrics.recording.level num.quota.samples offsets.commit.timeout.ms offsets.load.buffer.size
     transaction.partition.verification.enable unstable.api.versions.enable
     unstable.feature.versions.enable early.start.listeners
     remote.log.metadata.manager.listener.name remote.log.storage.manager.class.name
