@@ -41,6 +41,7 @@ from sparklog.config_keys import (
     ConfigError,
     parse_config_value,
 )
+from sparklog.security.server_config import unsupported_key_message, validate_security
 
 if TYPE_CHECKING:
     from sparklog.storage.config import LogConfig
@@ -164,6 +165,9 @@ class ServerConfig:
         for key, raw in props.items():
             definition = DEFS.get(key)
             if definition is None:
+                refused = unsupported_key_message(key)
+                if refused is not None:
+                    raise ConfigError(refused)
                 if key in ACCEPTED or key.startswith("listener.name."):
                     continue
                 close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
@@ -278,6 +282,9 @@ class ServerConfig:
     @property
     def inter_broker_listener_name(self) -> str:
         value = self._values["inter.broker.listener.name"]
+        if not value:
+            # Kafka: the listener named after security.inter.broker.protocol.
+            value = self._values["security.inter.broker.protocol"]
         return str(value).upper() if value else "PLAINTEXT"
 
     @property
@@ -407,6 +414,7 @@ class ServerConfig:
         checks: tuple[Callable[[], None], ...] = (
             self._validate_listeners,
             self._validate_quorum,
+            lambda: validate_security(self),
         )
         for check in checks:
             check()

@@ -251,6 +251,28 @@ DEFS: dict[str, ConfigDef] = {
         _d("sparklog.metrics.listener", "string"),
         # Open segment files kept at most (sparklog.storage.handles); 0: half of RLIMIT_NOFILE.
         _d("sparklog.log.open.files.max", "int", 0, minimum=0),
+        # Listener security (sparklog.security.server_config reads them, with the
+        # listener.name.<listener>.* overrides); Kafka 4.x defaults.
+        _d("security.inter.broker.protocol", "string"),
+        _d("sasl.enabled.mechanisms", "list", ("GSSAPI",)),
+        _d("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI"),
+        _d("sasl.mechanism.controller.protocol", "string", "GSSAPI"),
+        _d("connections.max.reauth.ms", "long", 0, minimum=0),
+        _d("ssl.protocol", "string", "TLSv1.3"),
+        _d("ssl.enabled.protocols", "list", ("TLSv1.2", "TLSv1.3")),
+        _d("ssl.keystore.type", "string", "JKS"),
+        _d("ssl.keystore.location", "string"),
+        _d("ssl.keystore.password", "string"),
+        _d("ssl.key.password", "string"),
+        _d("ssl.keystore.certificate.chain", "string"),
+        _d("ssl.keystore.key", "string"),
+        _d("ssl.truststore.type", "string", "JKS"),
+        _d("ssl.truststore.location", "string"),
+        _d("ssl.truststore.password", "string"),
+        _d("ssl.truststore.certificates", "string"),
+        _d("ssl.client.auth", "string", "none", choices=("none", "requested", "required")),
+        _d("ssl.endpoint.identification.algorithm", "string", "https"),
+        _d("ssl.principal.mapping.rules", "string", "DEFAULT"),
     )
 }
 
@@ -262,12 +284,8 @@ _ACCEPTED_TEXT = """
     log.cleaner.io.max.bytes.per.second num.replica.alter.log.dirs.threads
     replica.socket.receive.buffer.bytes
     replica.high.watermark.checkpoint.interval.ms reserved.broker.max.id
-    sasl.enabled.mechanisms sasl.mechanism.inter.broker.protocol
-    sasl.mechanism.controller.protocol security.inter.broker.protocol
     share.coordinator.state.topic.replication.factor share.coordinator.state.topic.min.isr
-    share.coordinator.state.topic.num.partitions ssl.keystore.location ssl.keystore.password
-    ssl.key.password ssl.truststore.location ssl.truststore.password ssl.client.auth
-    ssl.endpoint.identification.algorithm metric.reporters metrics.num.samples
+    share.coordinator.state.topic.num.partitions metric.reporters metrics.num.samples
     metrics.sample.window.ms metrics.recording.level num.quota.samples offsets.commit.timeout.ms offsets.load.buffer.size
     transaction.partition.verification.enable unstable.api.versions.enable
     unstable.feature.versions.enable early.start.listeners
