@@ -10,8 +10,9 @@ Replay rules follow Kafka's ``*Delta.replay``: a PartitionChangeRecord merges in
 registration (new leader => leader epoch + 1; always partition epoch + 1); RemoveTopicRecord
 drops the topic, its partitions and its topic configs; a ConfigRecord with a null value deletes
 the key; a FeatureLevelRecord with level 0 removes a feature (except metadata.version);
-fence/unfence records must name the registered broker epoch. A record that contradicts the
-image (a partition of an unknown topic, fencing a broker epoch that is not registered) is a
+fence/unfence records must name the registered broker epoch; ACL and client-quota records
+fold into the image's ``acls`` / ``client_quotas`` (:mod:`sparklog.metadata.security_image`).
+A record that contradicts the image (a partition of an unknown topic, fencing a broker epoch that is not registered) is a
 corrupt log or a controller bug: :class:`MetadataReplayError`.
 """
 
@@ -37,6 +38,7 @@ from sparklog.metadata.image import (
     frozen,
 )
 from sparklog.metadata.records import MetadataRecord
+from sparklog.metadata.security_image import SecurityDelta
 
 
 class MetadataReplayError(Exception):
@@ -78,6 +80,7 @@ class MetadataDelta:
         self.deleted_topics: dict[bytes, TopicImage] = {}
         self.configs: dict[tuple[int, str], dict[str, str | None]] = {}
         self.next_producer_id: int | None = None
+        self.security = SecurityDelta(image.acls, image.client_quotas)
         self.record_count = 0
 
     # -- replay ------------------------------------------------------------------------------
@@ -184,6 +187,17 @@ class MetadataDelta:
     def _replay_producer_ids(self, data: Mapping[str, Any]) -> None:
         self.next_producer_id = data["next_producer_id"]
 
+    def _replay_acl(self, data: Mapping[str, Any]) -> None:
+        self.security.replay_acl(data)
+
+    def _replay_remove_acl(self, data: Mapping[str, Any]) -> None:
+        error = self.security.replay_remove_acl(data)
+        if error is not None:
+            raise MetadataReplayError(str(error))
+
+    def _replay_client_quota(self, data: Mapping[str, Any]) -> None:
+        self.security.replay_quota(data)
+
     # -- views for publishers ----------------------------------------------------------------
 
     def created_topics(self) -> list[TopicDelta]:
@@ -272,6 +286,8 @@ class MetadataDelta:
             configs=configs,
             producer_ids=producer_ids,
             cluster_id=image.cluster_id,
+            acls=self.security.apply_acls(),
+            client_quotas=self.security.apply_quotas(),
         )
 
 
@@ -288,4 +304,7 @@ _HANDLERS = {
     "ConfigRecord": MetadataDelta._replay_config,
     "FeatureLevelRecord": MetadataDelta._replay_feature_level,
     "ProducerIdsRecord": MetadataDelta._replay_producer_ids,
+    "AccessControlEntryRecord": MetadataDelta._replay_acl,
+    "RemoveAccessControlEntryRecord": MetadataDelta._replay_remove_acl,
+    "ClientQuotaRecord": MetadataDelta._replay_client_quota,
 }

@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from sparklog.metadata.records import MetadataRecord, make_record
+from sparklog.metadata.security_image import AclsImage, ClientQuotasImage
 
 NO_LEADER: Final = -1
 METADATA_VERSION_FEATURE: Final = "metadata.version"
@@ -290,6 +291,8 @@ class MetadataImage:
     configs: ConfigsImage = field(default_factory=ConfigsImage)
     producer_ids: ProducerIdsImage = field(default_factory=ProducerIdsImage)
     cluster_id: str | None = None
+    acls: AclsImage = field(default_factory=AclsImage)
+    client_quotas: ClientQuotasImage = field(default_factory=ClientQuotasImage)
 
     @property
     def is_empty(self) -> bool:
@@ -299,6 +302,8 @@ class MetadataImage:
             and not self.topics.by_id
             and not self.configs.resources
             and self.producer_ids.next_producer_id < 0
+            and not self.acls.acls
+            and not self.client_quotas.entities
         )
 
     def digest(self) -> str:
@@ -350,6 +355,8 @@ class MetadataImage:
                     },
                 )
             )
+        records.extend(self.client_quotas.to_records())
+        records.extend(self.acls.to_records())
         return records
 
 

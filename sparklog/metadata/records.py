@@ -168,6 +168,35 @@ REGISTER_CONTROLLER = message(
     _endpoints(),
     _features(),
 )
+ACCESS_CONTROL_ENTRY = message(
+    "AccessControlEntryRecord",
+    "0",
+    "0+",
+    field("id", "uuid"),
+    field("resource_type", "int8"),
+    field("resource_name", "string"),
+    field("pattern_type", "int8"),
+    field("principal", "string"),
+    field("host", "string"),
+    field("operation", "int8"),
+    field("permission_type", "int8"),
+)
+REMOVE_ACCESS_CONTROL_ENTRY = message(
+    "RemoveAccessControlEntryRecord", "0", "0+", field("id", "uuid")
+)
+CLIENT_QUOTA = message(
+    "ClientQuotaRecord",
+    "0",
+    "0+",
+    array(
+        "entity",
+        field("entity_type", "string"),
+        field("entity_name", "string", nullable="0+", default=None),
+    ),
+    field("key", "string"),
+    field("value", "float64"),
+    field("remove", "bool"),
+)
 
 # api key -> (spec, the version this node writes)
 DATA_RECORDS: Final[dict[int, tuple[MessageSpec, int]]] = {
@@ -181,8 +210,11 @@ DATA_RECORDS: Final[dict[int, tuple[MessageSpec, int]]] = {
     8: (UNFENCE_BROKER, 0),
     9: (REMOVE_TOPIC, 0),
     12: (FEATURE_LEVEL, 0),
+    14: (CLIENT_QUOTA, 0),
     15: (PRODUCER_IDS, 0),
     17: (BROKER_REGISTRATION_CHANGE, 2),
+    18: (ACCESS_CONTROL_ENTRY, 0),
+    19: (REMOVE_ACCESS_CONTROL_ENTRY, 0),
     20: (NO_OP, 0),
     27: (REGISTER_CONTROLLER, 0),
 }
