@@ -4,14 +4,17 @@ Contract: :func:`run` starts a fresh 3+3 cluster (:mod:`tests.chaos.runner`), cr
 workload topics (3 partitions, RF 3, ``min.insync.replicas=2``), starts the workloads
 (:mod:`tests.chaos.workload`), lets the nemesis (:mod:`tests.chaos.faults`) inject faults for
 ``duration_s``, heals everything, keeps the load on for a short recovery, drains
-(:mod:`tests.chaos.drain`) and checks the history (:mod:`tests.chaos.checker`). It prints
-progress every ~10 s and ends with one summary line::
+(:mod:`tests.chaos.drain`) and checks the history (:mod:`tests.chaos.checker`). Every client
+runs in a child process of its own (:mod:`tests.chaos.clients`) and a watchdog
+(:mod:`tests.chaos.watchdog`) ends a run that stops making progress with stacks and exit
+status 3 instead of hanging. It prints progress every ~10 s and ends with one summary line::
 
     chaos seed=N duration=120s faults={kill_leader:3,...} acked=... lost=0 ... VALID
 
 and returns a :class:`Report`; ``main`` exits 1 when the run is INVALID (any anomaly) and 2 when
-the harness itself failed. The history stays in ``<workdir>/history.jsonl`` (and the node logs
-beside it) so ``python -m tests.chaos --check <history.jsonl>`` replays the verdict.
+the harness itself failed. The history stays in ``<workdir>/history.jsonl`` (merged from the
+harness's ``harness.jsonl`` and each client's ``client-*.jsonl``; the node logs beside it) so
+``python -m tests.chaos --check <history.jsonl>`` replays the verdict.
 Cleanup (processes, tmpfs mounts, iptables chains) always runs, also at the start of a run for
 what a killed earlier run left.
 """
@@ -34,28 +37,23 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from tests.chaos import checker, drain, probes
+from tests.chaos.clients import ClientProcess, merge_histories
 from tests.chaos.faults import Nemesis
-from tests.chaos.history import History, load
+from tests.chaos.history import History, Op, load
 from tests.chaos.runner import ChaosCluster, ChaosError, cleanup_stale, is_root
-from tests.chaos.workload import (
-    PARTITIONS,
-    QUEUE_TOPIC,
-    TXN_TOPIC,
-    AssignReader,
-    GroupConsumer,
-    QueueProducer,
-    TxnProducer,
-    WatermarkObserver,
-    Worker,
-)
+from tests.chaos.watchdog import Watchdog
+from tests.chaos.workload import PARTITIONS, QUEUE_TOPIC, TXN_TOPIC
 from tests.integration.node_harness import REPO_ROOT
 
 TOPICS = (QUEUE_TOPIC, TXN_TOPIC)
 PROGRESS_EVERY_S = 10.0
+READY_BUDGET_S = 240.0
 RECOVERY_S = 10.0
 ISR_BOUND_S = 60.0
 TXN_BOUND_S = 40.0
-FINAL_READ_BOUND_S = 60.0
+FINAL_READ_BOUND_S = 120.0
+PRODUCER_RATE_PER_S = 200.0  # each of the two idempotent producers
+NEMESIS_STALL_S = 120.0  # the nemesis loop turns every 0.2 s; a fault's steps are bounded
 
 
 @dataclass
@@ -100,9 +98,8 @@ def create_topics(cluster: ChaosCluster, timeout_s: float = 60.0) -> None:
     raise ChaosError(f"topics not ready after {timeout_s}s")
 
 
-def _progress(history: History, since: int, started: float, cluster: ChaosCluster) -> str:
-    """What happened since op ``since`` ("+" counts; from op 0 they are the run's totals)."""
-    ops = history.ops[since:]
+def _progress(ops: list[Op], started: float, cluster: ChaosCluster, sign: str = "+") -> str:
+    """What ``ops`` did ("+" counts: since the last line; "" for the run's totals)."""
     acked = sum(1 for op in ops if op.f == "send" and op.type == "ok")
     indeterminate = sum(1 for op in ops if op.f == "send" and op.type == "info")
     committed = sum(1 for op in ops if op.f == "txn" and op.type == "ok")
@@ -112,8 +109,8 @@ def _progress(history: History, since: int, started: float, cluster: ChaosCluste
     down = [n.name for n in cluster.nodes if not n.is_running()]
     paused = [n.name for n in cluster.nodes if n.paused]
     return (
-        f"[{time.monotonic() - started:7.1f}s] +acked={acked} +send_info={indeterminate} "
-        f"+txn ok/fail/info={committed}/{aborted}/{unknown} +records_read={records} "
+        f"[{time.monotonic() - started:7.1f}s] {sign}acked={acked} {sign}send_info={indeterminate} "
+        f"{sign}txn ok/fail/info={committed}/{aborted}/{unknown} {sign}records_read={records} "
         f"down={down} paused={paused}"
     )
 
@@ -134,17 +131,32 @@ def code_revision() -> str:
     return done.stdout.decode().strip() or "unknown"
 
 
+class _ClientOps:
+    """The clients' ops as their files grow (read only by the progress lines)."""
+
+    def __init__(self, clients: list[ClientProcess]) -> None:
+        self.clients = clients
+        self.summary: list[Op] = []  # every client op except reads' records, for the totals
+
+    def new(self) -> list[Op]:
+        ops = [op for client in self.clients for op in client.read_new()]
+        self.summary.extend(
+            Op(op.process, op.type, op.f, op.value if op.f == "poll" else None, op.time_ns)
+            for op in ops
+            if op.f in {"send", "txn", "poll"}
+        )
+        return ops
+
+
 def _report_progress(
-    history: History,
+    client_ops: _ClientOps,
     started: float,
     cluster: ChaosCluster,
     stop: threading.Event,
     say: Callable[[str], None],
 ) -> None:
-    mark = 0
     while not stop.wait(PROGRESS_EVERY_S):
-        say(_progress(history, mark, started, cluster))
-        mark = len(history.ops)
+        say(_progress(client_ops.new(), started, cluster))
 
 
 def run(
@@ -160,10 +172,20 @@ def run(
     root = workdir or Path(tempfile.mkdtemp(prefix=f"sparklog-chaos-{seed}-"))
     root.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
-    history = History(root / "history.jsonl", keep=True)
+    history = History(root / "harness.jsonl", keep=True)
     cluster = ChaosCluster(root, privileged=is_root())
-    workers: list[Worker] = []
-    nemesis = Nemesis(cluster, history, random.Random(rng.random()), list(TOPICS), say=say)
+    clients: list[ClientProcess] = []
+
+    def stall_cleanup() -> None:
+        for client in clients:
+            client.kill()
+        cluster.close()
+        history.close()
+
+    watchdog = Watchdog(stall_cleanup, say)
+    nemesis = Nemesis(
+        cluster, history, random.Random(rng.random()), list(TOPICS), say=say, beat=watchdog.beat
+    )
     for kind, reason in nemesis.skipped.items():
         say(f"chaos: fault kind {kind} skipped: {reason}")
     history.record(
@@ -179,74 +201,92 @@ def run(
         },
     )
     started = time.monotonic()
+    watchdog.start()
+    watchdog.phase("start-up", READY_BUDGET_S)
     try:
         cluster.prepare()
         cluster.start()
         create_topics(cluster)
         say(f"chaos: cluster up in {time.monotonic() - started:.1f}s, workdir {root}")
         brokers = cluster.bootstrap_servers
-        producers: list[Worker] = [
-            QueueProducer("producer-1", history, brokers, rate_per_s=25),
-            QueueProducer("producer-2", history, brokers, rate_per_s=25),
-            TxnProducer("txn-1", history, brokers, random.Random(rng.random()), 0.3),
-            TxnProducer("txn-2", history, brokers, random.Random(rng.random()), 0.3),
+        addresses = [b.address for b in cluster.brokers]
+        rate = PRODUCER_RATE_PER_S
+        producers = [
+            ClientProcess(root, "QueueProducer", "producer-1", brokers, rate),
+            ClientProcess(root, "QueueProducer", "producer-2", brokers, rate),
+            ClientProcess(root, "TxnProducer", "txn-1", brokers, random.Random(rng.random()), 0.3),
+            ClientProcess(root, "TxnProducer", "txn-2", brokers, random.Random(rng.random()), 0.3),
         ]
-        readers: list[Worker] = [
-            GroupConsumer("group-1", history, brokers),
-            GroupConsumer("group-2", history, brokers),
-            AssignReader("rc-reader", history, brokers, "read_committed"),
-            AssignReader("ru-reader", history, brokers, "read_uncommitted"),
-            WatermarkObserver("observer", history, [b.address for b in cluster.brokers]),
+        readers = [
+            ClientProcess(root, "GroupConsumer", "group-1", brokers),
+            ClientProcess(root, "GroupConsumer", "group-2", brokers),
+            ClientProcess(root, "AssignReader", "rc-reader", brokers, "read_committed"),
+            ClientProcess(root, "AssignReader", "ru-reader", brokers, "read_uncommitted"),
+            ClientProcess(root, "WatermarkObserver", "observer", addresses),
         ]
-        workers = [*producers, *readers]
-        for worker in workers:
-            worker.start()
+        clients.extend([*producers, *readers])
+        for client in clients:
+            client.start()
+        client_ops = _ClientOps(clients)
         # The nemesis runs on this (the main) thread: a node's PR_SET_PDEATHSIG fires when the
         # thread that started it ends, so every launch must come from a thread that lives as
         # long as the run.
         progress = threading.Thread(
             target=_report_progress,
-            args=(history, started, cluster, nemesis.stop_event, say),
+            args=(client_ops, started, cluster, nemesis.stop_event, say),
             name="progress",
             daemon=True,
         )
         progress.start()
         timer = threading.Timer(duration_s, nemesis.stop_event.set)
         timer.start()
+        watchdog.phase("nemesis", NEMESIS_STALL_S)
         nemesis.run()
         timer.cancel()
         progress.join(PROGRESS_EVERY_S + 5)
+        watchdog.phase("final heal", 300.0)
         down = nemesis.heal_all()
         say(f"chaos: final heal done, down={down}; {RECOVERY_S:.0f}s of load without faults")
         time.sleep(RECOVERY_S)
-        for worker in producers:
-            worker.stop()
-        for worker in producers:
-            if not worker.join(90):
-                history.record(worker.process, "info", "worker_stuck", "did not stop in 90s")
-        say("chaos: totals " + _progress(history, 0, started, cluster))
+        watchdog.phase("producers stop", 300.0)
+        for client in producers:
+            client.stop()
+        for client in producers:
+            if not client.join(90):
+                history.record(client.name, "info", "worker_stuck", "did not stop in 90s")
+        client_ops.new()
+        say("chaos: totals " + _progress(client_ops.summary, started, cluster, sign=""))
+        watchdog.phase("drain", ISR_BOUND_S + TXN_BOUND_S + 120.0)
         drain.wait_isr_restored(cluster, history, TOPICS, ISR_BOUND_S)
         drain.wait_no_open_transactions(cluster, history, TXN_BOUND_S)
-        for worker in readers:
-            worker.stop()
-        for worker in readers:
-            if not worker.join(30):
-                history.record(worker.process, "info", "worker_stuck", "did not stop in 30s")
+        for client in readers:
+            client.stop()
+        for client in readers:
+            if not client.join(30):
+                history.record(client.name, "info", "worker_stuck", "did not stop in 30s")
+        watchdog.phase("final reads", 2 * FINAL_READ_BOUND_S + 180.0)
         drain.final_read(brokers, TOPICS, PARTITIONS, "read_committed", history, FINAL_READ_BOUND_S)
         ends = drain.final_read(
             brokers, TOPICS, PARTITIONS, "read_uncommitted", history, FINAL_READ_BOUND_S
         )
         history.record("final", "info", "nodes_down", down)
+        watchdog.phase("replica comparison", 300.0)
         drain.compare_replicas(cluster, history, ends)
     finally:
+        watchdog.phase("cleanup", 120.0)
         nemesis.stop_event.set()
-        for worker in workers:
-            worker.stop()
+        for client in clients:
+            client.stop()
         for node in cluster.nodes:
             node.resume()
         cluster.close()
+        for client in clients:
+            client.join(10)
         history.close()
-    result = checker.check(history.ops)
+        watchdog.stop()
+    merged = root / "history.jsonl"
+    ops = merge_histories([history.path, *(c.path for c in clients)], merged)
+    result = checker.check(ops)
     report = Report(seed, duration_s, nemesis.counts, nemesis.skipped, result, root)
     for anomaly, examples in result.examples.items():
         if result.counts[anomaly] and anomaly in checker.ANOMALIES:
@@ -254,7 +294,7 @@ def run(
             for example in examples:
                 say(f"    {str(example)[:600]}")
     report.summary = summary_line(seed, duration_s, nemesis.counts, result)
-    say(f"chaos: history {history.path}")
+    say(f"chaos: history {merged}")
     say(report.summary)
     return report
 

@@ -2,10 +2,15 @@
 
 Contract:
 
-- ``Nemesis(cluster, history, rng)`` runs on a thread: every ``interval_s`` it draws one fault
-  kind, injects it, holds it for ``hold_s``, then heals it. Every injection and heal is an
-  ``info`` op of process ``nemesis`` (``f`` = the kind, ``value`` = what was done, with
-  ``phase`` ``start``/``heal``); ``counts`` holds how many of each kind ran.
+- ``Nemesis(cluster, history, rng)`` runs on the harness's main thread: every ``interval_s``
+  (while fewer than ``max_active`` faults are in force) it injects the kind that ran least so
+  far (seeded ties; a kind with no eligible target now is passed over), holds it for
+  ``hold_s`` and heals it, so faults overlap (each on a node of its own). Every injection and
+  heal is an ``info`` op of process ``nemesis`` (``f`` = the kind, ``value`` = what was done,
+  with ``phase`` ``start``/``heal``); ``counts`` holds how many of each kind ran, ``overlap``
+  how many began while another fault was in force. A killed node is relaunched at its heal
+  without waiting: it is a target again once it answers ApiVersions (or ``restart_failed``
+  after ``READY_TIMEOUT_S``). ``beat`` is called on every turn of the loop (the watchdog).
 - Kinds: ``kill_leader`` (SIGKILL of a partition leader found with Metadata, restarted after
   the hold), ``kill_controller`` (SIGKILL of the active controller found with DescribeQuorum),
   ``pause`` (SIGSTOP/SIGCONT of any node), ``torn_tail`` (SIGKILL of a leader, then its active
@@ -13,7 +18,8 @@ Contract:
   while the other brokers are healthy, so acks=all data still has two good copies),
   ``partition`` (one node cut off with iptables, root only), ``disk_full`` (a broker's tmpfs
   data dir filled by a filler file, then freed; root only), ``overlap`` (two of the above at
-  once, possibly of one kind on two nodes). Kinds that cannot run here are in ``skipped``
+  once, possibly of one kind on two nodes: any kinds overlap now). Kinds that cannot run here
+  are in ``skipped``
   with the reason (``clock_jump``: the box
   has one clock shared with everyone, and sparklog has no per-process clock offset).
 - Nothing is hidden: a node that exits on its own is recorded (``node_exited``, with its status
@@ -40,16 +46,18 @@ from typing import Any
 
 from tests.chaos import probes
 from tests.chaos.history import History
-from tests.chaos.runner import ChaosCluster, ChaosError, ChaosNode, is_root
+from tests.chaos.runner import HOST, READY_TIMEOUT_S, ChaosCluster, ChaosError, ChaosNode, is_root
+from tests.integration.node_harness import probe_api_versions as answers_api_versions
 
 FILLER_NAME = "chaos-disk-filler"
-SIMPLE_KINDS = ("kill_leader", "kill_controller", "pause", "partition", "disk_full")
-ALL_KINDS = (*SIMPLE_KINDS, "torn_tail", "overlap", "clock_jump")
+KINDS = ("kill_leader", "kill_controller", "pause", "partition", "disk_full", "torn_tail")
+TICK_S = 0.2
 
 
 @dataclass
 class Fault:
     kind: str
+    node: ChaosNode
     detail: dict[str, Any]
     heal: Callable[[], dict[str, Any]]
 
@@ -60,9 +68,11 @@ class Nemesis:
     history: History
     rng: random.Random
     topics: list[str]
-    interval_s: tuple[float, float] = (2.0, 5.0)
-    hold_s: tuple[float, float] = (2.0, 6.0)
+    interval_s: tuple[float, float] = (1.0, 2.6)
+    hold_s: tuple[float, float] = (1.5, 4.0)
+    max_active: int = 2
     say: Callable[[str], None] = print
+    beat: Callable[[], None] = lambda: None
     counts: Counter[str] = field(default_factory=Counter)
     crashes: int = 0
     expected_exits: int = 0
@@ -70,6 +80,8 @@ class Nemesis:
     skipped: dict[str, str] = field(default_factory=dict)
     stop_event: threading.Event = field(default_factory=threading.Event)
     _disk_full: set[int] = field(default_factory=set)
+    _active: list[tuple[float, Fault]] = field(default_factory=list)
+    _starting: dict[int, float] = field(default_factory=dict)
     _started_ns: int = field(default_factory=time.monotonic_ns)
 
     def __post_init__(self) -> None:
@@ -85,42 +97,44 @@ class Nemesis:
 
     @property
     def enabled(self) -> list[str]:
-        return [k for k in ALL_KINDS if k not in self.skipped]
+        return [k for k in KINDS if k not in self.skipped]
 
     # -- the schedule -------------------------------------------------------------------------
     def run(self) -> None:
-        while not self.stop_event.wait(self.rng.uniform(*self.interval_s)):
+        next_at = time.monotonic() + self.rng.uniform(*self.interval_s)
+        while not self.stop_event.wait(TICK_S):
+            self.beat()
             self.check_exits()
-            kind = self.rng.choice(self.enabled)
-            faults = self._inject(kind)
-            if not faults:
+            self._poll_restarts()
+            now = time.monotonic()
+            for due in [a for a in self._active if a[0] <= now]:
+                self._active.remove(due)
+                self._heal(due[1])
+            if now < next_at or len(self._active) >= self.max_active:
                 continue
-            self.stop_event.wait(self.rng.uniform(*self.hold_s))
-            for fault in reversed(faults):
-                self._heal(fault)
+            fault = self._inject_next()
+            if fault is not None:
+                self._active.append((time.monotonic() + self.rng.uniform(*self.hold_s), fault))
+            next_at = time.monotonic() + self.rng.uniform(*self.interval_s)
+        for _, fault in reversed(self._active):
+            self._heal(fault)
+        self._active.clear()
 
-    def _inject(self, kind: str) -> list[Fault]:
-        if kind == "overlap":
-            simple = [k for k in SIMPLE_KINDS if k not in self.skipped]
-            # Drawn with replacement: two leaders killed, two nodes cut off or two disks
-            # full at once are the overlaps that take a majority of replicas away.
-            first, second = self.rng.choice(simple), self.rng.choice(simple)
-            faults = []
-            one = self._inject_one(first)
-            if one is not None:
-                faults.append(one)
-            self.stop_event.wait(self.rng.uniform(0.0, 1.0))
-            two = self._inject_one(second)
-            if two is not None:
-                faults.append(two)
-            if len(faults) == 2:
-                self._log("overlap", {"phase": "start", "kinds": [first, second]})
+    def _inject_next(self) -> Fault | None:
+        """The least-run kind that has a target now (ties broken by the seeded rng)."""
+        order = sorted(self.enabled, key=lambda k: (self.counts[k], self.rng.random()))
+        for kind in order:
+            fault = self._inject_one(kind, quiet=True)
+            if fault is None:
+                continue
+            if self._active:
                 self.counts["overlap"] += 1
-            return faults
-        one = self._inject_one(kind)
-        return [one] if one is not None else []
+                others = [f"{f.kind}@{f.node.name}" for _, f in self._active]
+                self._log("overlap", {"phase": "start", "with": others})
+            return fault
+        return None
 
-    def _inject_one(self, kind: str) -> Fault | None:
+    def _inject_one(self, kind: str, *, quiet: bool = False) -> Fault | None:
         inject: dict[str, Callable[[], Fault | None]] = {
             "kill_leader": self._kill_leader,
             "kill_controller": self._kill_controller,
@@ -135,7 +149,8 @@ class Nemesis:
             self._log(kind, {"phase": "not_injected", "error": str(exc)})
             return None
         if fault is None:
-            self._log(kind, {"phase": "not_injected", "error": "no eligible target"})
+            if not quiet:
+                self._log(kind, {"phase": "not_injected", "error": "no eligible target"})
             return None
         self.counts[kind] += 1
         self._log(kind, {"phase": "start", **fault.detail})
@@ -157,7 +172,9 @@ class Nemesis:
 
     # -- targets ------------------------------------------------------------------------------
     def _healthy(self, nodes: list[ChaosNode]) -> list[ChaosNode]:
-        return [n for n in nodes if n.is_running() and not n.paused]
+        """Running, answering, and under no fault (a fault per node at a time)."""
+        busy = {f.node.node_id for _, f in self._active} | set(self._starting) | self._disk_full
+        return [n for n in nodes if n.is_running() and not n.paused and n.node_id not in busy]
 
     def _leader_broker(self) -> tuple[ChaosNode, str] | None:
         running = self._healthy(self.cluster.brokers)
@@ -173,15 +190,32 @@ class Nemesis:
         return self.cluster.node(leader), partition
 
     def _restart(self, node: ChaosNode) -> dict[str, Any]:
+        """Relaunch without waiting; :meth:`_poll_restarts` follows it until it answers."""
         if node.is_running():
             return {}
         try:
-            self.cluster.restart(node, wait=True)
-        except ChaosError as exc:
+            self.cluster.restart(node, wait=False)
+        except (ChaosError, OSError) as exc:
             self.restart_failures += 1
             self._log("restart_failed", {"phase": "info", "node": node.name, "error": str(exc)})
             return {"restarted": False}
+        self._starting[node.node_id] = time.monotonic() + READY_TIMEOUT_S
         return {"restarted": True}
+
+    def _poll_restarts(self) -> None:
+        for node_id, deadline in list(self._starting.items()):
+            node = self.cluster.node(node_id)
+            if not node.is_running():
+                self._starting.pop(node_id)  # check_exits records and relaunches it
+            elif answers_api_versions(HOST, node.port, timeout_s=0.5):
+                self._starting.pop(node_id)
+            elif time.monotonic() > deadline:
+                self._starting.pop(node_id)
+                self.restart_failures += 1
+                self._log(
+                    "restart_failed",
+                    {"phase": "info", "node": node.name, "error": node.log_tail(1500)},
+                )
 
     # -- fault kinds --------------------------------------------------------------------------
     def _kill_leader(self) -> Fault | None:
@@ -191,7 +225,10 @@ class Nemesis:
         node, partition = found
         node.kill()
         return Fault(
-            "kill_leader", {"node": node.name, "leader_of": partition}, lambda: self._restart(node)
+            "kill_leader",
+            node,
+            {"node": node.name, "leader_of": partition},
+            lambda: self._restart(node),
         )
 
     def _kill_controller(self) -> Fault | None:
@@ -201,7 +238,7 @@ class Nemesis:
             return None
         node = self.cluster.node(leader)
         node.kill()
-        return Fault("kill_controller", {"node": node.name}, lambda: self._restart(node))
+        return Fault("kill_controller", node, {"node": node.name}, lambda: self._restart(node))
 
     def _pause(self) -> Fault | None:
         candidates = self._healthy(self.cluster.nodes)
@@ -214,7 +251,7 @@ class Nemesis:
             node.resume()
             return {}
 
-        return Fault("pause", {"node": node.name}, heal)
+        return Fault("pause", node, {"node": node.name}, heal)
 
     def _torn_tail(self) -> Fault | None:
         if len(self._healthy(self.cluster.brokers)) < len(self.cluster.brokers):
@@ -233,7 +270,8 @@ class Nemesis:
         def heal() -> dict[str, Any]:
             return self._restart(node)
 
-        return Fault("torn_tail", {"node": node.name, "leader_of": partition, "torn": torn}, heal)
+        detail = {"node": node.name, "leader_of": partition, "torn": torn}
+        return Fault("torn_tail", node, detail, heal)
 
     def _tear(self, partition_dir: Path) -> dict[str, Any]:
         segments = sorted(
@@ -262,6 +300,7 @@ class Nemesis:
     def _partition(self) -> Fault | None:
         choice = self.rng.random()
         target: ChaosNode | None = None
+        healthy = self._healthy(self.cluster.nodes)
         if choice < 0.5:
             found = self._leader_broker()
             target = found[0] if found else None
@@ -269,8 +308,10 @@ class Nemesis:
             running = self._healthy(self.cluster.controllers)
             leader = probes.active_controller([c.address for c in running])
             target = self.cluster.node(leader) if leader is not None else None
-        if target is None:
-            target = self.rng.choice(self.cluster.nodes)
+        if target is None or target not in healthy:
+            if not healthy:
+                return None
+            target = self.rng.choice(healthy)
         node = target
         self.cluster.isolate(node)
 
@@ -278,12 +319,10 @@ class Nemesis:
             self.cluster.rejoin(node)
             return {}
 
-        return Fault("partition", {"node": node.name}, heal)
+        return Fault("partition", node, {"node": node.name}, heal)
 
     def _fill_disk(self) -> Fault | None:
-        candidates = [
-            b for b in self.cluster.brokers if b.tmpfs and b.node_id not in self._disk_full
-        ]
+        candidates = [b for b in self._healthy(self.cluster.brokers) if b.tmpfs]
         if not candidates:
             return None
         node = self.rng.choice(candidates)
@@ -324,7 +363,7 @@ class Nemesis:
                 return {"exited": code, **self._restart(node)}
             return {}
 
-        return Fault("disk_full", {"node": node.name, "filled_bytes": written}, heal)
+        return Fault("disk_full", node, {"node": node.name, "filled_bytes": written}, heal)
 
     # -- exits and the final heal -------------------------------------------------------------
     def check_exits(self) -> None:
@@ -334,6 +373,7 @@ class Nemesis:
                 continue
             if node.node_id in self._disk_full:
                 continue  # handled (and expected) when the disk is freed
+            self._starting.pop(node.node_id, None)
             self.crashes += 1
             self._log(
                 "node_exited",
@@ -351,6 +391,7 @@ class Nemesis:
             with contextlib.suppress(FileNotFoundError):
                 (broker.data_dir / FILLER_NAME).unlink()
         self._disk_full.clear()
+        self._starting.clear()
         self.check_exits()
         deadline = time.monotonic() + timeout_s
         down: list[str] = []

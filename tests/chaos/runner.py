@@ -39,7 +39,7 @@ from tests.integration.node_harness import probe_api_versions as answers_api_ver
 
 HOST = "127.0.0.1"
 GID_BASE = 61000
-TMPFS_SIZE = "64m"
+TMPFS_SIZE = "192m"  # 10 minutes of the workload fit; the disk_full fault fills the rest
 CHAIN_IN = "SPARKLOG_CHAOS_IN"
 CHAIN_OUT = "SPARKLOG_CHAOS_OUT"
 STATE_FILE = Path("/tmp/sparklog-chaos-state.json")

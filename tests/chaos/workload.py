@@ -1,13 +1,16 @@
-"""The chaos workloads: real confluent-kafka clients on threads, each writing a history.
+"""The chaos workloads: real confluent-kafka clients, each writing a history.
 
 Contract:
 
-- Every worker is a thread with a process name; it records ``invoke`` before an operation and
+- Every worker is a thread with a process name (run in a child process of its own by
+  :mod:`tests.chaos.clients`, one worker per child); it records ``invoke`` before an operation and
   ``ok``/``fail``/``info`` after, never hiding an error: a client error becomes an ``info`` op
   naming it, an exception escaping a worker's loop is recorded as ``info``/``crash`` (with the
   traceback) and the worker goes on with a new client under a new process name (Jepsen's rule:
   a process that crashed never comes back).
-- :class:`QueueProducer`: idempotent, ``acks=all``, keyed, unique values ``"<process>:<n>"``.
+- :class:`QueueProducer`: idempotent, ``acks=all``, keyed, unique values ``"<process>:<n>"``,
+  ``rate_per_s`` records a second sent in bursts every ``TICK_S`` (batched with ``linger.ms``,
+  up to 5 requests in flight per broker, as idempotence allows).
   ``send`` ops: invoke ``[key, value]``; ok ``[key, value, partition, offset]``; info
   ``[key, value, error]`` (indeterminate: the record may or may not be in the log).
 - :class:`TxnProducer`: one transaction writes one value to every partition of the txn topic
@@ -43,6 +46,7 @@ QUEUE_TOPIC = "chaos-queue"
 TXN_TOPIC = "chaos-txn"
 PARTITIONS = 3
 KEYS = 12
+TICK_S = 0.05
 
 
 def _err_text(err: Any) -> str:
@@ -95,7 +99,7 @@ class Worker:
 class QueueProducer(Worker):
     def __init__(self, name: str, history: History, bootstrap: str, rate_per_s: float) -> None:
         super().__init__(name, history, bootstrap)
-        self.interval_s = 1.0 / rate_per_s
+        self.rate_per_s = rate_per_s
         self.fatal = threading.Event()
 
     def _client(self) -> Producer:
@@ -109,7 +113,8 @@ class QueueProducer(Worker):
                 "bootstrap.servers": self.bootstrap,
                 "acks": "all",
                 "enable.idempotence": True,
-                "linger.ms": 5,
+                "linger.ms": 20,
+                "max.in.flight.requests.per.connection": 5,
                 "message.timeout.ms": 60_000,
                 "error_cb": on_error,
                 "log_level": 0,
@@ -131,19 +136,26 @@ class QueueProducer(Worker):
             else:
                 self.history.record(process, "info", "send", [key, value, _err_text(err)])
 
+        started = time.monotonic()
         try:
             while not self.stop_event.is_set() and not self.fatal.is_set():
-                n += 1
-                key, value = f"k{n % KEYS}", f"{process}:{n}"
-                self.history.record(process, "invoke", "send", [key, value])
-                while True:
-                    try:
-                        producer.produce(QUEUE_TOPIC, key=key, value=value, on_delivery=delivered)
-                        break
-                    except BufferError:
-                        producer.poll(0.1)
+                due = int((time.monotonic() - started) * self.rate_per_s)
+                for _ in range(min(due - n, int(self.rate_per_s))):  # no catch-up storm
+                    n += 1
+                    key, value = f"k{n % KEYS}", f"{process}:{n}"
+                    self.history.record(process, "invoke", "send", [key, value])
+                    while True:
+                        try:
+                            producer.produce(
+                                QUEUE_TOPIC, key=key, value=value, on_delivery=delivered
+                            )
+                            break
+                        except BufferError:
+                            producer.poll(0.1)
+                if due - n > self.rate_per_s:
+                    started = time.monotonic() - n / self.rate_per_s
                 producer.poll(0)
-                self.stop_event.wait(self.interval_s)
+                self.stop_event.wait(TICK_S)
         finally:
             left = producer.flush(30)
             if left:
