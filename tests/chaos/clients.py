@@ -2,10 +2,11 @@
 
 Contract:
 
-- :class:`ClientProcess` runs one :mod:`tests.chaos.workload` worker (named by its class and
-  constructor arguments, all picklable) in a ``spawn``-ed child process that writes its own
-  history file (``client-<name>.jsonl``, line-flushed: a killed child leaves every completed
-  op readable). The child dies with the harness (``PR_SET_PDEATHSIG``).
+- :class:`ClientProcess` runs one :mod:`tests.chaos.workload` worker (named by its class, or
+  ``module:Class`` elsewhere, and constructor arguments, all picklable) in a ``spawn``-ed
+  child process that writes its own history file (``client-<name>.jsonl``, line-flushed: a
+  killed child leaves every completed op readable). The child dies with the harness
+  (``PR_SET_PDEATHSIG``).
 - A librdkafka fatal error, a native hang or a crash of a client therefore stays in its child:
   the harness (the nemesis, the watchdog, the drain) shares no interpreter, no GIL and no
   librdkafka instance with any client. A seed-42 run once hung with every harness thread parked
@@ -36,13 +37,17 @@ _CONTEXT = multiprocessing.get_context("spawn")
 def _child_main(
     kind: str, name: str, args: tuple[Any, ...], path: str, stop: Any
 ) -> None:  # pragma: no cover - runs in the child
+    import importlib
+
     from tests.chaos import workload
     from tests.integration.node_harness import _die_with_parent
 
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the harness's to handle
     history = History(Path(path))
-    worker: workload.Worker = getattr(workload, kind)(name, history, *args)
+    module_name, _, class_name = kind.rpartition(":")
+    module = importlib.import_module(module_name) if module_name else workload
+    worker: workload.Worker = getattr(module, class_name)(name, history, *args)
     worker.start()
     while not stop.wait(0.5):
         if not worker.thread.is_alive():
