@@ -75,6 +75,7 @@ from sparklog.node_metrics import (
     register_replica_metrics,
 )
 from sparklog.node_plane import MetadataPlane, MetadataPlaneError
+from sparklog.security.listener_runtime import listener_runtime
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import uuid_from_str
 from sparklog.readservice.server import ReadService, start_read_service
@@ -161,6 +162,7 @@ class Node:
                 controller_apis,
                 max_request_bytes=max_request,
                 max_queued_requests=queued,
+                security=listener_runtime(config, listener.name),
             )
             await server.start()
             self.servers.append(server)
@@ -300,6 +302,7 @@ class Node:
                 apis,
                 max_request_bytes=max_request,
                 max_queued_requests=queued,
+                security=listener_runtime(config, listener.name),
             )
             await server.start()
             self.servers.append(server)

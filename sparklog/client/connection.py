@@ -2,15 +2,19 @@
 
 Used by the CLI tools and tests (and later by the connector's driver). It negotiates versions
 with ApiVersions on connect and sends each request at the highest version both sides speak (or
-the one the caller asks for). Errors: :class:`ConnectionError` when the peer goes away,
-:class:`ProtocolError` when it answers with bytes we cannot parse.
+the one the caller asks for). With ``ssl_context`` the socket is wrapped in TLS (server name
+checked as the context says); ``authenticate`` runs SASL right after ApiVersions. Errors:
+:class:`ConnectionError` when the peer goes away, :class:`ProtocolError` when it answers with
+bytes we cannot parse.
 """
 
 from __future__ import annotations
 
 import itertools
 import socket
+import ssl
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from sparklog.protocol.errors import ProtocolError
@@ -24,13 +28,27 @@ _SIZE = struct.Struct(">i")
 
 class KafkaConnection:
     def __init__(
-        self, host: str, port: int, *, client_id: str = "sparklog-cli", timeout_s: float = 30.0
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str = "sparklog-cli",
+        timeout_s: float = 30.0,
+        ssl_context: ssl.SSLContext | None = None,
+        authenticate: Callable[[KafkaConnection], None] | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
-        self._sock = socket.create_connection((host, port), timeout=timeout_s)
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock = socket.create_connection((host, port), timeout=timeout_s)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if ssl_context is not None:
+            try:
+                sock = ssl_context.wrap_socket(sock, server_hostname=host)
+            except BaseException:
+                sock.close()
+                raise
+        self._sock = sock
         self._correlation = itertools.count(1)
         self.versions: dict[int, tuple[int, int]] = {}
         response = self.request(
@@ -43,6 +61,9 @@ class KafkaConnection:
         self.versions = {
             k["api_key"]: (k["min_version"], k["max_version"]) for k in response["api_keys"]
         }
+        if authenticate is not None:
+            # SASL (sparklog.security.sasl_client) runs before any other request.
+            authenticate(self)
 
     @classmethod
     def connect(cls, bootstrap: str, **options: Any) -> KafkaConnection:

@@ -41,6 +41,7 @@ from sparklog.protocol.headers import (
 )
 from sparklog.protocol.schema import Api
 from sparklog.protocol.types import Chunk, nbytes
+from sparklog.security.listener_runtime import ListenerRuntime
 from sparklog.security.principal import SessionContext
 from sparklog.storage.errors import StorageError
 from sparklog.storage.slices import FileSlice
@@ -83,6 +84,12 @@ class Connection(asyncio.Protocol):
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.session.client_host = str(peer[0]) if peer else ""
         self._server.connections.add(self)
+        runtime = self._server.security
+        if runtime is not None:
+            refused = runtime.on_connect(self.session, transport)
+            if refused is not None:
+                self._abort(refused)
+                return
         self._task = asyncio.get_running_loop().create_task(self._process())
 
     def data_received(self, data: bytes) -> None:
@@ -278,10 +285,12 @@ class KafkaServer:
         *,
         max_request_bytes: int = 104857600,
         max_queued_requests: int = 500,
-        security_protocol: str = "PLAINTEXT",
+        security: ListenerRuntime | None = None,
     ) -> None:
         self.name = name
-        self.security_protocol = security_protocol
+        # TLS context and per-connection authentication; None serves PLAINTEXT.
+        self.security = security
+        self.security_protocol = security.protocol if security is not None else "PLAINTEXT"
         self.host = host
         self.port = port
         self.apis = apis
@@ -293,12 +302,24 @@ class KafkaServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        ssl_context = self.security.ssl_context if self.security is not None else None
         self._server = await loop.create_server(
-            lambda: Connection(self), self.host or None, self.port, reuse_address=True, backlog=512
+            lambda: Connection(self),
+            self.host or None,
+            self.port,
+            reuse_address=True,
+            backlog=512,
+            ssl=ssl_context,
         )
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
-        log.info("Listener %s serving on %s:%d", self.name, self.host or "0.0.0.0", self.port)
+        log.info(
+            "Listener %s (%s) serving on %s:%d",
+            self.name,
+            self.security_protocol,
+            self.host or "0.0.0.0",
+            self.port,
+        )
 
     async def close(self, grace_s: float = 5.0) -> None:
         if self._server is None:

@@ -32,7 +32,9 @@ SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SUPPORTED_TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
 STORE_TYPES = ("PEM", "PKCS12")
 # Security protocols this node can serve today; a listener asking for another stops the node.
-IMPLEMENTED_PROTOCOLS = frozenset({"PLAINTEXT"})
+IMPLEMENTED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL"})
+# Protocols this node can also speak as a client (inter-broker and controller channels).
+IMPLEMENTED_CLIENT_PROTOCOLS = frozenset({"PLAINTEXT"})
 
 # Keys that may be set per listener (listener.name.<name>.<key>).
 LISTENER_SSL_KEYS = (
@@ -283,6 +285,12 @@ def _check_sasl(security: ListenerSecurity) -> None:
 
 def _check_client_mechanism(config: ServerConfig, listener: str, key: str) -> None:
     security = listener_security(config, listener)
+    if security.protocol not in IMPLEMENTED_CLIENT_PROTOCOLS:
+        raise ConfigError(
+            f"{'inter.broker.listener.name' if 'broker' in key else 'controller.listener.names'}"
+            f" names listener {listener} ({security.protocol}), but this node cannot yet connect "
+            "to other nodes over it: use a PLAINTEXT listener inside the cluster for now"
+        )
     if not security.uses_sasl:
         return
     mechanism = str(config.get(key)).upper()

@@ -60,9 +60,9 @@ def test_unserved_protocol_stops_the_node(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def tls_and_sasl(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        server_config, "IMPLEMENTED_PROTOCOLS", frozenset(server_config.SASL_PROTOCOLS | {"SSL", "PLAINTEXT"})
-    )
+    every = frozenset(server_config.SASL_PROTOCOLS | {"SSL", "PLAINTEXT"})
+    monkeypatch.setattr(server_config, "IMPLEMENTED_PROTOCOLS", every)
+    monkeypatch.setattr(server_config, "IMPLEMENTED_CLIENT_PROTOCOLS", every)
 
 
 SSL_LISTENERS = "PLAINTEXT://:9092,CONTROLLER://:9093,SSL://:9094"

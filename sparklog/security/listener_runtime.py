@@ -1,0 +1,68 @@
+"""One listener's security at run time: its TLS context and who each new connection is.
+
+Contract:
+- Built once per listener at node start from :class:`ListenerSecurity`; building loads every
+  key and certificate, so a bad store stops the node (a :class:`ConfigError`) before the port
+  is opened. A listener whose protocol says TLS always has a context: there is no path that
+  serves it in the clear.
+- :meth:`ListenerRuntime.on_connect` runs when a connection is made (after the TLS handshake)
+  and sets its session's principal: the mapped certificate DN on SSL (mTLS), ANONYMOUS
+  otherwise. It returns a reason to close the connection (no mapping rule matched), or None.
+- :attr:`ListenerRuntime.requires_sasl` tells the connection to accept only ApiVersions,
+  SaslHandshake and SaslAuthenticate until SASL succeeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from typing import TYPE_CHECKING
+
+from sparklog.security.principal import SessionContext
+from sparklog.security.server_config import ListenerSecurity, listener_security
+from sparklog.security.ssl_principal import NoMatchingRule, SslPrincipalMapper
+from sparklog.security.tls import peer_principal, server_context
+
+if TYPE_CHECKING:
+    from sparklog.config import ServerConfig
+
+
+class ListenerRuntime:
+    def __init__(self, security: ListenerSecurity) -> None:
+        self.security = security
+        self.ssl_context: ssl.SSLContext | None = None
+        self._mapper = SslPrincipalMapper("DEFAULT")
+        if security.ssl is not None:
+            self.ssl_context = server_context(security.ssl)
+            try:
+                self._mapper = SslPrincipalMapper(security.ssl.principal_mapping_rules)
+            except ValueError as exc:
+                from sparklog.config_keys import ConfigError
+
+                raise ConfigError(f"listener {security.name}: {exc}") from None
+
+    @property
+    def protocol(self) -> str:
+        return self.security.protocol
+
+    @property
+    def requires_sasl(self) -> bool:
+        return self.security.uses_sasl
+
+    def on_connect(self, session: SessionContext, transport: asyncio.BaseTransport) -> str | None:
+        if self.protocol != "SSL":
+            return None
+        ssl_object = transport.get_extra_info("ssl_object")
+        try:
+            session.authenticated(peer_principal(ssl_object, self._mapper), None)
+        except NoMatchingRule as exc:
+            return f"SSL authentication failed: {exc}"
+        return None
+
+
+def listener_runtime(config: ServerConfig, name: str) -> ListenerRuntime | None:
+    """The runtime of listener ``name``; None for PLAINTEXT (nothing to add on the hot path)."""
+    security = listener_security(config, name)
+    if security.protocol == "PLAINTEXT":
+        return None
+    return ListenerRuntime(security)
