@@ -229,6 +229,15 @@ DEFS: dict[str, ConfigDef] = {
         _d("group.max.session.timeout.ms", "int", 1800000),
         _d("group.max.size", "int", _INT_MAX, minimum=1),
         _d("group.coordinator.rebalance.protocols", "list", ("classic", "consumer", "streams")),
+        # KIP-932 share groups: served when group.share.enable is true or the protocols list
+        # names "share" (Kafka 4.x); the rest are Kafka's share-group keys and defaults.
+        _d("group.share.enable", "bool", False),
+        _d("group.share.record.lock.duration.ms", "int", 30000, minimum=1000),
+        _d("group.share.delivery.count.limit", "int", 5, minimum=2),
+        _d("group.share.partition.max.record.locks", "int", 2000, minimum=100),
+        _d("group.share.session.timeout.ms", "int", 45000, minimum=1),
+        _d("group.share.heartbeat.interval.ms", "int", 5000, minimum=1),
+        _d("group.share.max.size", "int", 200, minimum=1),
         _d("broker.heartbeat.interval.ms", "int", 2000),
         _d("broker.session.timeout.ms", "int", 9000),
         _d("initial.broker.registration.timeout.ms", "int", 60000),

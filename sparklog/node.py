@@ -44,7 +44,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from sparklog.broker.alter_partition_sender import AlterPartitionSender
-from sparklog.broker.apis import SERVED, BrokerApis
+from sparklog.broker.apis import BrokerApis, served_broker_apis
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.controller_channel import ControllerClient
 from sparklog.broker.fetch_session import FetchSessionCache
@@ -298,7 +298,7 @@ class Node:
                 listener.name,
                 listener.host,
                 listener.port,
-                SERVED,
+                served_broker_apis(config),
                 apis,
                 max_request_bytes=max_request,
                 max_queued_requests=queued,

@@ -12,11 +12,17 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from sparklog.broker.acl_apis import (
+    handle_acl_write,
+    handle_describe_acls,
+    handle_describe_client_quotas,
+)
 from sparklog.broker.admin import (
     forward_to_controller,
     handle_describe_configs,
     handle_list_config_resources,
 )
+from sparklog.broker.authz import authorized_call
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.fetch import handle_fetch
 from sparklog.broker.lifecycle import SUPPORTED_METADATA_VERSIONS
@@ -29,9 +35,16 @@ from sparklog.broker.offsets import (
 from sparklog.broker.produce import handle_produce
 from sparklog.broker.producer_ids import handle_init_producer_id
 from sparklog.broker.replica_state_apis import handle_describe_log_dirs, handle_describe_producers
+from sparklog.broker.share_fetch import (
+    handle_share_acknowledge,
+    handle_share_fetch,
+    share_groups_enabled,
+)
 from sparklog.broker.topic_partitions import handle_describe_topic_partitions
 from sparklog.broker.txn_markers import handle_write_txn_markers
+from sparklog.config import ServerConfig
 from sparklog.coordinator.apis import GROUP_HANDLERS
+from sparklog.coordinator.share_apis import SHARE_GROUP_HANDLERS
 from sparklog.coordinator.txn_apis import TXN_HANDLERS
 from sparklog.metadata.bootstrap import ELR_FEATURE
 from sparklog.metadata.image import METADATA_VERSION_FEATURE, MetadataImage
@@ -85,12 +98,32 @@ HANDLERS: dict[int, Handler] = {
     35: _simple(handle_describe_log_dirs),
     61: _simple(handle_describe_producers),
     74: handle_list_config_resources,
+    29: _simple(handle_describe_acls),
+    30: _simple(handle_acl_write),
+    31: _simple(handle_acl_write),
+    48: _simple(handle_describe_client_quotas),
+    49: _simple(forward_to_controller),
 }
 HANDLERS.update(GROUP_HANDLERS)
 HANDLERS.update(TXN_HANDLERS)
+HANDLERS.update(SHARE_GROUP_HANDLERS)
+HANDLERS[78] = _simple(handle_share_fetch)
+HANDLERS[79] = _simple(handle_share_acknowledge)
 
 # ApiVersions (18) is answered by BrokerApis itself, per listener.
 SERVED: dict[int, Api] = {key: API_BY_KEY[key] for key in sorted({18, *HANDLERS})}
+
+# KIP-932 share-group APIs, served (and advertised, with the share.version feature) only when
+# share groups are enabled, as Kafka 4.x does.
+SHARE_GROUP_API_KEYS = frozenset({76, 77, 78, 79})
+SHARE_VERSION_FEATURE = "share.version"
+
+
+def served_broker_apis(config: ServerConfig) -> dict[int, Api]:
+    """The APIs a broker listener serves under ``config``."""
+    if share_groups_enabled(config):
+        return dict(SERVED)
+    return {k: a for k, a in SERVED.items() if k not in SHARE_GROUP_API_KEYS}
 
 
 def _advertised_min_version(api: Api) -> int:
@@ -141,6 +174,18 @@ def feature_fields(image: MetadataImage) -> dict[str, Any]:
     }
 
 
+def _advertise_share_version(body: dict[str, Any]) -> None:
+    # share.version 1 is what enables share groups in Kafka 4.2; this broker enables them
+    # from its own configuration, so it reports the level it serves as finalized too.
+    body["supported_features"].append(
+        {"name": SHARE_VERSION_FEATURE, "min_version": 0, "max_version": 1}
+    )
+    if not any(f["name"] == SHARE_VERSION_FEATURE for f in body["finalized_features"]):
+        body["finalized_features"].append(
+            {"name": SHARE_VERSION_FEATURE, "max_version_level": 1, "min_version_level": 1}
+        )
+
+
 class BrokerApis:
     """Binds the handlers to a broker context; the listener's request callback."""
 
@@ -152,10 +197,21 @@ class BrokerApis:
             # Each listener advertises what it serves (the controller listener less).
             body = api_versions_body(conn.served_apis)
             body.update(feature_fields(self.ctx.image))
+            if 76 in conn.served_apis:
+                _advertise_share_version(body)
             return body
         handler = HANDLERS[request.api.key]
         try:
-            return await handler(self.ctx, request, conn.listener_name)
+            authorizer = self.ctx.authorizer
+            if authorizer is None:
+                return await handler(self.ctx, request, conn.listener_name)
+
+            async def serve(allowed: Request) -> dict[str, Any] | None:
+                return await handler(self.ctx, allowed, conn.listener_name)
+
+            return await authorized_call(
+                authorizer, conn.session, request, serve, self.ctx.topic_name
+            )
         except Exception:
             log.exception(
                 "Error handling %s v%d from %s",

@@ -16,12 +16,16 @@ from sparklog.broker.fetch_session import FetchSessionCache
 from sparklog.broker.partition import Partition
 from sparklog.broker.producer_ids import ProducerIdManager
 from sparklog.broker.replica_manager import ReplicaManager
+from sparklog.broker.topic_metrics import BrokerTopicMetrics
 from sparklog.config import ServerConfig
 from sparklog.metadata.image import MetadataImage
 
 if TYPE_CHECKING:
+    from sparklog.security.authorizer import StandardAuthorizer
+    from sparklog.broker.share_fetch import SharePartitionManager
     from sparklog.coordinator.coordinator import GroupCoordinator
     from sparklog.coordinator.txn_coordinator import TransactionCoordinator
+    from sparklog.share.share_group import ShareGroups
 
 # (operation name, decoded request body, version) -> response body
 ControllerChannel = Callable[[str, dict[str, Any], int], Awaitable[dict[str, Any]]]
@@ -56,10 +60,18 @@ class BrokerContext:
     ) = None
     groups: GroupCoordinator | None = None
     transactions: TransactionCoordinator | None = None
+    # KIP-932 share-partitions and share sessions this leader keeps (created on first use)
+    shares: SharePartitionManager | None = None
+    # KIP-932 share-group membership this group coordinator keeps (created on first use)
+    share_groups: ShareGroups | None = None
+    # authorizer.class.name's StandardAuthorizer; None: no authorizer, everything allowed
+    authorizer: StandardAuthorizer | None = None
     # the advertised (host, port) of the client listener, per listener name
     endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
     # KIP-227 fetch sessions (max.incremental.fetch.session.cache.slots, set by the node)
     fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
+    # Kafka's BrokerTopicMetrics (the node gives it the metrics registry)
+    topic_metrics: BrokerTopicMetrics = field(default_factory=BrokerTopicMetrics)
 
     @property
     def node_id(self) -> int:

@@ -1,7 +1,7 @@
 """The architecture's boundaries, checked on the import graph (ARCHITECTURE.md, "Layout").
 
-- ``sparklog.protocol``, ``sparklog.storage``, ``sparklog.raft`` and ``sparklog.replication``
-  are sans-IO: they never import sockets, selectors, asyncio, ssl or grpc.
+- ``sparklog.protocol``, ``sparklog.storage``, ``sparklog.raft``, ``sparklog.replication`` and
+  ``sparklog.share`` are sans-IO: they never import sockets, selectors, asyncio, ssl or grpc.
 - Dependencies run one way: protocol <- storage, raft <- metadata, controller <- broker <- net,
   node, cli. The lower layers never import the upper ones.
 - ``sparklog.connector`` and ``sparklog.tiering`` use the protocol and the client, never broker
@@ -68,13 +68,32 @@ FORBIDDEN = {
         "tiering",
         "coordinator",
     },
+    "sparklog/share": {
+        "raft",
+        "metadata",
+        "controller",
+        "broker",
+        "net",
+        "node",
+        "cli",
+        "client",
+        "connector",
+        "tiering",
+        "coordinator",
+    },
     "sparklog/metadata": {"controller", "broker", "net", "node", "cli"},
     "sparklog/controller": {"broker", "net", "node"},
     "sparklog/broker": {"node", "cli"},
     "connector": {"broker", "controller", "node", "storage"},
     "tiering": {"broker", "controller", "node", "net"},
 }
-SANS_IO = ("sparklog/protocol", "sparklog/storage", "sparklog/raft", "sparklog/replication")
+SANS_IO = (
+    "sparklog/protocol",
+    "sparklog/storage",
+    "sparklog/raft",
+    "sparklog/replication",
+    "sparklog/share",
+)
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:

@@ -1,0 +1,520 @@
+"""ShareFetch (78) and ShareAcknowledge (79) on the partition leader (KIP-932).
+
+The leader keeps a :class:`~sparklog.share.share_partition.SharePartition` per (share group,
+partition) it leads and the members' share sessions (:mod:`sparklog.share.share_session`).
+A ShareFetch first applies the acknowledgements it carries, then acquires records for the
+member from the share-partition's first Available offset up to the high watermark (the last
+stable offset under ``share.isolation.level=read_committed``, where aborted batches are never
+acquired), whole batches up to ``max_records``; it returns the batches that hold what was
+acquired and the acquired ranges with their delivery counts. With nothing to acquire it waits
+up to ``max_wait_ms`` for new records, a release, or an expired lock. Epoch -1 (ShareFetch or
+ShareAcknowledge) closes the member's session and releases what it still holds.
+
+A new share-partition starts at ``share.auto.offset.reset`` (a GROUP config; ``latest``, the
+default, is the high watermark; ``earliest`` the log start offset; ``by_duration:<ISO-8601
+duration>`` the first offset at or after now minus the duration).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparklog.broker.context import BrokerContext
+from sparklog.broker.partition import Partition
+from sparklog.config import ServerConfig
+from sparklog.config_keys import ConfigError
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.headers import Request
+from sparklog.protocol.records import iter_batches
+from sparklog.share.batches import classify_batches
+from sparklog.share.offset_reset import parse_offset_reset
+from sparklog.share.share_partition import (
+    AckBatch,
+    AcknowledgeType,
+    AcquiredRange,
+    SharePartition,
+    SharePartitionConfig,
+)
+from sparklog.share.share_session import ShareSessions, TopicPartitionKey
+from sparklog.storage.errors import OffsetMovedToTieredStorageError
+
+GROUP_RESOURCE = 32
+_WAIT_SLICE_S = 0.2  # lock expiries are not notified: parked fetches re-check this often
+_MAX_READS = 8
+
+SharePartitionKey = tuple[str, str, int]  # (group id, topic, partition)
+
+
+def share_groups_enabled(config: ServerConfig) -> bool:
+    """Kafka 4.x serves share groups when enabled: ``group.share.enable`` or "share" in
+    ``group.coordinator.rebalance.protocols``."""
+    protocols = config.get("group.coordinator.rebalance.protocols")
+    return bool(config.get("group.share.enable")) or "share" in protocols
+
+
+def group_config(ctx: BrokerContext, group_id: str, key: str, default: str) -> str:
+    return ctx.image.configs.get(GROUP_RESOURCE, group_id).get(key, default)
+
+
+@dataclass
+class SharePartitionManager:
+    """Every share-partition and share session of this broker."""
+
+    partition_config: SharePartitionConfig
+    partitions: dict[SharePartitionKey, SharePartition] = field(default_factory=dict)
+    sessions: ShareSessions = field(default_factory=ShareSessions)
+
+    @classmethod
+    def from_config(cls, config: ServerConfig) -> SharePartitionManager:
+        return cls(
+            SharePartitionConfig(
+                lock_duration_ms=int(config.get("group.share.record.lock.duration.ms")),
+                delivery_count_limit=int(config.get("group.share.delivery.count.limit")),
+                max_in_flight=int(config.get("group.share.partition.max.record.locks")),
+            )
+        )
+
+    def share_partition(
+        self, ctx: BrokerContext, group_id: str, partition: Partition
+    ) -> SharePartition:
+        key = (group_id, partition.topic, partition.index)
+        sp = self.partitions.get(key)
+        if sp is None:
+            sp = SharePartition(_initial_offset(ctx, group_id, partition), self.partition_config)
+            self.partitions[key] = sp
+        if sp.start_offset < partition.log_start_offset:
+            sp.truncate_below(partition.log_start_offset)
+        return sp
+
+
+def manager(ctx: BrokerContext) -> SharePartitionManager:
+    found = ctx.shares
+    if found is None:
+        found = ctx.shares = SharePartitionManager.from_config(ctx.config)
+    assert isinstance(found, SharePartitionManager)
+    return found
+
+
+def _initial_offset(ctx: BrokerContext, group_id: str, partition: Partition) -> int:
+    try:
+        kind, duration_ms = parse_offset_reset(
+            group_config(ctx, group_id, "share.auto.offset.reset", "latest")
+        )
+    except ConfigError:
+        kind, duration_ms = "latest", 0
+    if kind == "earliest":
+        return partition.log_start_offset
+    if kind == "by_duration":
+        found = partition.log.offset_for_timestamp(max(int(time.time() * 1000) - duration_ms, 0))
+        return found.offset if found is not None else partition.high_watermark
+    return partition.high_watermark
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+def _ack_batches(items: list[dict[str, Any]]) -> list[AckBatch]:
+    return [
+        AckBatch(b["first_offset"], b["last_offset"], tuple(b["acknowledge_types"])) for b in items
+    ]
+
+
+def _partition(ctx: BrokerContext, topic_id: bytes, index: int) -> Partition:
+    name = ctx.topic_name(topic_id)
+    if name is None:
+        raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_ID, "Unknown topic id")
+    return ctx.replica_manager.leader_partition(name, index)
+
+
+def _leader(ctx: BrokerContext, topic_id: bytes, index: int) -> dict[str, int]:
+    registration = ctx.image.topics.by_id.get(bytes(topic_id))
+    part = registration.partitions.get(index) if registration is not None else None
+    if part is None:
+        return {"leader_id": -1, "leader_epoch": -1}
+    return {"leader_id": part.leader, "leader_epoch": part.leader_epoch}
+
+
+def _acknowledge(
+    ctx: BrokerContext,
+    mgr: SharePartitionManager,
+    group_id: str,
+    member_id: str,
+    tp: TopicPartitionKey,
+    batches: list[AckBatch],
+    now_ms: int,
+) -> ErrorCode:
+    try:
+        partition = _partition(ctx, tp[0], tp[1])
+    except KafkaApiError as exc:
+        return exc.code
+    sp = mgr.share_partition(ctx, group_id, partition)
+    code = sp.acknowledge(member_id, batches, now_ms)
+    if code == ErrorCode.NONE and any(
+        t == AcknowledgeType.RELEASE for b in batches for t in b.types
+    ):
+        _notify(ctx, group_id, partition)
+    return code
+
+
+def _notify(ctx: BrokerContext, group_id: str, partition: Partition) -> None:
+    ctx.replica_manager.fetch_waiters.notify(("share", group_id, partition.topic, partition.index))
+
+
+def _release(
+    ctx: BrokerContext,
+    mgr: SharePartitionManager,
+    group_id: str,
+    member_id: str,
+    tps: list[TopicPartitionKey],
+) -> None:
+    for topic_id, index in tps:
+        try:
+            partition = _partition(ctx, topic_id, index)
+        except KafkaApiError:
+            continue
+        key = (group_id, partition.topic, partition.index)
+        sp = mgr.partitions.get(key)
+        if sp is not None and sp.release_member(member_id):
+            _notify(ctx, group_id, partition)
+
+
+@dataclass
+class _Acquired:
+    records: bytes = b""
+    ranges: list[AcquiredRange] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return sum(r.last_offset - r.first_offset + 1 for r in self.ranges)
+
+
+def _overlapping(data: bytes, ranges: list[AcquiredRange]) -> bytes:
+    """The batches of ``data`` holding at least one acquired offset."""
+    out: list[bytes] = []
+    for pos, header in iter_batches(data):
+        if any(
+            r.first_offset <= header.last_offset and header.base_offset <= r.last_offset
+            for r in ranges
+        ):
+            out.append(data[pos : pos + header.size_in_bytes])
+    return b"".join(out)
+
+
+async def _acquire(
+    ctx: BrokerContext,
+    sp: SharePartition,
+    partition: Partition,
+    member_id: str,
+    read_committed: bool,
+    max_records: int,
+    max_bytes: int,
+    strict: bool,
+    now_ms: int,
+) -> _Acquired:
+    got = _Acquired()
+    rm = ctx.replica_manager
+    sp.expire_locks(now_ms)
+    upper = partition.last_stable_offset if read_committed else partition.high_watermark
+    offset = sp.next_fetch_offset()
+    chunks: list[bytes] = []
+    for _ in range(_MAX_READS):
+        if got.count >= max_records or offset >= upper or max_bytes <= 0:
+            break
+        try:
+            result = rm.read(
+                partition,
+                offset,
+                max_bytes,
+                isolation_level=int(read_committed),
+                min_one_batch=True,
+            )
+            data = b"".join(s.read_bytes() for s in result.slices)
+            aborted = (
+                [
+                    (t.producer_id, t.first_offset, t.last_offset)
+                    for t in partition.log.aborted_transactions_for_read(offset, result, upper)
+                ]
+                if read_committed
+                else []
+            )
+        except OffsetMovedToTieredStorageError:
+            if ctx.remote_fetch is None:
+                break
+            remote = await ctx.remote_fetch(partition, offset, max_bytes, read_committed)
+            data = bytes(remote.records)
+            aborted = []
+            if read_committed:
+                # Remote reads only give (producer, first offset): treat the producer's
+                # transactional data from there to the read's end as aborted.
+                aborted = [(p, first, upper) for p, first in remote.aborted_transactions]
+        if not data:
+            break
+        batches = classify_batches(data, aborted)
+        if not batches:
+            break
+        ranges = sp.acquire(member_id, batches, max_records - got.count, now_ms, strict=strict)
+        if ranges:
+            got.ranges.extend(ranges)
+            piece = _overlapping(data, ranges)
+            chunks.append(piece)
+            max_bytes -= len(piece)
+        offset = sp.next_fetch_offset(batches[-1].last_offset + 1)
+    got.records = b"".join(chunks)
+    return got
+
+
+def _partition_response(index: int, leader: dict[str, int], **values: Any) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "partition_index": index,
+        "error_code": 0,
+        "error_message": None,
+        "acknowledge_error_code": 0,
+        "acknowledge_error_message": None,
+        "current_leader": leader,
+        "records": b"",
+        "acquired_records": [],
+    }
+    response.update(values)
+    return response
+
+
+def _by_topic(results: dict[TopicPartitionKey, dict[str, Any]]) -> list[dict[str, Any]]:
+    topics: dict[bytes, list[dict[str, Any]]] = {}
+    for (topic_id, _index), response in results.items():
+        topics.setdefault(topic_id, []).append(response)
+    return [{"topic_id": t, "partitions": parts} for t, parts in topics.items()]
+
+
+def _top_level_error(code: ErrorCode, message: str | None, lock_ms: int) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(code),
+        "error_message": message,
+        "acquisition_lock_timeout_ms": lock_ms,
+        "responses": [],
+        "node_endpoints": [],
+    }
+
+
+async def handle_share_fetch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+    body = request.body
+    mgr = manager(ctx)
+    lock_ms = mgr.partition_config.lock_duration_ms
+    group_id, member_id = body.get("group_id"), body.get("member_id")
+    if not group_id or not member_id:
+        return _top_level_error(
+            ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required.", lock_ms
+        )
+    epoch = body["share_session_epoch"]
+    named: list[TopicPartitionKey] = []
+    acks: dict[TopicPartitionKey, list[AckBatch]] = {}
+    for topic in body["topics"]:
+        for p in topic["partitions"]:
+            tp = (bytes(topic["topic_id"]), p["partition_index"])
+            named.append(tp)
+            if p["acknowledgement_batches"]:
+                acks[tp] = _ack_batches(p["acknowledgement_batches"])
+    forgotten = [
+        (bytes(t["topic_id"]), index)
+        for t in body.get("forgotten_topics_data") or ()
+        for index in t["partitions"]
+    ]
+    if epoch == -1 and named and not acks:
+        return _top_level_error(
+            ErrorCode.INVALID_REQUEST, "A final ShareFetch fetches nothing.", lock_ms
+        )
+    error, session = mgr.sessions.begin(
+        group_id, member_id, epoch, [] if epoch == -1 else named, forgotten
+    )
+    if error != ErrorCode.NONE or session is None:
+        return _top_level_error(error, None, lock_ms)
+    now = _now_ms()
+    results: dict[TopicPartitionKey, dict[str, Any]] = {}
+    for tp, batches in acks.items():
+        code = _acknowledge(ctx, mgr, group_id, member_id, tp, batches, now)
+        results[tp] = _partition_response(
+            tp[1], _leader(ctx, *tp), acknowledge_error_code=int(code)
+        )
+    if epoch == -1:
+        _release(ctx, mgr, group_id, member_id, session.partitions)
+        return _response(results, lock_ms)
+    for tp in forgotten:
+        _release(ctx, mgr, group_id, member_id, [tp])
+    if body.get("is_renew_ack"):
+        return _response(results, lock_ms)  # KIP-1222: a renewing request fetches nothing
+    strict = body.get("share_acquire_mode", 0) == 1
+    max_records = body["max_records"] if body["max_records"] > 0 else 500
+    wait_s = max(body["max_wait_ms"], 0) / 1000.0
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_s
+    while True:
+        acquired = await _fetch_session(
+            ctx, mgr, session.partitions, group_id, member_id, body, max_records, strict, results
+        )
+        remaining = deadline - loop.time()
+        if acquired or remaining <= 0 or not session.partitions:
+            break
+        await _wait_for_records(
+            ctx, mgr, group_id, session.partitions, min(remaining, _WAIT_SLICE_S)
+        )
+    return _response(results, lock_ms)
+
+
+async def _fetch_session(
+    ctx: BrokerContext,
+    mgr: SharePartitionManager,
+    partitions: list[TopicPartitionKey],
+    group_id: str,
+    member_id: str,
+    body: dict[str, Any],
+    max_records: int,
+    strict: bool,
+    results: dict[TopicPartitionKey, dict[str, Any]],
+) -> int:
+    """One acquisition pass over the session's partitions; returns how many records it got."""
+    read_committed = (
+        group_config(ctx, group_id, "share.isolation.level", "read_uncommitted") == "read_committed"
+    )
+    max_bytes = body.get("max_bytes", 0x7FFFFFFF)
+    total = 0
+    now = _now_ms()
+    for tp in partitions:
+        leader = _leader(ctx, *tp)
+        try:
+            partition = _partition(ctx, *tp)
+        except KafkaApiError as exc:
+            response = results.setdefault(tp, _partition_response(tp[1], leader))
+            response["error_code"] = int(exc.code)
+            continue
+        if total >= max_records or max_bytes <= 0:
+            continue
+        sp = mgr.share_partition(ctx, group_id, partition)
+        got = await _acquire(
+            ctx,
+            sp,
+            partition,
+            member_id,
+            read_committed,
+            max_records - total,
+            max_bytes,
+            strict,
+            now,
+        )
+        if not got.ranges:
+            continue
+        total += got.count
+        max_bytes -= len(got.records)
+        response = results.setdefault(tp, _partition_response(tp[1], leader))
+        response["records"] = got.records
+        response["acquired_records"] = [
+            {
+                "first_offset": r.first_offset,
+                "last_offset": r.last_offset,
+                "delivery_count": r.delivery_count,
+            }
+            for r in got.ranges
+        ]
+    return total
+
+
+async def _wait_for_records(
+    ctx: BrokerContext,
+    mgr: SharePartitionManager,
+    group_id: str,
+    partitions: list[TopicPartitionKey],
+    timeout_s: float,
+) -> None:
+    keys: list[Any] = []
+    watched: list[tuple[SharePartition, Partition, bool]] = []
+    read_committed = (
+        group_config(ctx, group_id, "share.isolation.level", "read_uncommitted") == "read_committed"
+    )
+    for tp in partitions:
+        try:
+            partition = _partition(ctx, *tp)
+        except KafkaApiError:
+            continue
+        keys += [
+            (partition.topic, partition.index),
+            ("share", group_id, partition.topic, partition.index),
+        ]
+        watched.append((mgr.share_partition(ctx, group_id, partition), partition, read_committed))
+
+    def ready() -> bool:
+        now = _now_ms()
+        for sp, partition, committed in watched:
+            sp.expire_locks(now)
+            upper = partition.last_stable_offset if committed else partition.high_watermark
+            if sp.has_available(upper):
+                return True
+        return False
+
+    await ctx.replica_manager.fetch_waiters.wait_until(keys, ready, timeout_s)
+
+
+def _response(results: dict[TopicPartitionKey, dict[str, Any]], lock_ms: int) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": None,
+        "acquisition_lock_timeout_ms": lock_ms,
+        "responses": _by_topic(results),
+        "node_endpoints": [],
+    }
+
+
+async def handle_share_acknowledge(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+    body = request.body
+    mgr = manager(ctx)
+    lock_ms = mgr.partition_config.lock_duration_ms
+    group_id, member_id = body.get("group_id"), body.get("member_id")
+
+    def top(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(code),
+            "error_message": message,
+            "acquisition_lock_timeout_ms": lock_ms,
+            "responses": [],
+            "node_endpoints": [],
+        }
+
+    if not group_id or not member_id:
+        return top(ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required.")
+    epoch = body["share_session_epoch"]
+    if epoch == 0:
+        return top(ErrorCode.INVALID_SHARE_SESSION_EPOCH, "ShareAcknowledge cannot open a session.")
+    error, session = mgr.sessions.acknowledge(group_id, member_id, epoch)
+    if error != ErrorCode.NONE or session is None:
+        return top(error)
+    now = _now_ms()
+    topics: dict[bytes, list[dict[str, Any]]] = {}
+    for topic in body["topics"]:
+        topic_id = bytes(topic["topic_id"])
+        for p in topic["partitions"]:
+            tp = (topic_id, p["partition_index"])
+            code = _acknowledge(
+                ctx, mgr, group_id, member_id, tp, _ack_batches(p["acknowledgement_batches"]), now
+            )
+            topics.setdefault(topic_id, []).append(
+                {
+                    "partition_index": tp[1],
+                    "error_code": int(code),
+                    "error_message": None,
+                    "current_leader": _leader(ctx, *tp),
+                }
+            )
+    if epoch == -1:
+        _release(ctx, mgr, group_id, member_id, session.partitions)
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": None,
+        "acquisition_lock_timeout_ms": lock_ms,
+        "responses": [{"topic_id": t, "partitions": parts} for t, parts in topics.items()],
+        "node_endpoints": [],
+    }

@@ -1,0 +1,222 @@
+"""Request handlers of the KIP-932 share-group APIs on the group coordinator:
+ShareGroupHeartbeat (76) and ShareGroupDescribe (77), and the share groups' rows for
+ListGroups and DeleteGroups.
+
+The coordinator of a share group is the group coordinator of its id (the leader of its
+``__consumer_offsets`` partition, found with FindCoordinator key type GROUP); any other broker
+answers NOT_COORDINATOR. Membership lives in :class:`~sparklog.share.share_group.ShareGroups`
+in memory: after a coordinator moves, members get UNKNOWN_MEMBER_ID and rejoin with epoch 0
+(their share-partitions, on the partition leaders, keep the delivery state). Sessions that
+time out (``group.share.session.timeout.ms``) are expired on every call.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sparklog.broker.context import BrokerContext
+from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.headers import Request
+from sparklog.share.share_group import (
+    Assignment,
+    ShareGroup,
+    ShareGroups,
+    ShareHeartbeat,
+    TopicResolver,
+)
+
+_AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
+def share_groups(ctx: BrokerContext) -> ShareGroups:
+    found = ctx.share_groups
+    if found is None:
+        found = ctx.share_groups = ShareGroups(
+            int(ctx.config.get("group.share.session.timeout.ms")),
+            int(ctx.config.get("group.share.max.size")),
+        )
+    assert isinstance(found, ShareGroups)
+    return found
+
+
+def _check_coordinator(ctx: BrokerContext, group_id: str) -> None:
+    groups = ctx.groups
+    if groups is None:
+        raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "No group coordinator")
+    assert isinstance(groups, GroupCoordinator)
+    index = groups.partition_for(group_id)
+    partition = ctx.replica_manager.partitions.get((OFFSETS_TOPIC, index))
+    if partition is None or not partition.is_leader:
+        raise KafkaApiError(ErrorCode.NOT_COORDINATOR, "This is not the correct coordinator.")
+
+
+def _resolver(ctx: BrokerContext) -> TopicResolver:
+    image = ctx.image
+
+    def resolve(name: str) -> tuple[bytes, int] | None:
+        topic = image.topics.by_name.get(name)
+        if topic is None or not topic.partitions:
+            return None
+        return bytes(topic.topic_id), len(topic.partitions)
+
+    return resolve
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+def led_share_groups(ctx: BrokerContext) -> list[ShareGroup]:
+    """The share groups this broker coordinates now (expired members removed)."""
+    groups = share_groups(ctx)
+    groups.expire(_now_ms(), _resolver(ctx))
+    out = []
+    for group in groups.groups.values():
+        try:
+            _check_coordinator(ctx, group.group_id)
+        except KafkaApiError:
+            continue
+        out.append(group)
+    return out
+
+
+def find_share_group(ctx: BrokerContext, group_id: str) -> ShareGroup | None:
+    """The share group ``group_id`` if we coordinate it (raises NOT_COORDINATOR if not ours)."""
+    _check_coordinator(ctx, group_id)
+    groups = share_groups(ctx)
+    groups.expire(_now_ms(), _resolver(ctx))
+    return groups.groups.get(group_id)
+
+
+def delete_share_group(ctx: BrokerContext, group_id: str) -> ErrorCode | None:
+    """DeleteGroups for a share group: None when ``group_id`` is not a share group here."""
+    if find_share_group(ctx, group_id) is None:
+        return None
+    return share_groups(ctx).delete(group_id)
+
+
+def _wire(assignment: Assignment) -> list[dict[str, Any]]:
+    return [
+        {"topic_id": topic_id, "partitions": sorted(parts)}
+        for topic_id, parts in sorted(assignment.items())
+        if parts
+    ]
+
+
+async def handle_share_group_heartbeat(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    body = request.body
+    names = body.get("subscribed_topic_names")
+    interval = int(ctx.config.get("group.share.heartbeat.interval.ms"))
+    try:
+        _check_coordinator(ctx, body["group_id"])
+        if body["group_id"] == "":
+            raise KafkaApiError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+        groups = share_groups(ctx)
+        resolve = _resolver(ctx)
+        now = _now_ms()
+        groups.expire(now, resolve)
+        result = groups.heartbeat(
+            ShareHeartbeat(
+                group_id=body["group_id"],
+                member_id=body["member_id"],
+                member_epoch=body["member_epoch"],
+                rack_id=body.get("rack_id"),
+                subscribed_topic_names=tuple(names) if names is not None else None,
+                client_id=request.header.client_id or "",
+                client_host="",
+            ),
+            resolve,
+            now,
+        )
+    except KafkaApiError as exc:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(exc.code),
+            "error_message": exc.message,
+            "member_id": None,
+            "member_epoch": -1,
+            "heartbeat_interval_ms": 0,
+            "assignment": None,
+        }
+    assignment = None
+    if result.error == ErrorCode.NONE and result.assignment is not None:
+        assignment = {"topic_partitions": _wire(result.assignment)}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(result.error),
+        "error_message": result.message,
+        "member_id": result.member_id,
+        "member_epoch": result.member_epoch,
+        "heartbeat_interval_ms": interval if result.error == ErrorCode.NONE else 0,
+        "assignment": assignment,
+    }
+
+
+async def handle_share_group_describe(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    names = {bytes(t.topic_id): name for name, t in ctx.image.topics.by_name.items()}
+
+    def described(assignment: Assignment) -> dict[str, Any]:
+        return {
+            "topic_partitions": [
+                {"topic_id": t, "topic_name": names.get(t, ""), "partitions": sorted(p)}
+                for t, p in sorted(assignment.items())
+                if p
+            ]
+        }
+
+    out = []
+    for group_id in request.body["group_ids"]:
+        entry: dict[str, Any] = {
+            "error_code": 0,
+            "error_message": None,
+            "group_id": group_id,
+            "group_state": "Dead",
+            "group_epoch": -1,
+            "assignment_epoch": -1,
+            "assignor_name": "",
+            "members": [],
+            "authorized_operations": _AUTHORIZED_OPERATIONS_OMITTED,
+        }
+        try:
+            group = find_share_group(ctx, group_id)
+        except KafkaApiError as exc:
+            entry["error_code"] = int(exc.code)
+            out.append(entry)
+            continue
+        if group is None:
+            entry["error_code"] = int(ErrorCode.GROUP_ID_NOT_FOUND)
+            entry["error_message"] = f"Group {group_id} not found."
+            out.append(entry)
+            continue
+        entry.update(
+            group_state=group.state,
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            assignor_name="simple",
+            members=[
+                {
+                    "member_id": m.member_id,
+                    "rack_id": m.rack_id,
+                    "member_epoch": m.member_epoch,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "subscribed_topic_names": list(m.subscribed_topic_names),
+                    "assignment": described(m.assignment),
+                }
+                for m in group.members.values()
+            ],
+        )
+        out.append(entry)
+    return {"throttle_time_ms": 0, "groups": out}
+
+
+SHARE_GROUP_HANDLERS = {
+    76: handle_share_group_heartbeat,
+    77: handle_share_group_describe,
+}
