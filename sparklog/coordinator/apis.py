@@ -288,11 +288,19 @@ async def handle_offset_commit(
     by_id = version >= 10
     topics = body["topics"]
     names = _topic_names(ctx, topics, by_id)
+    # Kafka 4.x's KafkaApis answers a partition missing from the metadata with
+    # UNKNOWN_TOPIC_OR_PARTITION and commits only the others.
+    image_topics = ctx.image.topics
+    unknown: set[tuple[str, int]] = set()
     partitions: list[CommitPartition] = []
     for topic, name in zip(topics, names, strict=True):
         if name is None:
             continue
+        known = image_topics.get_topic(name)
         for p in topic["partitions"]:
+            if known is None or p["partition_index"] not in known.partitions:
+                unknown.add((name, p["partition_index"]))
+                continue
             partitions.append(
                 CommitPartition(
                     name,
@@ -303,13 +311,16 @@ async def handle_offset_commit(
                 )
             )
     try:
-        outcome = await _coordinator(ctx).commit_offsets(
-            body["group_id"],
-            body["generation_id_or_member_epoch"],
-            body["member_id"],
-            body.get("group_instance_id"),
-            partitions,
-        )
+        if not partitions and unknown:
+            outcome: list[ErrorCode] | ErrorCode = []
+        else:
+            outcome = await _coordinator(ctx).commit_offsets(
+                body["group_id"],
+                body["generation_id_or_member_epoch"],
+                body["member_id"],
+                body.get("group_instance_id"),
+                partitions,
+            )
     except KafkaApiError as exc:
         outcome = exc.code
     if outcome == ErrorCode.GROUP_ID_NOT_FOUND and version < 9:
@@ -322,6 +333,8 @@ async def handle_offset_commit(
         for p in topic["partitions"]:
             if name is None:
                 code = ErrorCode.UNKNOWN_TOPIC_ID
+            elif (name, p["partition_index"]) in unknown:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif errors is not None:
                 code = next(errors)
             else:

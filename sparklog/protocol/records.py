@@ -102,6 +102,24 @@ class CorruptRecordError(KafkaApiError):
         self.error_code = error_code
 
 
+class RecordValidationError(CorruptRecordError):
+    """Some records of a client batch are refused (Kafka's RecordValidationException, KIP-467):
+    the whole batch fails with INVALID_RECORD and ``record_errors`` names each refused record
+    by its index in the batch, which a Produce v8+ response carries in ``record_errors``."""
+
+    def __init__(self, record_errors: list[tuple[int, str]]) -> None:
+        shown = ", ".join(
+            f"RecordError(batchIndex={index}, message='{message}')"
+            for index, message in record_errors[:3]
+        )
+        super().__init__(
+            f"One or more records have been rejected due to {len(record_errors)} record errors "
+            f"in total, and only showing the first three errors at most: [{shown}]",
+            INVALID_RECORD,
+        )
+        self.record_errors = record_errors
+
+
 @dataclass(frozen=True, slots=True)
 class BatchHeader:
     """The 61-byte v2 header, decoded. ``crc`` is the stored value, not a verified one."""

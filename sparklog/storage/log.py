@@ -51,11 +51,13 @@ import random
 from collections.abc import Callable
 
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.record_codec import decode_batch
 from sparklog.protocol.records import (
     INVALID_RECORD,
     TIMESTAMP_CREATE_TIME,
     BatchHeader,
     CorruptRecordError,
+    RecordValidationError,
     assign_offsets,
     set_log_append_time,
     validate_batch,
@@ -288,6 +290,8 @@ class Log(LogRetention, LogDurability, LogTransactions):
                 )
             if leader and not self.config.log_append_time:
                 self._check_timestamp(header, now_ms)
+            if from_client and "compact" in self.config.cleanup_policy:
+                self._check_keys(buf, pos)
             batches.append((pos, header))
             pos += header.size_in_bytes
         if pos > self.config.segment_size:
@@ -297,6 +301,21 @@ class Log(LogRetention, LogDurability, LogTransactions):
                 f"size of {self.config.segment_size}."
             )
         return batches
+
+    def _check_keys(self, buf: Records, pos: int) -> None:
+        """A compacted topic refuses records without a key (Kafka's LogValidator.validateKey)."""
+        _, records = decode_batch(buf, pos, verify_crc=False)
+        missing = [
+            (
+                index,
+                "Compacted topic cannot accept message without key in topic partition "
+                f"{self.topic}-{self.partition}.",
+            )
+            for index, record in enumerate(records)
+            if record.key is None
+        ]
+        if missing:
+            raise RecordValidationError(missing)
 
     def _check_timestamp(self, header: BatchHeader, now_ms: int) -> None:
         if header.timestamp_type != TIMESTAMP_CREATE_TIME:
