@@ -36,7 +36,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -70,17 +70,38 @@ class MetricName:
             return self.mbean
         return f"{self.mbean} {self.attribute}"
 
+    @classmethod
+    def tagged(
+        cls, domain: str, type_: str, name: str, tags: Mapping[str, str], attribute: str
+    ) -> MetricName:
+        """``domain:type=<type_>,name=<name>,k=v,...``: a Yammer metric of one topic, request
+        or error (Kafka's ``BrokerTopicMetrics,name=BytesInPerSec,topic=t``)."""
+        extra = "".join(f",{key}={value}" for key, value in tags.items())
+        return cls(f"{domain}:type={type_},name={name}{extra}", attribute)
+
+    def _props(self) -> tuple[str, dict[str, str]]:
+        domain, _, keys = self.mbean.partition(":")
+        return domain, dict(p.split("=", 1) for p in keys.split(",") if "=" in p)
+
     @property
     def prometheus(self) -> str:
-        domain, _, keys = self.mbean.partition(":")
-        parts = [domain]
-        props = dict(p.split("=", 1) for p in keys.split(",") if "=" in p)
-        parts.append(props.get("type", ""))
+        """The family name: the MBean's domain, type and name (and the attribute unless it is
+        the metric's own value); every other MBean key is a label (:attr:`labels`)."""
+        domain, props = self._props()
+        parts = [domain, props.get("type", "")]
         if "name" in props:
             parts.append(props["name"])
         if "name" not in props or self.attribute not in ("Value", "Count"):
             parts.append(self.attribute)  # a meter's rates: <name>_OneMinuteRate
         return _NOT_PROMETHEUS.sub("_", "_".join(p for p in parts if p))
+
+    @property
+    def labels(self) -> tuple[tuple[str, str], ...]:
+        """The MBean's keys other than ``type`` and ``name``, in MBean order."""
+        _, props = self._props()
+        return tuple(
+            (_NOT_PROMETHEUS.sub("_", k), v) for k, v in props.items() if k not in ("type", "name")
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +205,69 @@ class LatencyWindow:
         return max(self._samples, default=0.0)
 
 
+HISTOGRAM_PERCENTILES = (
+    ("50thPercentile", 0.50),
+    ("75thPercentile", 0.75),
+    ("95thPercentile", 0.95),
+    ("98thPercentile", 0.98),
+    ("99thPercentile", 0.99),
+    ("999thPercentile", 0.999),
+)
+HISTOGRAM_ATTRIBUTES = ("Count", "Mean", "Min", "Max", *(a for a, _ in HISTOGRAM_PERCENTILES))
+
+
+class Histogram:
+    """Yammer's histogram as Kafka's request metrics report it (``TotalTimeMs`` and friends):
+    ``Count`` of every update, and ``Mean``, ``Min``, ``Max`` and the percentiles of a
+    reservoir of the most recent ``size`` updates (Yammer keeps a decaying sample of 1028; a
+    window of the latest ones answers "how slow is it now" the same way without a timer).
+    Thread-safe; reads sort the reservoir once per change, not once per attribute."""
+
+    def __init__(self, size: int = 1028) -> None:
+        self._lock = threading.Lock()
+        self._samples: deque[float] = deque(maxlen=size)
+        self._count = 0
+        self._sorted: list[float] | None = None
+
+    def update(self, value: float) -> None:
+        with self._lock:
+            self._samples.append(value)
+            self._count += 1
+            self._sorted = None
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def _snapshot(self) -> list[float]:
+        with self._lock:
+            if self._sorted is None:
+                self._sorted = sorted(self._samples)
+            return self._sorted
+
+    def value(self, attribute: str) -> float:
+        """``Mean``, ``Min``, ``Max`` or a percentile attribute (0.0 before any update)."""
+        values = self._snapshot()
+        if not values:
+            return 0.0
+        if attribute == "Mean":
+            return sum(values) / len(values)
+        if attribute == "Min":
+            return values[0]
+        if attribute == "Max":
+            return values[-1]
+        quantile = dict(HISTOGRAM_PERCENTILES)[attribute]
+        # Yammer's Snapshot.getValue: the value at position quantile * (n + 1), interpolated.
+        position = quantile * (len(values) + 1)
+        if position < 1:
+            return values[0]
+        if position >= len(values):
+            return values[-1]
+        lower = values[int(position) - 1]
+        upper = values[int(position)]
+        return lower + (position - math.floor(position)) * (upper - lower)
+
+
 class MetricsRegistry:
     def __init__(self) -> None:
         self._metrics: dict[MetricName, tuple[Kind, Callable[[], MetricValue]]] = {}
@@ -196,15 +280,42 @@ class MetricsRegistry:
         self._metrics[name] = ("counter", lambda: counter.value)
         return counter
 
-    def meter(self, domain: str, type_: str, name: str, meter: Meter | None = None) -> Meter:
+    def meter(
+        self,
+        domain: str,
+        type_: str,
+        name: str,
+        meter: Meter | None = None,
+        *,
+        tags: Mapping[str, str] | None = None,
+    ) -> Meter:
         """Register ``meter`` (a new one by default) as ``domain:type=<type_>,name=<name>``
-        with Yammer's meter attributes (``Count`` is a counter, the rates gauges)."""
+        (plus ``tags`` as further MBean keys) with Yammer's meter attributes (``Count`` is a
+        counter, the rates gauges)."""
         meter = meter or Meter()
-        mbean = f"{domain}:type={type_},name={name}"
+        mbean = MetricName.tagged(domain, type_, name, tags or {}, "Count").mbean
         self._metrics[MetricName(mbean, "Count")] = ("counter", lambda: meter.count)
         for attribute in METER_ATTRIBUTES[1:]:
             self._metrics[MetricName(mbean, attribute)] = ("gauge", _rate_of(meter, attribute))
         return meter
+
+    def histogram(
+        self,
+        domain: str,
+        type_: str,
+        name: str,
+        histogram: Histogram | None = None,
+        *,
+        tags: Mapping[str, str] | None = None,
+    ) -> Histogram:
+        """Register ``histogram`` (a new one by default) with Yammer's histogram attributes."""
+        histogram = histogram or Histogram()
+        mbean = MetricName.tagged(domain, type_, name, tags or {}, "Count").mbean
+        self._metrics[MetricName(mbean, "Count")] = ("counter", lambda: histogram.count)
+        for attribute in HISTOGRAM_ATTRIBUTES[1:]:
+            read = _histogram_value(histogram, attribute)
+            self._metrics[MetricName(mbean, attribute)] = ("gauge", read)
+        return histogram
 
     def counter_of(self, name: MetricName, read: Callable[[], int]) -> None:
         """A counter kept elsewhere (an attribute of a component), read on demand."""
@@ -247,6 +358,10 @@ def _rate_of(meter: Meter, attribute: str) -> Callable[[], MetricValue]:
     return lambda: meter.rate(attribute)
 
 
+def _histogram_value(histogram: Histogram, attribute: str) -> Callable[[], MetricValue]:
+    return lambda: histogram.value(attribute)
+
+
 def samples_to_json(samples: Iterable[Sample]) -> dict[str, dict[str, MetricValue]]:
     out: dict[str, dict[str, MetricValue]] = {}
     for sample in samples:
@@ -259,14 +374,30 @@ def _escape_label(value: str) -> str:
 
 
 def samples_to_prometheus(samples: Iterable[Sample]) -> str:
-    lines: list[str] = []
+    """Text exposition: one ``# HELP``/``# TYPE`` per family, then its samples; MBean keys
+    beyond type and name are labels (``{topic="t"}``), a string value is ``{value="v"} 1``."""
+    families: dict[str, list[Sample]] = {}
     for sample in samples:
-        metric = sample.name.prometheus
-        lines.append(f"# HELP {metric} {sample.name.display}")
-        lines.append(f"# TYPE {metric} {sample.kind}")
-        value = sample.value
-        if isinstance(value, str):
-            lines.append(f'{metric}{{value="{_escape_label(value)}"}} 1')
-        else:
-            lines.append(f"{metric} {value}")
+        families.setdefault(sample.name.prometheus, []).append(sample)
+    lines: list[str] = []
+    for metric, members in families.items():
+        first = members[0]
+        help_text = first.name.display if not first.name.labels else _untagged(first.name)
+        lines.append(f"# HELP {metric} {help_text}")
+        lines.append(f"# TYPE {metric} {first.kind}")
+        for sample in members:
+            labels = list(sample.name.labels)
+            value = sample.value
+            if isinstance(value, str):
+                labels.append(("value", value))
+                value = 1
+            rendered = ",".join(f'{k}="{_escape_label(v)}"' for k, v in labels)
+            lines.append(f"{metric}{{{rendered}}} {value}" if rendered else f"{metric} {value}")
     return "\n".join(lines) + "\n"
+
+
+def _untagged(name: MetricName) -> str:
+    """The HELP text of a labelled family: its MBean without the label keys."""
+    domain, props = name._props()
+    keys = ",".join(f"{k}={v}" for k, v in props.items() if k in ("type", "name"))
+    return MetricName(f"{domain}:{keys}", name.attribute).display

@@ -55,6 +55,7 @@ from sparklog.broker.remote_log_manager import RemoteLogManager
 from sparklog.broker.remote_metrics import register_remote_storage_metrics
 from sparklog.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from sparklog.broker.replica_manager import ReplicaManager
+from sparklog.broker.topic_metrics import BrokerTopicMetrics
 from sparklog.broker.txn_marker_channel import TxnMarkerChannel
 from sparklog.broker.txn_markers import write_txn_markers
 from sparklog.cli.storage_tool import StorageToolError, check_formatted
@@ -65,6 +66,7 @@ from sparklog.coordinator.txn_coordinator import TransactionCoordinator, TxnConf
 from sparklog.fault import FaultHandler, halt, install_loop_handler
 from sparklog.metrics import MetricsRegistry
 from sparklog.net.metrics_http import MetricsListenerError, MetricsServer, start_metrics_server
+from sparklog.net.request_metrics import RequestMetrics
 from sparklog.net.server import KafkaServer
 from sparklog.node_auto_join import AutoJoin, auto_join_enabled
 from sparklog.node_faults import NodeFaults
@@ -75,10 +77,10 @@ from sparklog.node_metrics import (
     register_replica_metrics,
 )
 from sparklog.node_plane import MetadataPlane, MetadataPlaneError
-from sparklog.security.listener_runtime import listener_runtime
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import uuid_from_str
 from sparklog.readservice.server import ReadService, start_read_service
+from sparklog.security.listener_runtime import listener_runtime
 from sparklog.storage.manager import LogManager
 from sparklog.tiering.config import TieringConfig
 
@@ -123,6 +125,7 @@ class Node:
         self._lifecycle_stop = asyncio.Event()
         self.read_service: ReadService | None = None
         self.metrics = MetricsRegistry()
+        self.request_metrics = RequestMetrics(self.metrics)
         self.metrics_server: MetricsServer | None = None
         self._auto_join_client: ControllerClient | None = None
         self._cleaner_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-cleaner")
@@ -164,6 +167,7 @@ class Node:
                 max_queued_requests=queued,
                 security=listener_runtime(config, listener.name),
             )
+            server.request_metrics = self.request_metrics
             await server.start()
             self.servers.append(server)
         plane.start()
@@ -262,6 +266,7 @@ class Node:
             int(config.get("max.incremental.fetch.session.cache.slots"))
         )
         register_fetch_session_metrics(self.metrics, ctx.fetch_sessions)
+        ctx.topic_metrics = BrokerTopicMetrics(self.metrics)
         ctx.groups = GroupCoordinator.from_config(config, replica_manager)
         # Markers go to every partition leader: locally for ours, WriteTxnMarkers for others.
         self.marker_channel = TxnMarkerChannel(
@@ -304,6 +309,7 @@ class Node:
                 max_queued_requests=queued,
                 security=listener_runtime(config, listener.name),
             )
+            server.request_metrics = self.request_metrics
             await server.start()
             self.servers.append(server)
         self._tasks += [

@@ -426,6 +426,7 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
         if not woke:
             break
     error, session_id, results = ctx.fetch_sessions.complete(session, results, _now_ms())
+    ctx.topic_metrics.fetched_partitions(results, follower=follower)
     return {
         "throttle_time_ms": 0,
         "error_code": int(error),

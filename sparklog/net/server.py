@@ -26,10 +26,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from sparklog.net.request_metrics import RequestMetrics
 from sparklog.protocol.errors import ProtocolError
 from sparklog.protocol.framing import FrameDecoder
 from sparklog.protocol.headers import (
@@ -62,7 +64,8 @@ class Connection(asyncio.Protocol):
     def __init__(self, server: KafkaServer) -> None:
         self._server = server
         self._decoder = FrameDecoder(server.max_request_bytes)
-        self._frames: deque[memoryview] = deque()
+        # (frame, time.monotonic() when it was received) in arrival order
+        self._frames: deque[tuple[memoryview, float]] = deque()
         self._wakeup = asyncio.Event()
         self._can_write = asyncio.Event()
         self._can_write.set()
@@ -97,8 +100,9 @@ class Connection(asyncio.Protocol):
             return
         try:
             self._decoder.receive_data(data)
+            received = time.monotonic()
             while (frame := self._decoder.next_frame()) is not None:
-                self._frames.append(frame)
+                self._frames.append((frame, received))
         except ProtocolError as exc:
             self._abort(f"invalid frame: {exc}")
             return
@@ -132,8 +136,8 @@ class Connection(asyncio.Protocol):
                         self._resume_reading()
                     await self._wakeup.wait()
                     continue
-                frame = self._frames.popleft()
-                await self._handle_frame(frame)
+                frame, received = self._frames.popleft()
+                await self._handle_frame(frame, received)
                 if not self._can_write.is_set():
                     await self._can_write.wait()
         except asyncio.CancelledError:
@@ -142,8 +146,9 @@ class Connection(asyncio.Protocol):
             log.exception("connection %s: internal error; closing it", self.peer)
             self._abort("internal error")
 
-    async def _handle_frame(self, frame: memoryview) -> None:
+    async def _handle_frame(self, frame: memoryview, received: float) -> None:
         server = self._server
+        started = time.monotonic()
         try:
             request = decode_request(frame, server.apis)
         except UnsupportedVersion as exc:
@@ -158,11 +163,23 @@ class Connection(asyncio.Protocol):
             self._abort(f"invalid request: {exc}")
             return
         body = await server.handler(request, self)
-        if body is None or self._closed:
-            return
-        header = request.header
-        chunks = encode_response(request.api, header.api_version, header.correlation_id, body)
-        await self._send(chunks)
+        handled = time.monotonic()
+        if body is not None and not self._closed:
+            header = request.header
+            chunks = encode_response(request.api, header.api_version, header.correlation_id, body)
+            handled = time.monotonic()
+            await self._send(chunks)
+        metrics = server.request_metrics
+        if metrics is not None:
+            api = request.api
+            metrics.record(
+                metrics.request_name(api.name, api.key, request.body),
+                request.header.api_version,
+                body,
+                queue_ms=(started - received) * 1000.0,
+                local_ms=(handled - started) * 1000.0,
+                send_ms=(time.monotonic() - handled) * 1000.0,
+            )
 
     def _write(self, chunks: list[Chunk]) -> None:
         """Write byte chunks; small ones are joined so a response costs few syscalls."""
@@ -298,6 +315,8 @@ class KafkaServer:
         self.max_request_bytes = max_request_bytes
         self.max_queued_requests = max_queued_requests
         self.connections: set[Connection] = set()
+        # Kafka's RequestMetrics (set by the node; None records nothing).
+        self.request_metrics: RequestMetrics | None = None
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
