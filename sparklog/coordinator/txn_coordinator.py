@@ -14,16 +14,24 @@ Contract:
   markers.
 - Each operation runs under its shard's lock: the state machine
   (:mod:`sparklog.coordinator.txn_state`) prepares a transition, the record is appended with
-  acks=all, and only then is the transition applied and the client answered; a failed append
-  leaves the state as it was and answers NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE.
+  acks=all, and only then is the transition applied and the client answered. An append
+  refused before it reached the log leaves the state as it was and answers NOT_COORDINATOR
+  or COORDINATOR_NOT_AVAILABLE (Kafka's mapping). An append that reached our log but was not
+  replicated in time (REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND) answers
+  COORDINATOR_NOT_AVAILABLE too, but the transition stays pending (the id answers
+  CONCURRENT_TRANSACTIONS) until the HW covers the record, and is then applied: a leader's
+  log is what every later leader loads, so the state must never fall behind it (an
+  AddPartitionsToTxn applied on a failover but forgotten here made a later EndTxn(abort)
+  INVALID_TXN_STATE).
 - EndTxn answers once PrepareCommit/PrepareAbort is durable (as Kafka). A background task then
   writes the markers to every partition of the transaction through the injected
   :data:`MarkerWriter` (on a node, the marker channel that reaches every partition leader:
   :mod:`sparklog.broker.txn_marker_channel`), retrying with backoff until each partition has
   its marker (a partition of a deleted topic is dropped; :func:`marker_outcome` says what each
-  answer means), and persists CompleteCommit/CompleteAbort only then. Until then the id
-  answers CONCURRENT_TRANSACTIONS. A coordinator fenced by a partition (a newer producer or
-  coordinator epoch) stops; the transaction is the newer coordinator's to finish.
+  answer means), and persists CompleteCommit/CompleteAbort only then, retrying that append
+  while it is COORDINATOR_NOT_AVAILABLE (Kafka's ``txnLogAppendRetryQueue``). Until then the
+  id answers CONCURRENT_TRANSACTIONS. A coordinator fenced by a partition (a newer producer
+  or coordinator epoch) stops; the transaction is the newer coordinator's to finish.
 - Timers (``transaction.abort.timed.out.transaction.cleanup.interval.ms``): an Ongoing
   transaction older than its timeout is aborted with an epoch bump (its producer is fenced);
   ``transactional.id.expiration.ms`` after its last use an idle id is tombstoned
@@ -37,8 +45,9 @@ import contextlib
 import enum
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from sparklog.broker.partition import Partition
 from sparklog.broker.replica_manager import ReplicaManager
@@ -72,6 +81,7 @@ _MARKER_RETRY_MIN_S = 0.02
 _MARKER_RETRY_MAX_S = 1.0
 _MARKER_LOG_EVERY = 20
 _MAX_TICK_S = 1.0
+_SETTLE_POLL_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +190,13 @@ class _Shard:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+# Append errors raised after the record reached the leader's log (it is committed later, unless
+# leadership moves and the shard is reloaded from the new leader's log).
+_APPENDED_UNREPLICATED = frozenset(
+    {ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND}
+)
 
 
 def _append_error(code: ErrorCode) -> ErrorCode:
@@ -294,8 +311,16 @@ class TransactionCoordinator:
         if self._shards.get(shard.index) is shard:
             del self._shards[shard.index]
 
-    async def _persist(self, shard: _Shard, meta: TxnMetadata, target: TxnLogValue) -> ErrorCode:
-        """Append ``target`` for ``meta`` and apply it; the error for the client if not."""
+    async def _persist(
+        self,
+        shard: _Shard,
+        meta: TxnMetadata,
+        target: TxnLogValue,
+        then: Callable[[], None] | None = None,
+    ) -> ErrorCode:
+        """Append ``target`` for ``meta`` and apply it (then call ``then``); the error for the
+        client if not. See the module docstring for an append that is in our log but not yet
+        replicated: it is applied (and ``then`` called) once the HW covers it."""
         tombstone = target.state is TxnState.DEAD
         record = RecordInput(
             txn_key(meta.transactional_id), None if tombstone else txn_value(target)
@@ -305,7 +330,6 @@ class TransactionCoordinator:
                 TRANSACTION_STATE_TOPIC, shard.index, bytearray(build_batch([record])), -1
             )
         except Exception as exc:  # storage errors carry a Kafka error code
-            meta.abandon()
             code = exc.code if isinstance(exc, KafkaApiError) else getattr(exc, "error_code", None)
             if code is None:
                 log.exception("Writing a transition of %s failed", meta.transactional_id)
@@ -316,20 +340,74 @@ class TransactionCoordinator:
                 meta.transactional_id,
                 exc,
             )
+            partition = self._leader_partition(shard.index)
+            if code in _APPENDED_UNREPLICATED and partition is not None and self._current(shard):
+                self._spawn(shard, self._settle(shard, meta, target, partition, then))
+            else:
+                meta.abandon()
             return _append_error(ErrorCode(code))
+        except BaseException:  # cancelled: the state stays what it was
+            meta.abandon()
+            raise
         if not self._current(shard):
             meta.abandon()
             return ErrorCode.NOT_COORDINATOR
-        meta.complete(target)
-        if tombstone:
-            shard.txns.pop(meta.transactional_id, None)
+        self._apply(shard, meta, target, then)
         return ErrorCode.NONE
 
+    @staticmethod
+    def _apply(
+        shard: _Shard, meta: TxnMetadata, target: TxnLogValue, then: Callable[[], None] | None
+    ) -> None:
+        meta.complete(target)
+        if target.state is TxnState.DEAD:
+            shard.txns.pop(meta.transactional_id, None)
+        if then is not None:
+            then()
+
+    async def _settle(
+        self,
+        shard: _Shard,
+        meta: TxnMetadata,
+        target: TxnLogValue,
+        partition: Partition,
+        then: Callable[[], None] | None,
+    ) -> None:
+        """Apply a transition whose record is in our log once the HW covers it (the log end
+        now is at or past it); dropped if the shard stops being ours first."""
+        end = partition.log_end_offset
+        tp = (TRANSACTION_STATE_TOPIC, shard.index)
+        while self._current(shard) and partition.high_watermark < end:
+            await self.replica_manager.produce_waiters.wait_until(
+                [tp],
+                lambda: not self._current(shard) or partition.high_watermark >= end,
+                _SETTLE_POLL_S,
+            )
+        async with shard.lock:
+            if not self._current(shard) or meta.pending != target:
+                return
+            log.info(
+                "The %s transition of %s is replicated after all; applying it",
+                target.state.display_name,
+                meta.transactional_id,
+            )
+            self._apply(shard, meta, target, then)
+
     # -- markers -----------------------------------------------------------------------------
-    def _spawn_finish(self, shard: _Shard, meta: TxnMetadata, prepared: TxnLogValue) -> None:
-        task = asyncio.get_running_loop().create_task(self._finish(shard, meta, prepared))
+    @staticmethod
+    def _spawn(shard: _Shard, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` as a task of ``shard`` (cancelled when the shard is unloaded)."""
+        task = asyncio.get_running_loop().create_task(work)
         shard.tasks.add(task)
         task.add_done_callback(shard.tasks.discard)
+
+    def _spawn_finish(self, shard: _Shard, meta: TxnMetadata, prepared: TxnLogValue) -> None:
+        self._spawn(shard, self._finish(shard, meta, prepared))
+
+    def _finisher(
+        self, shard: _Shard, meta: TxnMetadata, prepared: TxnLogValue
+    ) -> Callable[[], None]:
+        return lambda: self._spawn_finish(shard, meta, prepared)
 
     def _topic_exists(self, topic: str) -> bool:
         image = self.replica_manager.image
@@ -401,20 +479,40 @@ class TransactionCoordinator:
             if remaining:
                 await asyncio.sleep(delay_s)
                 delay_s = min(delay_s * 2, _MARKER_RETRY_MAX_S)
-        async with shard.lock:
-            if (
-                not self._current(shard)
-                or shard.txns.get(meta.transactional_id) is not meta
-                or meta.state is not prepared.state
-                or meta.producer_epoch != prepared.producer_epoch
-                or meta.pending is not None
-            ):
+        await self._complete(shard, meta, prepared)
+
+    async def _complete(self, shard: _Shard, meta: TxnMetadata, prepared: TxnLogValue) -> None:
+        """Persist CompleteCommit/CompleteAbort, again while the append is
+        COORDINATOR_NOT_AVAILABLE (NOT_COORDINATOR: the next leader's load finishes it)."""
+        delay_s = _MARKER_RETRY_MIN_S
+        attempts = 0
+        while True:
+            async with shard.lock:
+                if (
+                    not self._current(shard)
+                    or shard.txns.get(meta.transactional_id) is not meta
+                    or meta.state is not prepared.state
+                    or meta.producer_epoch != prepared.producer_epoch
+                    or meta.pending is not None
+                ):
+                    return
+                target = meta.begin_complete(self.clock())
+                error = await self._persist(shard, meta, target)
+            if error == ErrorCode.NONE or meta.pending is not None:
+                return  # written, or written and waiting to be replicated (_settle)
+            attempts += 1
+            if error != ErrorCode.COORDINATOR_NOT_AVAILABLE:
+                log.warning("Could not complete %s: %s", meta.transactional_id, error.name)
                 return
-            target = meta.begin_complete(self.clock())
-            error = await self._persist(shard, meta, target)
-        if error != ErrorCode.NONE:
-            # The partition moved or the append failed: the next load finishes it.
-            log.warning("Could not complete %s: %s", meta.transactional_id, error.name)
+            if attempts == 1 or attempts % _MARKER_LOG_EVERY == 0:
+                log.info(
+                    "Retrying the completion of %s (attempt %d): %s",
+                    meta.transactional_id,
+                    attempts,
+                    error.name,
+                )
+            await asyncio.sleep(delay_s)
+            delay_s = min(delay_s * 2, _MARKER_RETRY_MAX_S)
 
     # -- operations --------------------------------------------------------------------------
     async def init_producer_id(
@@ -444,7 +542,8 @@ class TransactionCoordinator:
                 target, fencing = meta.begin_init(timeout_ms, expected, now, fresh)
             except TxnError as exc:
                 return InitResult(exc.code)
-            error = await self._persist(shard, meta, target)
+            then = self._finisher(shard, meta, target) if fencing else None
+            error = await self._persist(shard, meta, target, then)
             if error != ErrorCode.NONE:
                 return InitResult(error)
             if fencing:
@@ -452,7 +551,6 @@ class TransactionCoordinator:
                     "Aborting the ongoing transaction of %s for a new producer instance",
                     transactional_id,
                 )
-                self._spawn_finish(shard, meta, target)
                 return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
             return InitResult(ErrorCode.NONE, meta.producer_id, meta.producer_epoch)
 
@@ -522,13 +620,20 @@ class TransactionCoordinator:
             try:
                 target = begin(meta)
             except TxnError as exc:
+                if exc.code == ErrorCode.INVALID_TXN_STATE:
+                    # Rare and fatal to the client: say what the coordinator saw.
+                    log.info(
+                        "Answering INVALID_TXN_STATE to %s: %s (producer %d epoch %d)",
+                        transactional_id,
+                        meta.state.display_name,
+                        meta.producer_id,
+                        meta.producer_epoch,
+                    )
                 return exc.code
             if target is None:
                 return ErrorCode.NONE
-            error = await self._persist(shard, meta, target)
-            if finish and error == ErrorCode.NONE:
-                self._spawn_finish(shard, meta, target)
-            return error
+            then = self._finisher(shard, meta, target) if finish else None
+            return await self._persist(shard, meta, target, then)
 
     def describe(self, transactional_id: str) -> TxnDescription | ErrorCode:
         if not transactional_id:
@@ -600,15 +705,14 @@ class TransactionCoordinator:
                     if not self._current(shard) or not meta.timed_out(self.clock()):
                         continue
                     target = meta.begin_fence(self.clock())
-                    if await self._persist(shard, meta, target) == ErrorCode.NONE:
-                        log.info(
-                            "Aborting transaction of %s (producer %d): older than its timeout "
-                            "of %d ms",
-                            meta.transactional_id,
-                            meta.producer_id,
-                            meta.timeout_ms,
-                        )
-                        self._spawn_finish(shard, meta, target)
+                    log.info(
+                        "Aborting transaction of %s (producer %d): older than its timeout of %d ms",
+                        meta.transactional_id,
+                        meta.producer_id,
+                        meta.timeout_ms,
+                    )
+                    then = self._finisher(shard, meta, target)
+                    if await self._persist(shard, meta, target, then) == ErrorCode.NONE:
                         aborted += 1
         return aborted
 

@@ -18,7 +18,10 @@ append failed. Rules kept (transactions version 1: the epoch is not bumped per t
 - A request with a stale epoch is PRODUCER_FENCED (handlers map it to INVALID_PRODUCER_EPOCH
   for old versions); a producer id that is not the id's is INVALID_PRODUCER_ID_MAPPING.
 - PrepareCommit/PrepareAbort carry the partition set the markers go to; CompleteCommit/
-  CompleteAbort and Empty carry none.
+  CompleteAbort and Empty carry none. While a transaction is PrepareCommit/PrepareAbort its
+  markers are being written (Kafka's pending CompleteCommit/CompleteAbort), so EndTxn of
+  either result is CONCURRENT_TRANSACTIONS; INVALID_TXN_STATE is EndTxn on Empty, or of the
+  other result on CompleteCommit/CompleteAbort, as in Kafka's ``handleEndTransaction``.
 """
 
 from __future__ import annotations
@@ -268,7 +271,10 @@ class TxnMetadata:
             return self._prepare(replace(self.snapshot(), state=target, last_update_ms=now_ms))
         if state is (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT):
             return None
-        if state is (TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT):
+        if state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            # Kafka holds CompleteCommit/CompleteAbort pending while the markers are written,
+            # and its pending check comes before the state table: either result is
+            # CONCURRENT_TRANSACTIONS until the transaction is complete.
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
         raise TxnError(
             ErrorCode.INVALID_TXN_STATE,
