@@ -29,6 +29,7 @@ from typing import Any
 from sparklog.broker.context import BrokerContext
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
+from sparklog.protocol.records import RecordValidationError
 from sparklog.protocol.types import nbytes
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,12 @@ async def _produce_partition(
         outcome = await ctx.replica_manager.append(name, index, writable, acks, timeout_ms)
     except KafkaApiError as exc:
         ctx.topic_metrics.produce_failed(name)
-        return _error_partition(index, exc.code, exc.message)
+        failed = _error_partition(index, exc.code, exc.message)
+        if isinstance(exc, RecordValidationError):
+            failed["record_errors"] = [
+                {"batch_index": i, "batch_index_error_message": m} for i, m in exc.record_errors
+            ]
+        return failed
     except Exception as exc:  # storage errors carry a Kafka error code
         code = getattr(exc, "error_code", None)
         if code is None:

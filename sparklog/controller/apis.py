@@ -51,6 +51,9 @@ ALTER_CONFIGS: Final = 33
 ELECT_LEADERS: Final = 43
 ALTER_PARTITION_REASSIGNMENTS: Final = 45
 LIST_PARTITION_REASSIGNMENTS: Final = 46
+CREATE_ACLS: Final = 30
+DELETE_ACLS: Final = 31
+ALTER_CLIENT_QUOTAS: Final = 49
 
 ADMIN_OPERATIONS: Final = {
     CREATE_TOPICS: "create_topics",
@@ -61,6 +64,9 @@ ADMIN_OPERATIONS: Final = {
     ELECT_LEADERS: "elect_leaders",
     ALTER_PARTITION_REASSIGNMENTS: "alter_partition_reassignments",
     LIST_PARTITION_REASSIGNMENTS: "list_partition_reassignments",
+    CREATE_ACLS: "create_acls",
+    DELETE_ACLS: "delete_acls",
+    ALTER_CLIENT_QUOTAS: "alter_client_quotas",
 }
 LIFECYCLE_KEYS: Final = frozenset(
     {
@@ -137,6 +143,25 @@ def error_body(
         return {"throttle_time_ms": 0, "error_code": c, "replica_election_results": results}
     if api_key == ALTER_PARTITION_REASSIGNMENTS:
         return {"throttle_time_ms": 0, "error_code": c, "error_message": message, "responses": []}
+    if api_key == CREATE_ACLS:
+        results = [{"error_code": c, "error_message": message} for _ in body.get("creations") or ()]
+        return {"throttle_time_ms": 0, "results": results}
+    if api_key == DELETE_ACLS:
+        return {
+            "throttle_time_ms": 0,
+            "filter_results": [
+                {"error_code": c, "error_message": message, "matching_acls": []}
+                for _ in body.get("filters") or ()
+            ],
+        }
+    if api_key == ALTER_CLIENT_QUOTAS:
+        return {
+            "throttle_time_ms": 0,
+            "entries": [
+                {"error_code": c, "error_message": message, "entity": e.get("entity") or []}
+                for e in body.get("entries") or ()
+            ],
+        }
     if api_key == LIST_PARTITION_REASSIGNMENTS:
         return {"throttle_time_ms": 0, "error_code": c, "error_message": message, "topics": []}
     return {"throttle_time_ms": 0, "error_code": c, "error_message": message}

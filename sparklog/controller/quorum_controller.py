@@ -55,6 +55,7 @@ from sparklog.controller.replication_control import (
     remove_broker_from_isrs,
 )
 from sparklog.controller.result import ControllerResult
+from sparklog.controller.security_control import alter_client_quotas, create_acls, delete_acls
 from sparklog.controller.topics import (
     TopicDefaults,
     create_partitions,
@@ -312,6 +313,25 @@ class QuorumController:
     ) -> ControllerResult[dict[str, Any]]:
         """AlterConfigs (33): whole-resource replace (see :mod:`sparklog.controller.configs`)."""
         records, response = alter_configs(self._image, request, self._defaults.config_policy)
+        return self._result(records, response)
+
+    def create_acls(
+        self, request: Mapping[str, Any], version: int
+    ) -> ControllerResult[dict[str, Any]]:
+        """CreateAcls (30), see :mod:`sparklog.controller.security_control`."""
+        records, response = create_acls(self._image, request, random_uuid_bytes)
+        return self._result(records, response)
+
+    def delete_acls(
+        self, request: Mapping[str, Any], version: int
+    ) -> ControllerResult[dict[str, Any]]:
+        records, response = delete_acls(self._image, request)
+        return self._result(records, response)
+
+    def alter_client_quotas(
+        self, request: Mapping[str, Any], version: int
+    ) -> ControllerResult[dict[str, Any]]:
+        records, response = alter_client_quotas(self._image, request)
         return self._result(records, response)
 
     def alter_partition(

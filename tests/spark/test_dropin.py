@@ -1,10 +1,14 @@
 """``format("sparklog")`` resolves in a fresh Python process with no ``register`` call: Spark 4's
 lookup of installed Python data sources finds the top-level ``pyspark_sparklog`` module.
 
-The child process gets what any user's process gets (the venv's interpreter for the workers and
-the checkout on ``PYTHONPATH``, as an installed package would be on ``sys.path``) and nothing
-else: it never imports sparklog itself. It reads a hand-written store (store only) in batch and
-resolves a stream over it.
+Two ways a user's process gets the package, each tested in a fresh process that never imports
+sparklog itself (it reads a hand-written store, store only, in batch and resolves a stream over
+it):
+- the README's install mode, ``pip install -e .`` (a setuptools editable install), into a
+  fresh virtual environment that borrows the project venv's dependencies: Spark's lookup lists
+  modules with ``pkgutil.iter_modules``, which sees only ``sys.path`` entries, not the import
+  hook a non-flat editable install would add (the bug this test keeps fixed);
+- the checkout on ``PYTHONPATH`` (what a regular install puts on ``sys.path``).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from tests.spark.support import REPO, SPARK_MARKS
 from tests.unit.connector.store_builder import Row, StoreBuilder
@@ -41,16 +47,45 @@ CHILD = textwrap.dedent(
 )
 
 
-def test_format_resolves_without_registration(tmp_path: Path) -> None:
+def _editable_venv(base: Path) -> Path:
+    """A fresh venv with sparklog installed as the README does (``pip install -e``), its other
+    dependencies borrowed from the project venv through a ``.pth`` line; its interpreter."""
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    borrowed = [p for p in sys.path if p.endswith("site-packages")]
+    (Path(site) / "_borrowed.pth").write_text("\n".join(borrowed) + "\n")
+    install = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q"]
+    subprocess.run(
+        [*install, "--no-deps", "--no-build-isolation", "-e", str(REPO)],
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
+    return python
+
+
+@pytest.mark.parametrize("install", ["editable", "pythonpath"])
+def test_format_resolves_without_registration(tmp_path: Path, install: str) -> None:
     store = StoreBuilder(tmp_path / "store")
     store.add_partition("dropin", 0, [[Row(o, 1_000 + o) for o in range(25)]])
-    env = {
-        **os.environ,
-        "PYSPARK_PYTHON": sys.executable,
-        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
-    }
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if install == "editable":
+        python = str(_editable_venv(tmp_path))
+    else:
+        python = sys.executable
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p
+        )
+    env["PYSPARK_PYTHON"] = python
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, store.url],
+        [python, "-c", CHILD, store.url],
         capture_output=True,
         text=True,
         timeout=300,

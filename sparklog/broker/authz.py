@@ -1,0 +1,373 @@
+"""Every client API's authorization, as Kafka's ``KafkaApis`` does it, around the handlers.
+
+When ``authorizer.class.name`` is set, :func:`authorized_call` runs before a request's handler
+(the handlers themselves know nothing of principals). Per API it either
+
+- refuses the whole request with the code a Kafka client expects (GROUP_AUTHORIZATION_FAILED for
+  JoinGroup without READ on the group, CLUSTER_AUTHORIZATION_FAILED for ElectLeaders without
+  ALTER on the cluster, TRANSACTIONAL_ID_AUTHORIZATION_FAILED for EndTxn without WRITE on the
+  transactional id, ...), or
+- removes the resources the principal may not touch from the request, lets the handler serve
+  the rest, and adds those resources back to the response with TOPIC_AUTHORIZATION_FAILED (or
+  the resource's code), in Kafka's places: per partition for Produce, Fetch, ListOffsets,
+  OffsetCommit; per topic for CreateTopics, DeleteTopics; per resource for DescribeConfigs;
+- or filters what the response lists: Metadata and DescribeTopicPartitions leave out topics the
+  principal may not DESCRIBE (a topic asked for by name answers TOPIC_AUTHORIZATION_FAILED),
+  ListGroups / ListTransactions list only describable groups / transactional ids.
+
+Inter-broker requests need CLUSTER_ACTION on the cluster: a replica's Fetch or
+OffsetForLeaderEpoch, WriteTxnMarkers, AddPartitionsToTxn v4+ (verification). An API this module
+has no rule for is refused unless the principal may ALTER the cluster (fail closed).
+
+Checks cost a few dictionary look-ups per topic or group, never per record. The operations per
+API are those of Kafka 4.x's ``KafkaApis`` / ``AuthHelper`` (see the tables below).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sparklog.broker.authz_groups import GROUP_RULES
+from sparklog.broker.authz_support import (
+    Check,
+    Rule,
+    Serve,
+    error_response,
+    per_topic,
+    split,
+)
+from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.headers import Request
+from sparklog.security.acls import AclOperation as Op
+from sparklog.security.acls import ResourceType as Res
+from sparklog.security.authorizer import StandardAuthorizer
+from sparklog.security.principal import SessionContext
+
+TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+@dataclass(frozen=True, slots=True)
+class _Simple:
+    """The whole request needs ``operation`` on the cluster."""
+
+    operation: Op
+
+    async def __call__(self, check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+        if check.cluster(self.operation):
+            return await serve(request)
+        return error_response(request, CLUSTER_DENIED)
+
+
+async def _produce(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+    body = request.body
+    txn = body.get("transactional_id")
+    if txn is not None and not check.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, txn):
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        return _produce_errors(request, body["topic_data"], code, everything=True)
+    return await per_topic(
+        check,
+        request,
+        serve,
+        Op.WRITE,
+        req_topics="topic_data",
+        req_partitions="partition_data",
+        req_index="index",
+        rsp_topics="responses",
+        rsp_partitions="partition_responses",
+        rsp_index="index",
+        extra={"base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1},
+    )
+
+
+def _produce_errors(
+    request: Request, topics: list[dict[str, Any]], code: ErrorCode, everything: bool
+) -> dict[str, Any] | None:
+    if request.body.get("acks", -1) == 0:
+        return None
+    return {
+        "throttle_time_ms": 0,
+        "responses": [
+            {
+                "name": t.get("name", ""),
+                "topic_id": t.get("topic_id"),
+                "partition_responses": [
+                    {"index": p["index"], "error_code": int(code), "base_offset": -1}
+                    for p in t["partition_data"]
+                ],
+            }
+            for t in topics
+        ],
+    }
+
+
+def _is_replica(body: dict[str, Any]) -> bool:
+    state = body.get("replica_state") or {}
+    return int(body.get("replica_id", -1)) >= 0 or int(state.get("replica_id", -1)) >= 0
+
+
+async def _fetch(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+    if _is_replica(request.body):
+        if check.cluster(Op.CLUSTER_ACTION):
+            return await serve(request)
+        return {"throttle_time_ms": 0, "error_code": int(CLUSTER_DENIED), "responses": []}
+    return await per_topic(
+        check,
+        request,
+        serve,
+        Op.READ,
+        name_key="topic",
+        req_partitions="partitions",
+        req_index="partition",
+        rsp_topics="responses",
+        rsp_name="topic",
+        rsp_partitions="partitions",
+        rsp_index="partition_index",
+        extra={"high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1},
+    )
+
+
+async def _offset_for_leader_epoch(
+    check: Check, request: Request, serve: Serve
+) -> dict[str, Any] | None:
+    if int(request.body.get("replica_id", -1)) >= 0:
+        if check.cluster(Op.CLUSTER_ACTION):
+            return await serve(request)
+        return error_response(request, CLUSTER_DENIED)
+    return await per_topic(
+        check,
+        request,
+        serve,
+        Op.DESCRIBE,
+        name_key="topic",
+        req_partitions="partitions",
+        req_index="partition",
+        rsp_name="topic",
+        rsp_partitions="partitions",
+        rsp_index="partition",
+        extra={"leader_epoch": -1, "end_offset": -1},
+    )
+
+
+def _topic_partitions_rule(
+    operation: Op,
+    req_partitions: str,
+    req_index: str | None,
+    rsp_index: str,
+    extra: dict[str, Any] | None = None,
+) -> Rule:
+    async def rule(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+        return await per_topic(
+            check,
+            request,
+            serve,
+            operation,
+            req_partitions=req_partitions,
+            req_index=req_index,
+            rsp_index=rsp_index,
+            extra=extra or {},
+        )
+
+    return rule
+
+
+async def _metadata(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+    body = request.body
+    requested = body.get("topics")
+    denied: list[dict[str, Any]] = []
+    if requested:
+        allowed, denied = split(requested, lambda t: check.topic(Op.DESCRIBE, t, "name"))
+        if request.header.api_version > 0:
+            request = replace(request, body={**body, "topics": allowed})
+    response = await serve(request)
+    if response is None:
+        return None
+    denied_names = {t.get("name") for t in denied}
+    response["topics"] = [
+        t
+        for t in response.get("topics") or ()
+        if t.get("name") not in denied_names and check.topic(Op.DESCRIBE, t, "name")
+    ]
+    for topic in denied:
+        response["topics"].append(
+            {
+                "error_code": int(TOPIC_DENIED),
+                "name": topic.get("name"),
+                "topic_id": topic.get("topic_id") or bytes(16),
+                "is_internal": False,
+                "partitions": [],
+            }
+        )
+    return response
+
+
+async def _describe_topic_partitions(
+    check: Check, request: Request, serve: Serve
+) -> dict[str, Any] | None:
+    response = await serve(request)
+    if response is None:
+        return None
+    topics = []
+    for topic in response.get("topics") or ():
+        if check.topic(Op.DESCRIBE, topic, "name"):
+            topics.append(topic)
+        elif request.body.get("topics"):
+            topics.append({**topic, "error_code": int(TOPIC_DENIED), "partitions": []})
+    response["topics"] = topics
+    return response
+
+
+def _per_topic_named(operation: Op, rsp_topics: str, alt_create: bool = False) -> Rule:
+    """CreateTopics / DeleteTopics / CreatePartitions: one result per topic name."""
+
+    async def rule(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+        body = request.body
+
+        def ok(topic: dict[str, Any]) -> bool:
+            if alt_create and check.cluster(Op.CREATE):
+                return True
+            return check.topic(operation, topic, "name")
+
+        topics = list(body.get("topics") or ())
+        allowed, denied = split(topics, ok)
+        names = list(body.get("topic_names") or ())
+        allowed_names = [n for n in names if ok({"name": n})]
+        denied += [{"name": n} for n in names if n not in allowed_names]
+        if allowed or allowed_names or not denied:
+            response = await serve(
+                replace(request, body={**body, "topics": allowed, "topic_names": allowed_names})
+            )
+        else:
+            response = {"throttle_time_ms": 0, rsp_topics: []}
+        if response is None:
+            return None
+        for topic in denied:
+            response.setdefault(rsp_topics, []).append(
+                {
+                    "name": topic.get("name"),
+                    "topic_id": topic.get("topic_id") or bytes(16),
+                    "error_code": int(TOPIC_DENIED),
+                    "error_message": None,
+                }
+            )
+        return response
+
+    return rule
+
+
+_CONFIG_RESOURCES = {2: Res.TOPIC, 4: Res.CLUSTER, 8: Res.CLUSTER, 32: Res.GROUP}
+_CONFIG_DENIED = {
+    Res.TOPIC: TOPIC_DENIED,
+    Res.CLUSTER: CLUSTER_DENIED,
+    Res.GROUP: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+}
+
+
+def _configs_rule(operation: Op, rsp_key: str) -> Rule:
+    """DescribeConfigs / AlterConfigs / IncrementalAlterConfigs: per resource."""
+
+    async def rule(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+        body = request.body
+        denied: list[tuple[dict[str, Any], ErrorCode]] = []
+        allowed = []
+        for resource in body.get("resources") or ():
+            rtype = _CONFIG_RESOURCES.get(int(resource["resource_type"]))
+            if rtype is None:
+                allowed.append(resource)  # the handler answers an unsupported type
+                continue
+            name = resource["resource_name"] if rtype != Res.CLUSTER else None
+            if check.allowed(operation, rtype, name):
+                allowed.append(resource)
+            else:
+                denied.append((resource, _CONFIG_DENIED[rtype]))
+        if allowed or not denied:
+            response = await serve(replace(request, body={**body, "resources": allowed}))
+        else:
+            response = {"throttle_time_ms": 0, rsp_key: []}
+        if response is None:
+            return None
+        for resource, code in denied:
+            response.setdefault(rsp_key, []).append(
+                {
+                    "error_code": int(code),
+                    "error_message": None,
+                    "resource_type": resource["resource_type"],
+                    "resource_name": resource["resource_name"],
+                    "configs": [],
+                }
+            )
+        return response
+
+    return rule
+
+
+async def _describe_log_dirs(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+    if check.cluster(Op.DESCRIBE):
+        return await serve(request)
+    return {"throttle_time_ms": 0, "error_code": int(CLUSTER_DENIED), "results": []}
+
+
+async def _unrestricted(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+    return await serve(request)
+
+
+RULES: dict[int, Rule] = {
+    0: _produce,
+    1: _fetch,
+    2: _topic_partitions_rule(
+        Op.DESCRIBE,
+        "partitions",
+        "partition_index",
+        "partition_index",
+        {"timestamp": -1, "offset": -1, "leader_epoch": -1},
+    ),
+    3: _metadata,
+    19: _per_topic_named(Op.CREATE, "topics", alt_create=True),
+    20: _per_topic_named(Op.DELETE, "responses"),
+    21: _topic_partitions_rule(Op.DELETE, "partitions", "partition_index", "partition_index"),
+    23: _offset_for_leader_epoch,
+    27: _Simple(Op.CLUSTER_ACTION),
+    29: _Simple(Op.DESCRIBE),
+    30: _Simple(Op.ALTER),
+    31: _Simple(Op.ALTER),
+    32: _configs_rule(Op.DESCRIBE_CONFIGS, "results"),
+    33: _configs_rule(Op.ALTER_CONFIGS, "responses"),
+    35: _describe_log_dirs,
+    37: _per_topic_named(Op.ALTER, "results"),
+    43: _Simple(Op.ALTER),
+    44: _configs_rule(Op.ALTER_CONFIGS, "responses"),
+    45: _Simple(Op.ALTER),
+    46: _Simple(Op.DESCRIBE),
+    48: _Simple(Op.DESCRIBE_CONFIGS),
+    49: _Simple(Op.ALTER_CONFIGS),
+    55: _Simple(Op.DESCRIBE),
+    60: _unrestricted,
+    61: _topic_partitions_rule(Op.READ, "partition_indexes", None, "partition_index"),
+    74: _Simple(Op.DESCRIBE_CONFIGS),
+    75: _describe_topic_partitions,
+    80: _Simple(Op.ALTER),
+    81: _Simple(Op.ALTER),
+    # SaslHandshake, SaslAuthenticate, ApiVersions: before or without authorization.
+    17: _unrestricted,
+    36: _unrestricted,
+    18: _unrestricted,
+}
+RULES.update(GROUP_RULES)
+_FAIL_CLOSED = _Simple(Op.ALTER)
+
+
+async def authorized_call(
+    authorizer: StandardAuthorizer,
+    session: SessionContext,
+    request: Request,
+    serve: Callable[[Request], Awaitable[dict[str, Any] | None]],
+    topic_name: Callable[[bytes], str | None],
+) -> dict[str, Any] | None:
+    """Serve ``request`` for ``session``'s principal as the module docstring says."""
+    check = Check(authorizer, session.principal, session.client_host, topic_name)
+    if authorizer.is_super_user(session.principal):
+        return await serve(request)
+    rule = RULES.get(request.api.key, _FAIL_CLOSED)
+    return await rule(check, request, serve)

@@ -1,0 +1,143 @@
+"""What the per-API authorization rules share (:mod:`sparklog.broker.authz`).
+
+- :class:`Check` asks the authorizer for one principal and client host, resolving topic ids to
+  names through the image (an unknown id is left for the handler to answer UNKNOWN_TOPIC_ID).
+- :func:`per_topic` is the common "topics with partitions" shape: unauthorized topics leave the
+  request and come back in the response with the denial code on each of their partitions.
+- :func:`error_response` is a whole request refused with one code, in the place a client reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, TypeVar
+
+from sparklog.controller.apis import error_body
+from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.headers import Request
+from sparklog.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from sparklog.security.authorizer import StandardAuthorizer
+from sparklog.security.principal import KafkaPrincipal
+
+Serve = Callable[[Request], Awaitable[dict[str, Any] | None]]
+T = TypeVar("T")
+_NO_ID = bytes(16)
+
+
+class Rule(Protocol):
+    async def __call__(
+        self, check: Check, request: Request, serve: Serve
+    ) -> dict[str, Any] | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    authorizer: StandardAuthorizer
+    principal: KafkaPrincipal
+    host: str
+    topic_name: Callable[[bytes], str | None]
+
+    def allowed(
+        self, operation: AclOperation, resource_type: ResourceType, name: str | None
+    ) -> bool:
+        return self.authorizer.authorize(
+            self.principal, self.host, operation, resource_type, name or CLUSTER_NAME
+        )
+
+    def cluster(self, operation: AclOperation) -> bool:
+        return self.allowed(operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+    def by_type(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        return self.authorizer.authorize_by_resource_type(
+            self.principal, self.host, operation, resource_type
+        )
+
+    def topic(self, operation: AclOperation, entry: dict[str, Any], name_key: str = "name") -> bool:
+        name = entry.get(name_key)
+        if not name:
+            topic_id = bytes(entry.get("topic_id") or _NO_ID)
+            if topic_id == _NO_ID:
+                return True
+            name = self.topic_name(topic_id)
+            if name is None:
+                return True
+        return self.allowed(operation, ResourceType.TOPIC, name)
+
+
+def split(items: list[T], ok: Callable[[T], bool]) -> tuple[list[T], list[T]]:
+    allowed: list[T] = []
+    denied: list[T] = []
+    for item in items:
+        (allowed if ok(item) else denied).append(item)
+    return allowed, denied
+
+
+def error_response(request: Request, code: ErrorCode) -> dict[str, Any]:
+    body = request.body
+    if request.api.key == 27:  # WriteTxnMarkers: per partition
+        return {
+            "markers": [
+                {
+                    "producer_id": m["producer_id"],
+                    "topics": [
+                        {
+                            "name": t["name"],
+                            "partitions": [
+                                {"partition_index": p, "error_code": int(code)}
+                                for p in t["partition_indexes"]
+                            ],
+                        }
+                        for t in m["topics"]
+                    ],
+                }
+                for m in body.get("markers") or ()
+            ]
+        }
+    return error_body(request.api.key, body, code, "")
+
+
+async def per_topic(
+    check: Check,
+    request: Request,
+    serve: Serve,
+    operation: AclOperation,
+    *,
+    req_topics: str = "topics",
+    name_key: str = "name",
+    req_partitions: str,
+    req_index: str | None,
+    rsp_topics: str = "topics",
+    rsp_name: str = "name",
+    rsp_partitions: str = "partitions",
+    rsp_index: str,
+    extra: dict[str, Any],
+    code: ErrorCode = ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+) -> dict[str, Any] | None:
+    body = request.body
+    topics = list(body.get(req_topics) or ())
+    allowed, denied = split(topics, lambda t: check.topic(operation, t, name_key))
+    if not denied:
+        return await serve(request)
+    response: dict[str, Any] | None
+    if allowed:
+        response = await serve(replace(request, body={**body, req_topics: allowed}))
+    else:
+        response = {"throttle_time_ms": 0, "error_code": 0, rsp_topics: []}
+        if request.api.key == 0 and body.get("acks", -1) == 0:
+            response = None
+    if response is None:
+        return None
+    for topic in denied:
+        partitions = []
+        for partition in topic.get(req_partitions) or ():
+            index = partition if req_index is None else partition[req_index]
+            partitions.append({rsp_index: index, "error_code": int(code), **extra})
+        response.setdefault(rsp_topics, []).append(
+            {
+                rsp_name: topic.get(name_key) or "",
+                "topic_id": topic.get("topic_id") or _NO_ID,
+                rsp_partitions: partitions,
+            }
+        )
+    return response

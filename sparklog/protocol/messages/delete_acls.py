@@ -1,0 +1,51 @@
+"""DeleteAcls (key 31): delete the ACL bindings each filter selects.
+
+Declared from Apache Kafka's DeleteAclsRequest/Response (validVersions 0-3, flexible 2+; 4.0
+serves 1-3). v1 adds the pattern type.
+"""
+
+from sparklog.protocol.schema import api, array, field, message
+
+REQUEST = message(
+    "DeleteAclsRequest",
+    "0-3",
+    "2+",
+    array(
+        "filters",
+        field("resource_type_filter", "int8"),
+        field("resource_name_filter", "string", nullable="0+", default=None),
+        field("pattern_type_filter", "int8", "1+", default=3),
+        field("principal_filter", "string", nullable="0+", default=None),
+        field("host_filter", "string", nullable="0+", default=None),
+        field("operation", "int8"),
+        field("permission_type", "int8"),
+    ),
+)
+
+RESPONSE = message(
+    "DeleteAclsResponse",
+    "0-3",
+    "2+",
+    field("throttle_time_ms", "int32"),
+    array(
+        "filter_results",
+        field("error_code", "int16"),
+        field("error_message", "string", nullable="0+", default=None),
+        array(
+            "matching_acls",
+            field("error_code", "int16"),
+            field("error_message", "string", nullable="0+", default=None),
+            field("resource_type", "int8"),
+            field("resource_name", "string"),
+            field("pattern_type", "int8", "1+", default=3),
+            field("principal", "string"),
+            field("host", "string"),
+            field("operation", "int8"),
+            field("permission_type", "int8"),
+        ),
+    ),
+)
+
+DELETE_ACLS = api(
+    31, "DeleteAcls", "1-3", REQUEST, RESPONSE, listeners=frozenset({"broker", "controller"})
+)
