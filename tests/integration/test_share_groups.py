@@ -1,0 +1,239 @@
+"""KIP-932 share groups with confluent-kafka's ShareConsumer (librdkafka's share consumer).
+
+One node with share groups enabled, an acquisition lock of 5 s and a delivery count limit of 3.
+Every test first waits until its group's share-partition exists (``share.auto.offset.reset`` is
+``latest``, Kafka's default: warm-up records are produced until a member receives one), then
+produces the records it checks:
+
+- three members of one group on a single partition each get records, and every record is
+  delivered exactly once with implicit acknowledgement;
+- explicit acknowledgement: a RELEASEd record comes back with delivery count 2, a REJECTed one
+  never comes back, ACCEPTed ones never come back;
+- a member that closes holding unacknowledged records, and one that stalls past the lock
+  duration, have their records delivered to another member;
+- a record released on every delivery is archived after the delivery count limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+pytest.importorskip("confluent_kafka")
+from confluent_kafka import AcknowledgeType, ShareConsumer
+
+from tests.integration.ck_helpers import create_topic, make_producer
+from tests.integration.conftest import NodeFactory, unique_topic
+from tests.integration.node_harness import Node
+
+pytestmark = pytest.mark.integration
+
+LOCK_MS = 5000
+DELIVERY_LIMIT = 3
+DEADLINE_S = 90.0
+WARMUP = b"warmup"
+
+
+@pytest.fixture(scope="module")
+def share_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
+    factory = NodeFactory(tmp_path_factory.mktemp("share-node"))
+    try:
+        yield factory.create(
+            {
+                "group.share.enable": "true",
+                "group.share.record.lock.duration.ms": LOCK_MS,
+                "group.share.delivery.count.limit": DELIVERY_LIMIT,
+                "group.share.heartbeat.interval.ms": 1000,
+            }
+        )
+    finally:
+        factory.close()
+
+
+def share_consumer(node: Node, group: str, topic: str, explicit: bool = False) -> Any:
+    consumer = ShareConsumer(
+        {
+            "bootstrap.servers": node.bootstrap,
+            "group.id": group,
+            "share.acknowledgement.mode": "explicit" if explicit else "implicit",
+        }
+    )
+    consumer.subscribe([topic])
+    return consumer
+
+
+@contextmanager
+def closing(consumers: list[Any]) -> Iterator[list[Any]]:
+    try:
+        yield consumers
+    finally:
+        for c in consumers:
+            with contextlib.suppress(Exception):  # a consumer the test closed already
+                c.close()
+
+
+def produce(node: Node, topic: str, values: list[bytes]) -> None:
+    producer = make_producer(node)
+    for value in values:
+        producer.produce(topic, value=value)
+    assert producer.flush(30) == 0
+
+
+def records(consumer: Any, timeout_s: float = 0.2) -> list[Any]:
+    out = []
+    for msg in consumer.poll(timeout_s):
+        assert msg.error() is None, msg.error()
+        out.append(msg)
+    return out
+
+
+def acknowledge_all(consumer: Any, msgs: list[Any], ack: Any = None) -> None:
+    for msg in msgs:
+        consumer.acknowledge(msg, ack if ack is not None else AcknowledgeType.ACCEPT)
+
+
+def warm_up(node: Node, topic: str, consumers: list[Any], explicit: bool = False) -> None:
+    """Produce warm-up records until a member receives one: the share-partition then exists
+    and every record produced afterwards is the group's."""
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        assert time.monotonic() < deadline, "no member received a warm-up record"
+        produce(node, topic, [WARMUP])
+        got = False
+        for c in consumers:
+            msgs = records(c, 0.5)
+            if explicit:
+                acknowledge_all(c, msgs)
+            got = got or any(m.value() == WARMUP for m in msgs)
+        if got:
+            return
+
+
+def test_members_share_one_partition_each_record_once(share_node: Node) -> None:
+    topic = unique_topic("share-once")
+    create_topic(share_node, topic, 1)
+    group = unique_topic("sg")
+    with closing([share_consumer(share_node, group, topic) for _ in range(3)]) as consumers:
+        warm_up(share_node, topic, consumers)
+        wanted = [f"r{i}".encode() for i in range(3000)]
+        delivered: dict[bytes, int] = {}
+        by_member: dict[int, int] = {i: 0 for i in range(len(consumers))}
+        deadline = time.monotonic() + DEADLINE_S
+        for start in range(0, len(wanted), 300):
+            produce(share_node, topic, wanted[start : start + 300])
+            for i, c in enumerate(consumers):
+                for msg in records(c, 0.1):
+                    if msg.value() != WARMUP:
+                        delivered[msg.value()] = delivered.get(msg.value(), 0) + 1
+                        by_member[i] += 1
+        while len(delivered) < len(wanted):
+            assert time.monotonic() < deadline, f"{len(wanted) - len(delivered)} never delivered"
+            for i, c in enumerate(consumers):
+                for msg in records(c):
+                    if msg.value() != WARMUP:
+                        delivered[msg.value()] = delivered.get(msg.value(), 0) + 1
+                        by_member[i] += 1
+        # Poll on a while: nothing accepted comes back.
+        settle = time.monotonic() + 3
+        while time.monotonic() < settle:
+            for c in consumers:
+                for msg in records(c):
+                    assert msg.value() == WARMUP, f"{msg.value()!r} delivered again"
+    assert set(delivered) == set(wanted)
+    assert [v for v, n in delivered.items() if n != 1] == []
+    assert all(n > 0 for n in by_member.values()), by_member
+
+
+def test_explicit_accept_release_reject(share_node: Node) -> None:
+    topic = unique_topic("share-explicit")
+    create_topic(share_node, topic, 1)
+    group = unique_topic("sg")
+    with closing([share_consumer(share_node, group, topic, explicit=True)]) as (consumer,):
+        warm_up(share_node, topic, [consumer], explicit=True)
+        produce(share_node, topic, [b"release-me", b"reject-me", b"accept-me"])
+        seen: list[tuple[bytes, int]] = []
+        deadline = time.monotonic() + DEADLINE_S
+        while (b"release-me", 2) not in seen:
+            assert time.monotonic() < deadline, f"seen {seen}"
+            msgs = records(consumer)
+            for msg in msgs:
+                seen.append((msg.value(), msg.delivery_count()))
+                if msg.value() == b"release-me" and msg.delivery_count() == 1:
+                    consumer.acknowledge(msg, AcknowledgeType.RELEASE)
+                elif msg.value() == b"reject-me":
+                    consumer.acknowledge(msg, AcknowledgeType.REJECT)
+                else:
+                    consumer.acknowledge(msg, AcknowledgeType.ACCEPT)
+            if msgs:
+                consumer.commit_sync()
+        settle = time.monotonic() + 3
+        while time.monotonic() < settle:
+            msgs = records(consumer)
+            seen += [(m.value(), m.delivery_count()) for m in msgs]
+            acknowledge_all(consumer, msgs)
+    values = [v for v, _ in seen if v != WARMUP]
+    assert values.count(b"reject-me") == 1
+    assert values.count(b"accept-me") == 1
+    assert [c for v, c in seen if v == b"release-me"] == [1, 2]
+
+
+def test_closed_or_stalled_member_records_go_to_another(share_node: Node) -> None:
+    topic = unique_topic("share-redeliver")
+    create_topic(share_node, topic, 1)
+    group = unique_topic("sg")
+    holder = share_consumer(share_node, group, topic, explicit=True)
+    other = share_consumer(share_node, group, topic)
+    with closing([holder, other]):
+        warm_up(share_node, topic, [holder], explicit=True)
+        for case in ("close", "stall"):
+            wanted = {f"{case}-{i}".encode() for i in range(5)}
+            produce(share_node, topic, sorted(wanted))
+            held: list[Any] = []
+            deadline = time.monotonic() + DEADLINE_S
+            while not held:
+                assert time.monotonic() < deadline, f"{case}: the holder got nothing"
+                held = [m for m in records(holder) if m.value() in wanted]
+            if case == "close":
+                holder.close()  # unacknowledged: released when its share session closes
+            # else: the holder never polls again; its locks expire after LOCK_MS
+            redelivered: dict[bytes, int] = {}
+            while not {m.value() for m in held} <= set(redelivered):
+                assert time.monotonic() < deadline, f"{case}: redelivered only {redelivered}"
+                for msg in records(other):
+                    redelivered[msg.value()] = msg.delivery_count()
+            assert all(redelivered[m.value()] == 2 for m in held), redelivered
+            if case == "close":
+                holder = share_consumer(share_node, group, topic, explicit=True)
+
+
+def test_delivery_count_limit_archives_a_record(share_node: Node) -> None:
+    topic = unique_topic("share-limit")
+    create_topic(share_node, topic, 1)
+    group = unique_topic("sg")
+    with closing([share_consumer(share_node, group, topic, explicit=True)]) as (consumer,):
+        warm_up(share_node, topic, [consumer], explicit=True)
+        produce(share_node, topic, [b"poison", b"after"])
+        counts: list[int] = []
+        deadline = time.monotonic() + DEADLINE_S
+        after_seen = False
+        quiet_until = None
+        while quiet_until is None or time.monotonic() < quiet_until:
+            assert time.monotonic() < deadline, f"poison deliveries {counts}"
+            msgs = records(consumer)
+            for msg in msgs:
+                if msg.value() == b"poison":
+                    counts.append(msg.delivery_count())
+                    consumer.acknowledge(msg, AcknowledgeType.RELEASE)
+                else:
+                    after_seen = after_seen or msg.value() == b"after"
+                    consumer.acknowledge(msg, AcknowledgeType.ACCEPT)
+            if msgs:
+                consumer.commit_sync()
+            if quiet_until is None and len(counts) >= DELIVERY_LIMIT and after_seen:
+                quiet_until = time.monotonic() + 3  # a further delivery would show by then
+    assert counts == list(range(1, DELIVERY_LIMIT + 1))
