@@ -80,6 +80,7 @@ from sparklog.node_plane import MetadataPlane, MetadataPlaneError
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import uuid_from_str
 from sparklog.readservice.server import ReadService, start_read_service
+from sparklog.security.authorizer import StandardAuthorizer
 from sparklog.security.listener_runtime import listener_runtime
 from sparklog.storage.manager import LogManager
 from sparklog.tiering.config import TieringConfig
@@ -266,6 +267,10 @@ class Node:
             int(config.get("max.incremental.fetch.session.cache.slots"))
         )
         register_fetch_session_metrics(self.metrics, ctx.fetch_sessions)
+        # authorizer.class.name: ACLs from the image this broker replays (None: allow all)
+        ctx.authorizer = StandardAuthorizer.from_config(
+            config, lambda: plane.loader.image.acls.acls
+        )
         ctx.topic_metrics = BrokerTopicMetrics(self.metrics)
         ctx.groups = GroupCoordinator.from_config(config, replica_manager)
         # Markers go to every partition leader: locally for ours, WriteTxnMarkers for others.

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from sparklog.config_keys import ConfigError
 from sparklog.security.acls import (
     IMPLIES_DESCRIBE,
     IMPLIES_DESCRIBE_CONFIGS,
@@ -44,7 +45,7 @@ from sparklog.security.principal import KafkaPrincipal
 STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
-class AuthorizerConfigError(ValueError):
+class AuthorizerConfigError(ConfigError):
     """A server configuration the authorizer cannot run with; names the key."""
 
 
