@@ -45,6 +45,7 @@ from sparklog.protocol.schema import Api
 from sparklog.protocol.types import Chunk, nbytes
 from sparklog.security.listener_runtime import ListenerRuntime
 from sparklog.security.principal import SessionContext
+from sparklog.security.sasl_server import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from sparklog.storage.errors import StorageError
 from sparklog.storage.slices import FileSlice
 
@@ -78,6 +79,8 @@ class Connection(asyncio.Protocol):
         # Who this connection is (User:ANONYMOUS until TLS or SASL says otherwise); the
         # authorizer and quotas read it.
         self.session = SessionContext(server.name, server.security_protocol)
+        # SASL listeners: authentication state; requests other than SASL's wait for it.
+        self._sasl = server.security.new_sasl(self.session) if server.security else None
 
     # -- asyncio.Protocol callbacks -------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -162,6 +165,8 @@ class Connection(asyncio.Protocol):
         except ProtocolError as exc:
             self._abort(f"invalid request: {exc}")
             return
+        if self._sasl is not None and self._sasl_step(request):
+            return
         body = await server.handler(request, self)
         handled = time.monotonic()
         if body is not None and not self._closed:
@@ -180,6 +185,37 @@ class Connection(asyncio.Protocol):
                 local_ms=(handled - started) * 1000.0,
                 send_ms=(time.monotonic() - handled) * 1000.0,
             )
+
+    def _sasl_step(self, request: Request) -> bool:
+        """Run the SASL gate and SASL requests; True when the request was consumed here."""
+        sasl = self._sasl
+        assert sasl is not None
+        key = request.api.key
+        now_ms = time.monotonic() * 1000.0
+        refused = sasl.gate(key, now_ms)
+        if refused is not None:
+            self._abort(refused)
+            return True
+        if key not in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+            return False
+        header = request.header
+        if key == SASL_HANDSHAKE:
+            reply = sasl.handshake(request.body)
+        else:
+            reply = sasl.authenticate(request.body, header.api_version, now_ms)
+        if reply.body is not None:
+            self._write(
+                encode_response(request.api, header.api_version, header.correlation_id, reply.body)
+            )
+        if reply.close:
+            log.info(
+                "Failed authentication with %s on %s (%s)",
+                self.peer,
+                self._server.name,
+                reply.reason,
+            )
+            self.close()
+        return True
 
     def _write(self, chunks: list[Chunk]) -> None:
         """Write byte chunks; small ones are joined so a response costs few syscalls."""
@@ -310,7 +346,8 @@ class KafkaServer:
         self.security_protocol = security.protocol if security is not None else "PLAINTEXT"
         self.host = host
         self.port = port
-        self.apis = apis
+        # SASL listeners also serve SaslHandshake and SaslAuthenticate.
+        self.apis = security.served_apis(apis) if security is not None else apis
         self.handler = handler
         self.max_request_bytes = max_request_bytes
         self.max_queued_requests = max_queued_requests

@@ -16,9 +16,18 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from sparklog.protocol.messages import API_BY_KEY
+from sparklog.protocol.schema import Api
 from sparklog.security.principal import SessionContext
+from sparklog.security.sasl_server import (
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    SaslSession,
+    ScramLookup,
+)
 from sparklog.security.server_config import ListenerSecurity, listener_security
 from sparklog.security.ssl_principal import NoMatchingRule, SslPrincipalMapper
 from sparklog.security.tls import peer_principal, server_context
@@ -28,10 +37,12 @@ if TYPE_CHECKING:
 
 
 class ListenerRuntime:
-    def __init__(self, security: ListenerSecurity) -> None:
+    def __init__(self, security: ListenerSecurity, scram_lookup: ScramLookup | None = None) -> None:
         self.security = security
+        self.scram_lookup = scram_lookup
         self.ssl_context: ssl.SSLContext | None = None
         self._mapper = SslPrincipalMapper("DEFAULT")
+        self._plain_users = security.plain_users()
         if security.ssl is not None:
             self.ssl_context = server_context(security.ssl)
             try:
@@ -49,6 +60,28 @@ class ListenerRuntime:
     def requires_sasl(self) -> bool:
         return self.security.uses_sasl
 
+    def served_apis(self, apis: Mapping[int, Api]) -> Mapping[int, Api]:
+        """``apis`` plus SaslHandshake and SaslAuthenticate on a SASL listener."""
+        if not self.requires_sasl:
+            return apis
+        return {
+            **apis,
+            SASL_HANDSHAKE: API_BY_KEY[SASL_HANDSHAKE],
+            SASL_AUTHENTICATE: API_BY_KEY[SASL_AUTHENTICATE],
+        }
+
+    def new_sasl(self, session: SessionContext) -> SaslSession | None:
+        """A new connection's SASL state machine; None when the listener is not SASL."""
+        if not self.requires_sasl:
+            return None
+        return SaslSession(
+            session,
+            self.security.mechanisms,
+            self._plain_users,
+            self.scram_lookup,
+            self.security.reauth_ms,
+        )
+
     def on_connect(self, session: SessionContext, transport: asyncio.BaseTransport) -> str | None:
         if self.protocol != "SSL":
             return None
@@ -60,9 +93,11 @@ class ListenerRuntime:
         return None
 
 
-def listener_runtime(config: ServerConfig, name: str) -> ListenerRuntime | None:
+def listener_runtime(
+    config: ServerConfig, name: str, scram_lookup: ScramLookup | None = None
+) -> ListenerRuntime | None:
     """The runtime of listener ``name``; None for PLAINTEXT (nothing to add on the hot path)."""
     security = listener_security(config, name)
     if security.protocol == "PLAINTEXT":
         return None
-    return ListenerRuntime(security)
+    return ListenerRuntime(security, scram_lookup)
