@@ -271,6 +271,7 @@ class Histogram:
 class MetricsRegistry:
     def __init__(self) -> None:
         self._metrics: dict[MetricName, tuple[Kind, Callable[[], MetricValue]]] = {}
+        self._collectors: dict[str, Callable[[], Iterable[Sample]]] = {}
 
     def gauge(self, name: MetricName, read: Callable[[], MetricValue]) -> None:
         self._metrics[name] = ("gauge", read)
@@ -321,6 +322,12 @@ class MetricsRegistry:
         """A counter kept elsewhere (an attribute of a component), read on demand."""
         self._metrics[name] = ("counter", read)
 
+    def collector(self, key: str, collect: Callable[[], Iterable[Sample]]) -> None:
+        """Metrics whose set changes (one per group and partition): ``collect`` is called at
+        every read and its samples follow the registered ones. Registering ``key`` again
+        replaces it; a collector that raises is left out of that read, as a gauge is."""
+        self._collectors[key] = collect
+
     def remove(self, name: MetricName) -> None:
         self._metrics.pop(name, None)
 
@@ -338,6 +345,11 @@ class MetricsRegistry:
                 _log.debug("metric %s unreadable: %r", name.display, exc)
                 continue
             out.append(Sample(name, kind, value))
+        for key, collect in list(self._collectors.items()):
+            try:
+                out.extend(collect())
+            except Exception as exc:
+                _log.debug("metric collector %s failed: %r", key, exc)
         return out
 
     def value(self, name: MetricName) -> MetricValue | None:

@@ -45,6 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sparklog.broker.alter_partition_sender import AlterPartitionSender
 from sparklog.broker.apis import BrokerApis, served_broker_apis
+from sparklog.broker.consumer_lag import local_high_watermark, register_consumer_lag
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.controller_channel import ControllerClient
 from sparklog.broker.fetch_session import FetchSessionCache
@@ -273,6 +274,9 @@ class Node:
         )
         ctx.topic_metrics = BrokerTopicMetrics(self.metrics)
         ctx.groups = GroupCoordinator.from_config(config, replica_manager)
+        register_consumer_lag(
+            self.metrics, ctx.groups.committed_offsets, local_high_watermark(replica_manager)
+        )
         # Markers go to every partition leader: locally for ours, WriteTxnMarkers for others.
         self.marker_channel = TxnMarkerChannel(
             config.node_id,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -532,6 +532,17 @@ class GroupCoordinator:
     def consumer_groups(self) -> list[ConsumerGroup]:
         """Every consumer (KIP-848) group of every partition we lead."""
         return [g for loaded in self._led_shards() for g in loaded.consumer.groups.values()]
+
+    def committed_offsets(self) -> Iterator[tuple[str, TopicPartition, int]]:
+        """``(group, partition, committed offset)`` of every loaded shard we still lead, for
+        metrics: it never loads a shard."""
+        for index, loaded in list(self._loaded.items()):
+            partition = self._leader_partition(index)
+            if partition is None or partition.leader_epoch != loaded.leader_epoch:
+                continue
+            for group_id, offsets in list(loaded.shard.offsets.items()):
+                for tp, value in list(offsets.items()):
+                    yield group_id, tp, value.offset
 
     # -- timers ---------------------------------------------------------------------------
     def _next_wait_s(self) -> float:

@@ -98,3 +98,52 @@ def test_rates_follow_the_load_and_prometheus_text_parses(node_factory: NodeFact
     assert sum(v for k, v in requests.items() if ("request", "Produce") in k) >= 1
     errors = samples["kafka_network_RequestMetrics_ErrorsPerSec_total"]
     assert errors[(("error", "NONE"), ("request", "Produce"))] >= 1
+
+
+def test_consumer_lag_grows_after_the_consumer_stops(node_factory: NodeFactory) -> None:
+    port = free_port()
+    node = node_factory.create({"sparklog.metrics.listener": f"127.0.0.1:{port}"})
+    url = f"http://127.0.0.1:{port}"
+    topic, group = unique_topic("lag"), unique_topic("lag-group")
+    admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": node.bootstrap})
+    for future in admin.create_topics([confluent_kafka.admin.NewTopic(topic, 2, 1)]).values():
+        future.result(30)
+    producer = confluent_kafka.Producer({"bootstrap.servers": node.bootstrap, "linger.ms": 5})
+    for i in range(100):
+        producer.produce(topic, value=b"v", partition=i % 2)
+    assert producer.flush(30) == 0
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": node.bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    got = 0
+    deadline = time.monotonic() + 60
+    while got < 100 and time.monotonic() < deadline:
+        got += len(consumer.consume(100, 1.0))
+    assert got == 100
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    for i in range(30):  # the consumer is gone: 20 more on partition 0, 10 on partition 1
+        producer.produce(topic, value=b"w", partition=0 if i < 20 else 1)
+    assert producer.flush(30) == 0
+
+    lag_bean = "sparklog:type=consumer-lag,name=records-lag"
+    metrics = fetch_metrics(url)
+    lags = {
+        p: metrics[f"{lag_bean},group={group},topic={topic},partition={p}"]["Value"] for p in (0, 1)
+    }
+    assert lags == {0: 20, 1: 10}
+    assert metrics[f"sparklog:type=consumer-lag,name=records-lag-max,group={group}"]["Value"] == 20
+    # The same lag as the AdminClient computes (committed offsets vs. high watermarks).
+    tps = [confluent_kafka.TopicPartition(topic, p) for p in (0, 1)]
+    request = confluent_kafka.ConsumerGroupTopicPartitions(group, tps)
+    committed = admin.list_consumer_group_offsets([request])[group].result(30)
+    specs = {tp: confluent_kafka.admin.OffsetSpec.latest() for tp in tps}
+    latest = {tp.partition: f.result(30).offset for tp, f in admin.list_offsets(specs).items()}
+    admin_lag = {c.partition: latest[c.partition] - c.offset for c in committed.topic_partitions}
+    assert admin_lag == lags
