@@ -9,6 +9,8 @@ with their time percentiles, labelled by request.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 import urllib.request
 
@@ -17,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sparklog.cli.metrics_tool import fetch_metrics
 from tests.integration.conftest import NodeFactory, unique_topic
-from tests.integration.node_harness import free_port
+from tests.integration.node_harness import REPO_ROOT, free_port
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -147,3 +149,21 @@ def test_consumer_lag_grows_after_the_consumer_stops(node_factory: NodeFactory) 
     latest = {tp.partition: f.result(30).offset for tp, f in admin.list_offsets(specs).items()}
     admin_lag = {c.partition: latest[c.partition] - c.offset for c in committed.topic_partitions}
     assert admin_lag == lags
+
+    # Every metric the shipped Grafana dashboard (deploy/grafana) queries is one this node
+    # exposes, under that exact name.
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
+        exposed = {
+            line.split()[2]
+            for line in response.read().decode().splitlines()
+            if line.startswith("# TYPE ")
+        }
+    dashboard = json.loads((REPO_ROOT / "deploy" / "grafana" / "sparklog-slis.json").read_text())
+    queried = {
+        name
+        for panel in dashboard["panels"]
+        for target in panel.get("targets", [])
+        for name in re.findall(r"\b(?:kafka|sparklog)_[A-Za-z0-9_]+", target["expr"])
+    }
+    assert len(queried) >= 10
+    assert queried <= exposed, sorted(queried - exposed)
