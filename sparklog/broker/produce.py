@@ -110,6 +110,12 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> dict[str, Any]
                 partitions.append(_done(_error_partition(index, ErrorCode.INVALID_REQUIRED_ACKS)))
             elif not name:
                 partitions.append(_done(_error_partition(index, unknown_code)))
+            elif acks != -1:
+                # Nothing to wait for but a flush: append in place, without a task per
+                # partition (and without yielding, so pipelined responses share a send).
+                partitions.append(
+                    _done(await _produce_partition(ctx, name, pdata, acks, timeout_ms))
+                )
             else:
                 partitions.append(
                     asyncio.ensure_future(_produce_partition(ctx, name, pdata, acks, timeout_ms))
@@ -118,7 +124,10 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> dict[str, Any]
         pending.append((header, partitions))
     responses: list[dict[str, Any]] = []
     for header, partitions in pending:
-        header["partition_responses"] = list(await asyncio.gather(*partitions))
+        if acks == -1:
+            header["partition_responses"] = list(await asyncio.gather(*partitions))
+        else:
+            header["partition_responses"] = [await p for p in partitions]
         responses.append(header)
     if acks == 0:
         return None

@@ -71,6 +71,11 @@ class Connection(asyncio.Protocol):
         self._can_write = asyncio.Event()
         self._can_write.set()
         self._transport: asyncio.Transport | None = None
+        # Responses written while the request loop runs without yielding go out in one send
+        # at the loop's next turn (pipelined small requests: one syscall for many responses).
+        self._out: list[bytes | memoryview] = []
+        self._out_bytes = 0
+        self._flush_scheduled = False
         self._task: asyncio.Task[None] | None = None
         self._reading_paused = False
         self._closed = False
@@ -233,13 +238,34 @@ class Connection(asyncio.Protocol):
                     return
             if nbytes(chunk) >= LARGE_CHUNK_BYTES:
                 if small:
-                    self._transport.write(b"".join(small))
+                    self._queue_out(b"".join(small))
                     small = []
+                self._flush()
                 self._transport.write(chunk)
             else:
                 small.append(chunk)
         if small:
-            self._transport.write(b"".join(small))
+            self._queue_out(b"".join(small))
+
+    def _queue_out(self, data: bytes | memoryview) -> None:
+        self._out.append(data)
+        self._out_bytes += nbytes(data)
+        if self._out_bytes >= LARGE_CHUNK_BYTES:
+            self._flush()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Write the queued responses in one transport write."""
+        self._flush_scheduled = False
+        out = self._out
+        if not out:
+            return
+        self._out = []
+        self._out_bytes = 0
+        if self._transport is not None and not self._closed:
+            self._transport.write(out[0] if len(out) == 1 else b"".join(out))
 
     async def _send(self, chunks: list[Chunk]) -> None:
         """Send a response; large file regions go straight from the page cache (sendfile)."""
@@ -247,6 +273,7 @@ class Connection(asyncio.Protocol):
         for index, chunk in enumerate(chunks):
             if isinstance(chunk, FileSlice) and chunk.length >= SENDFILE_MIN_BYTES:
                 self._write(chunks[start:index])
+                self._flush()
                 start = index + 1
                 if not await self._sendfile(chunk):
                     return
@@ -295,6 +322,7 @@ class Connection(asyncio.Protocol):
             self._transport.abort()
 
     def close(self) -> None:
+        self._flush()
         self._closed = True
         self._wakeup.set()
         if self._transport is not None:
@@ -321,6 +349,7 @@ class Connection(asyncio.Protocol):
                 await asyncio.wait_for(asyncio.shield(self._task), timeout_s)
             except (TimeoutError, asyncio.CancelledError):
                 self._task.cancel()
+        self._flush()
         if self._transport is not None and not self._transport.is_closing():
             self._transport.close()
 

@@ -10,13 +10,15 @@ process's CPU time (user + system, /proc/PID/stat) over the run divided by N: wh
 request costs the node from its bytes arriving to its response leaving (target <= 100 us).
 Printed next to the machine's limits measured in the same run: the CPU time of one empty
 Python call loop of N iterations in this process (an interpreter-speed yardstick) and the cores.
-``--profile FILE`` runs py-spy on the node during the run and writes a flame graph there.
+``--profile FILE`` runs py-spy on the node during the run and writes its collapsed stacks there
+(``--format raw``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -96,6 +98,9 @@ def main() -> int:
                         args.profile,
                         "--rate",
                         "500",
+                        "--format",
+                        "raw",
+                        "--nonblocking",
                     ],
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
@@ -105,7 +110,7 @@ def main() -> int:
             wall = produce_pipelined(node, topic, args.requests, args.window)
             cpu = node_cpu_s(node) - cpu_before
             if profiler is not None:
-                profiler.terminate()
+                profiler.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
                 profiler.wait(timeout=60)
         finally:
             node.stop()
