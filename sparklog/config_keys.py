@@ -238,6 +238,13 @@ DEFS: dict[str, ConfigDef] = {
         _d("group.share.session.timeout.ms", "int", 45000, minimum=1),
         _d("group.share.heartbeat.interval.ms", "int", 5000, minimum=1),
         _d("group.share.max.size", "int", 200, minimum=1),
+        # The share coordinator's __share_group_state (Kafka 4.x keys and defaults).
+        _d("share.coordinator.state.topic.num.partitions", "int", 50, minimum=1),
+        _d("share.coordinator.state.topic.replication.factor", "short", 3, minimum=1),
+        _d("share.coordinator.state.topic.min.isr", "short", 2, minimum=1),
+        _d("share.coordinator.state.topic.segment.bytes", "int", 104857600, minimum=1),
+        _d("share.coordinator.snapshot.update.records.per.snapshot", "int", 500, minimum=0),
+        _d("share.coordinator.write.timeout.ms", "int", 5000, minimum=1),
         _d("broker.heartbeat.interval.ms", "int", 2000),
         _d("broker.session.timeout.ms", "int", 9000),
         _d("initial.broker.registration.timeout.ms", "int", 60000),
@@ -293,8 +300,7 @@ _ACCEPTED_TEXT = """
     log.cleaner.io.max.bytes.per.second num.replica.alter.log.dirs.threads
     replica.socket.receive.buffer.bytes
     replica.high.watermark.checkpoint.interval.ms reserved.broker.max.id
-    share.coordinator.state.topic.replication.factor share.coordinator.state.topic.min.isr
-    share.coordinator.state.topic.num.partitions metric.reporters metrics.num.samples
+    metric.reporters metrics.num.samples
     metrics.sample.window.ms metrics.recording.level num.quota.samples offsets.commit.timeout.ms offsets.load.buffer.size
     transaction.partition.verification.enable unstable.api.versions.enable
     unstable.feature.versions.enable early.start.listeners

@@ -35,16 +35,14 @@ from sparklog.broker.offsets import (
 from sparklog.broker.produce import handle_produce
 from sparklog.broker.producer_ids import handle_init_producer_id
 from sparklog.broker.replica_state_apis import handle_describe_log_dirs, handle_describe_producers
-from sparklog.broker.share_fetch import (
-    handle_share_acknowledge,
-    handle_share_fetch,
-    share_groups_enabled,
-)
+from sparklog.broker.share_fetch import handle_share_acknowledge, handle_share_fetch
+from sparklog.broker.share_partitions import share_groups_enabled
 from sparklog.broker.topic_partitions import handle_describe_topic_partitions
 from sparklog.broker.txn_markers import handle_write_txn_markers
 from sparklog.config import ServerConfig
 from sparklog.coordinator.apis import GROUP_HANDLERS
 from sparklog.coordinator.share_apis import SHARE_GROUP_HANDLERS
+from sparklog.coordinator.share_state_apis import SHARE_STATE_HANDLERS
 from sparklog.coordinator.txn_apis import TXN_HANDLERS
 from sparklog.metadata.bootstrap import ELR_FEATURE
 from sparklog.metadata.image import METADATA_VERSION_FEATURE, MetadataImage
@@ -107,6 +105,7 @@ HANDLERS: dict[int, Handler] = {
 HANDLERS.update(GROUP_HANDLERS)
 HANDLERS.update(TXN_HANDLERS)
 HANDLERS.update(SHARE_GROUP_HANDLERS)
+HANDLERS.update(SHARE_STATE_HANDLERS)
 HANDLERS[78] = _simple(handle_share_fetch)
 HANDLERS[79] = _simple(handle_share_acknowledge)
 
@@ -115,7 +114,7 @@ SERVED: dict[int, Api] = {key: API_BY_KEY[key] for key in sorted({18, *HANDLERS}
 
 # KIP-932 share-group APIs, served (and advertised, with the share.version feature) only when
 # share groups are enabled, as Kafka 4.x does.
-SHARE_GROUP_API_KEYS = frozenset({76, 77, 78, 79})
+SHARE_GROUP_API_KEYS = frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87})
 SHARE_VERSION_FEATURE = "share.version"
 
 

@@ -21,10 +21,11 @@ from sparklog.config import ServerConfig
 from sparklog.metadata.image import MetadataImage
 
 if TYPE_CHECKING:
-    from sparklog.security.authorizer import StandardAuthorizer
-    from sparklog.broker.share_fetch import SharePartitionManager
+    from sparklog.broker.share_partitions import SharePartitionManager
     from sparklog.coordinator.coordinator import GroupCoordinator
+    from sparklog.coordinator.share_state_apis import ShareStateCoordinator
     from sparklog.coordinator.txn_coordinator import TransactionCoordinator
+    from sparklog.security.authorizer import StandardAuthorizer
     from sparklog.share.share_group import ShareGroups
 
 # (operation name, decoded request body, version) -> response body
@@ -64,6 +65,8 @@ class BrokerContext:
     shares: SharePartitionManager | None = None
     # KIP-932 share-group membership this group coordinator keeps (created on first use)
     share_groups: ShareGroups | None = None
+    # the share coordinator's __share_group_state partitions (created on first use)
+    share_state: ShareStateCoordinator | None = None
     # authorizer.class.name's StandardAuthorizer; None: no authorizer, everything allowed
     authorizer: StandardAuthorizer | None = None
     # the advertised (host, port) of the client listener, per listener name

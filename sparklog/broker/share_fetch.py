@@ -1,8 +1,9 @@
 """ShareFetch (78) and ShareAcknowledge (79) on the partition leader (KIP-932).
 
 The leader keeps a :class:`~sparklog.share.share_partition.SharePartition` per (share group,
-partition) it leads and the members' share sessions (:mod:`sparklog.share.share_session`).
-A ShareFetch first applies the acknowledgements it carries, then acquires records for the
+partition) it leads and the members' share sessions (:mod:`sparklog.broker.share_partitions`).
+A ShareFetch first applies the acknowledgements it carries (persisted through the share
+coordinator before the answer says they took effect), then acquires records for the
 member from the share-partition's first Available offset up to the high watermark (the last
 stable offset under ``share.isolation.level=read_committed``, where aborted batches are never
 acquired), whole batches up to ``max_records``; it returns the batches that hold what was
@@ -10,9 +11,8 @@ acquired and the acquired ranges with their delivery counts. With nothing to acq
 up to ``max_wait_ms`` for new records, a release, or an expired lock. Epoch -1 (ShareFetch or
 ShareAcknowledge) closes the member's session and releases what it still holds.
 
-A new share-partition starts at ``share.auto.offset.reset`` (a GROUP config; ``latest``, the
-default, is the high watermark; ``earliest`` the log start offset; ``by_duration:<ISO-8601
-duration>`` the first offset at or after now minus the duration).
+A new share-partition starts at ``share.auto.offset.reset`` (see
+:func:`~sparklog.broker.share_partitions.initial_offset`).
 """
 
 from __future__ import annotations
@@ -24,93 +24,22 @@ from typing import Any
 
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.partition import Partition
-from sparklog.config import ServerConfig
-from sparklog.config_keys import ConfigError
+from sparklog.broker.share_partitions import group_config, manager
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
 from sparklog.protocol.records import iter_batches
 from sparklog.share.batches import classify_batches
-from sparklog.share.offset_reset import parse_offset_reset
 from sparklog.share.share_partition import (
     AckBatch,
     AcknowledgeType,
     AcquiredRange,
     SharePartition,
-    SharePartitionConfig,
 )
-from sparklog.share.share_session import ShareSessions, TopicPartitionKey
+from sparklog.share.share_session import TopicPartitionKey
 from sparklog.storage.errors import OffsetMovedToTieredStorageError
 
-GROUP_RESOURCE = 32
 _WAIT_SLICE_S = 0.2  # lock expiries are not notified: parked fetches re-check this often
 _MAX_READS = 8
-
-SharePartitionKey = tuple[str, str, int]  # (group id, topic, partition)
-
-
-def share_groups_enabled(config: ServerConfig) -> bool:
-    """Kafka 4.x serves share groups when enabled: ``group.share.enable`` or "share" in
-    ``group.coordinator.rebalance.protocols``."""
-    protocols = config.get("group.coordinator.rebalance.protocols")
-    return bool(config.get("group.share.enable")) or "share" in protocols
-
-
-def group_config(ctx: BrokerContext, group_id: str, key: str, default: str) -> str:
-    return ctx.image.configs.get(GROUP_RESOURCE, group_id).get(key, default)
-
-
-@dataclass
-class SharePartitionManager:
-    """Every share-partition and share session of this broker."""
-
-    partition_config: SharePartitionConfig
-    partitions: dict[SharePartitionKey, SharePartition] = field(default_factory=dict)
-    sessions: ShareSessions = field(default_factory=ShareSessions)
-
-    @classmethod
-    def from_config(cls, config: ServerConfig) -> SharePartitionManager:
-        return cls(
-            SharePartitionConfig(
-                lock_duration_ms=int(config.get("group.share.record.lock.duration.ms")),
-                delivery_count_limit=int(config.get("group.share.delivery.count.limit")),
-                max_in_flight=int(config.get("group.share.partition.max.record.locks")),
-            )
-        )
-
-    def share_partition(
-        self, ctx: BrokerContext, group_id: str, partition: Partition
-    ) -> SharePartition:
-        key = (group_id, partition.topic, partition.index)
-        sp = self.partitions.get(key)
-        if sp is None:
-            sp = SharePartition(_initial_offset(ctx, group_id, partition), self.partition_config)
-            self.partitions[key] = sp
-        if sp.start_offset < partition.log_start_offset:
-            sp.truncate_below(partition.log_start_offset)
-        return sp
-
-
-def manager(ctx: BrokerContext) -> SharePartitionManager:
-    found = ctx.shares
-    if found is None:
-        found = ctx.shares = SharePartitionManager.from_config(ctx.config)
-    assert isinstance(found, SharePartitionManager)
-    return found
-
-
-def _initial_offset(ctx: BrokerContext, group_id: str, partition: Partition) -> int:
-    try:
-        kind, duration_ms = parse_offset_reset(
-            group_config(ctx, group_id, "share.auto.offset.reset", "latest")
-        )
-    except ConfigError:
-        kind, duration_ms = "latest", 0
-    if kind == "earliest":
-        return partition.log_start_offset
-    if kind == "by_duration":
-        found = partition.log.offset_for_timestamp(max(int(time.time() * 1000) - duration_ms, 0))
-        return found.offset if found is not None else partition.high_watermark
-    return partition.high_watermark
 
 
 def _now_ms() -> int:
@@ -138,24 +67,28 @@ def _leader(ctx: BrokerContext, topic_id: bytes, index: int) -> dict[str, int]:
     return {"leader_id": part.leader, "leader_epoch": part.leader_epoch}
 
 
-def _acknowledge(
+async def _acknowledge(
     ctx: BrokerContext,
-    mgr: SharePartitionManager,
     group_id: str,
     member_id: str,
     tp: TopicPartitionKey,
     batches: list[AckBatch],
     now_ms: int,
 ) -> ErrorCode:
+    """Apply one partition's acknowledgements and persist them before answering."""
+    mgr = manager(ctx)
     try:
         partition = _partition(ctx, tp[0], tp[1])
+        lead = await mgr.share_partition(ctx, group_id, partition, tp[0])
     except KafkaApiError as exc:
         return exc.code
-    sp = mgr.share_partition(ctx, group_id, partition)
-    code = sp.acknowledge(member_id, batches, now_ms)
-    if code == ErrorCode.NONE and any(
-        t == AcknowledgeType.RELEASE for b in batches for t in b.types
-    ):
+    code = lead.share.acknowledge(member_id, batches, now_ms)
+    if code != ErrorCode.NONE:
+        return code
+    if all(t == AcknowledgeType.RENEW for b in batches for t in b.types):
+        return code  # a renewed lock is not persisted state
+    code = await mgr.persist(group_id, partition, lead)
+    if any(t == AcknowledgeType.RELEASE for b in batches for t in b.types):
         _notify(ctx, group_id, partition)
     return code
 
@@ -164,21 +97,19 @@ def _notify(ctx: BrokerContext, group_id: str, partition: Partition) -> None:
     ctx.replica_manager.fetch_waiters.notify(("share", group_id, partition.topic, partition.index))
 
 
-def _release(
-    ctx: BrokerContext,
-    mgr: SharePartitionManager,
-    group_id: str,
-    member_id: str,
-    tps: list[TopicPartitionKey],
+async def _release(
+    ctx: BrokerContext, group_id: str, member_id: str, tps: list[TopicPartitionKey]
 ) -> None:
+    """Release what ``member_id`` holds in ``tps`` (its session closed) and persist it."""
+    mgr = manager(ctx)
     for topic_id, index in tps:
         try:
             partition = _partition(ctx, topic_id, index)
         except KafkaApiError:
             continue
-        key = (group_id, partition.topic, partition.index)
-        sp = mgr.partitions.get(key)
-        if sp is not None and sp.release_member(member_id):
+        lead = mgr.loaded(group_id, partition)
+        if lead is not None and lead.share.release_member(member_id):
+            await mgr.persist(group_id, partition, lead)
             _notify(ctx, group_id, partition)
 
 
@@ -335,15 +266,14 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> dict[str, 
     now = _now_ms()
     results: dict[TopicPartitionKey, dict[str, Any]] = {}
     for tp, batches in acks.items():
-        code = _acknowledge(ctx, mgr, group_id, member_id, tp, batches, now)
+        code = await _acknowledge(ctx, group_id, member_id, tp, batches, now)
         results[tp] = _partition_response(
             tp[1], _leader(ctx, *tp), acknowledge_error_code=int(code)
         )
     if epoch == -1:
-        _release(ctx, mgr, group_id, member_id, session.partitions)
+        await _release(ctx, group_id, member_id, session.partitions)
         return _response(results, lock_ms)
-    for tp in forgotten:
-        _release(ctx, mgr, group_id, member_id, [tp])
+    await _release(ctx, group_id, member_id, forgotten)
     if body.get("is_renew_ack"):
         return _response(results, lock_ms)  # KIP-1222: a renewing request fetches nothing
     strict = body.get("share_acquire_mode", 0) == 1
@@ -353,20 +283,17 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> dict[str, 
     deadline = loop.time() + wait_s
     while True:
         acquired = await _fetch_session(
-            ctx, mgr, session.partitions, group_id, member_id, body, max_records, strict, results
+            ctx, session.partitions, group_id, member_id, body, max_records, strict, results
         )
         remaining = deadline - loop.time()
         if acquired or remaining <= 0 or not session.partitions:
             break
-        await _wait_for_records(
-            ctx, mgr, group_id, session.partitions, min(remaining, _WAIT_SLICE_S)
-        )
+        await _wait_for_records(ctx, group_id, session.partitions, min(remaining, _WAIT_SLICE_S))
     return _response(results, lock_ms)
 
 
 async def _fetch_session(
     ctx: BrokerContext,
-    mgr: SharePartitionManager,
     partitions: list[TopicPartitionKey],
     group_id: str,
     member_id: str,
@@ -392,10 +319,15 @@ async def _fetch_session(
             continue
         if total >= max_records or max_bytes <= 0:
             continue
-        sp = mgr.share_partition(ctx, group_id, partition)
+        try:
+            lead = await manager(ctx).share_partition(ctx, group_id, partition, tp[0])
+        except KafkaApiError as exc:
+            response = results.setdefault(tp, _partition_response(tp[1], leader))
+            response["error_code"] = int(exc.code)
+            continue
         got = await _acquire(
             ctx,
-            sp,
+            lead.share,
             partition,
             member_id,
             read_committed,
@@ -423,7 +355,6 @@ async def _fetch_session(
 
 async def _wait_for_records(
     ctx: BrokerContext,
-    mgr: SharePartitionManager,
     group_id: str,
     partitions: list[TopicPartitionKey],
     timeout_s: float,
@@ -442,7 +373,9 @@ async def _wait_for_records(
             (partition.topic, partition.index),
             ("share", group_id, partition.topic, partition.index),
         ]
-        watched.append((mgr.share_partition(ctx, group_id, partition), partition, read_committed))
+        lead = manager(ctx).loaded(group_id, partition)
+        if lead is not None:
+            watched.append((lead.share, partition, read_committed))
 
     def ready() -> bool:
         now = _now_ms()
@@ -497,8 +430,8 @@ async def handle_share_acknowledge(ctx: BrokerContext, request: Request) -> dict
         topic_id = bytes(topic["topic_id"])
         for p in topic["partitions"]:
             tp = (topic_id, p["partition_index"])
-            code = _acknowledge(
-                ctx, mgr, group_id, member_id, tp, _ack_batches(p["acknowledgement_batches"]), now
+            code = await _acknowledge(
+                ctx, group_id, member_id, tp, _ack_batches(p["acknowledgement_batches"]), now
             )
             topics.setdefault(topic_id, []).append(
                 {
@@ -509,7 +442,7 @@ async def handle_share_acknowledge(ctx: BrokerContext, request: Request) -> dict
                 }
             )
     if epoch == -1:
-        _release(ctx, mgr, group_id, member_id, session.partitions)
+        await _release(ctx, group_id, member_id, session.partitions)
     return {
         "throttle_time_ms": 0,
         "error_code": 0,

@@ -1,0 +1,290 @@
+"""The share coordinator (KIP-932): share-partition state persisted in ``__share_group_state``,
+and its inter-broker APIs InitializeShareGroupState (83), ReadShareGroupState (84),
+WriteShareGroupState (85), DeleteShareGroupState (86) and ReadShareGroupStateSummary (87).
+
+Contract:
+
+- The state of share-partition ``(group, topic id, partition)`` lives in partition
+  ``abs(java_hash("group:topicId:partition")) % share.coordinator.state.topic.num.partitions``
+  of ``__share_group_state`` (Kafka's share-coordinator key); its leader is the share
+  coordinator for it, any other broker answers NOT_COORDINATOR.
+- The topic is created on first use from the ``share.coordinator.state.topic.*`` keys, like
+  ``__consumer_offsets``: replicated, ``min.insync.replicas`` from the min.isr key, unclean
+  election off, ``cleanup.policy=delete`` with no time or size retention (snapshots make older
+  records redundant; they are never cleaned here).
+- A leader loads its partition by replaying it (:mod:`sparklog.coordinator.log_replay`) the
+  first time it is asked after becoming leader (or after its leader epoch changed). Every
+  change is appended with ``acks=all`` before it is applied and answered, so an answered write
+  survives the loss of this broker.
+- Operations on one partition run one at a time (an asyncio lock).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparklog.broker.context import BrokerContext
+from sparklog.coordinator.coordinator import partition_for
+from sparklog.coordinator.log_replay import replay_batches
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.headers import Request
+from sparklog.protocol.kafka_uuid import uuid_to_str
+from sparklog.protocol.record_codec import RecordInput, build_batch
+from sparklog.share.state_store import (
+    Batch,
+    ShareRecordError,
+    ShareState,
+    ShareStateStore,
+    StateKey,
+)
+
+log = logging.getLogger(__name__)
+
+SHARE_STATE_TOPIC = "__share_group_state"
+
+
+def share_coordinator_key(group_id: str, topic_id: bytes, partition: int) -> str:
+    return f"{group_id}:{uuid_to_str(topic_id)}:{partition}"
+
+
+def state_partition(ctx: BrokerContext, group_id: str, topic_id: bytes, partition: int) -> int:
+    partitions = int(ctx.config.get("share.coordinator.state.topic.num.partitions"))
+    return partition_for(share_coordinator_key(group_id, topic_id, partition), partitions)
+
+
+async def ensure_state_topic(ctx: BrokerContext) -> None:
+    """Create ``__share_group_state`` from the share.coordinator.state.topic.* keys if absent."""
+    if SHARE_STATE_TOPIC in ctx.image.topics.by_name:
+        return
+    live = sum(
+        1
+        for b in ctx.image.cluster.brokers.values()
+        if not b.fenced and not b.in_controlled_shutdown
+    )
+    prefix = "share.coordinator.state.topic"
+    replication = max(1, min(int(ctx.config.get(f"{prefix}.replication.factor")), live))
+    min_isr = min(int(ctx.config.get(f"{prefix}.min.isr")), replication)
+    request = {
+        "topics": [
+            {
+                "name": SHARE_STATE_TOPIC,
+                "num_partitions": int(ctx.config.get(f"{prefix}.num.partitions")),
+                "replication_factor": replication,
+                "assignments": [],
+                "configs": [
+                    {"name": "cleanup.policy", "value": "delete"},
+                    {"name": "retention.ms", "value": "-1"},
+                    {"name": "retention.bytes", "value": "-1"},
+                    {
+                        "name": "segment.bytes",
+                        "value": str(ctx.config.get(f"{prefix}.segment.bytes")),
+                    },
+                    {"name": "min.insync.replicas", "value": str(min_isr)},
+                    {"name": "unclean.leader.election.enable", "value": "false"},
+                    {"name": "compression.type", "value": "producer"},
+                ],
+            }
+        ],
+        "timeout_ms": 30000,
+        "validate_only": False,
+    }
+    response = await ctx.controller("create_topics", request, 7)
+    for result in response["topics"]:
+        if result["error_code"] not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+            log.warning("Could not create %s: %s", SHARE_STATE_TOPIC, result.get("error_message"))
+
+
+@dataclass
+class _Loaded:
+    leader_epoch: int
+    store: ShareStateStore
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+@dataclass
+class ShareStateCoordinator:
+    """The ``__share_group_state`` partitions this broker leads, loaded on demand."""
+
+    ctx: BrokerContext
+    loaded: dict[int, _Loaded] = field(default_factory=dict)
+
+    def _load(self, index: int) -> _Loaded:
+        rm = self.ctx.replica_manager
+        partition = rm.partitions.get((SHARE_STATE_TOPIC, index))
+        if partition is None or not partition.is_leader:
+            raise KafkaApiError(ErrorCode.NOT_COORDINATOR, "This is not the share coordinator.")
+        found = self.loaded.get(index)
+        if found is not None and found.leader_epoch == partition.leader_epoch:
+            return found
+        per_snapshot = int(
+            self.ctx.config.get("share.coordinator.snapshot.update.records.per.snapshot")
+        )
+        store = ShareStateStore(per_snapshot)
+        name = f"{SHARE_STATE_TOPIC}-{index}"
+        for _header, records in replay_batches(rm, partition, name, control=False):
+            for record in records:
+                try:
+                    store.replay(record.key, record.value)
+                except ShareRecordError as exc:
+                    log.warning("Skipping record %d of %s: %s", record.offset, name, exc)
+        log.info(
+            "Loaded %d share-partition state(s) from %s (epoch %d)",
+            len(store.states),
+            name,
+            partition.leader_epoch,
+        )
+        loaded = _Loaded(partition.leader_epoch, store)
+        self.loaded[index] = loaded
+        return loaded
+
+    async def _append(
+        self, index: int, loaded: _Loaded, records: list[tuple[bytes, bytes | None]]
+    ) -> None:
+        if not records:
+            return
+        batch = build_batch([RecordInput(k, v) for k, v in records])
+        await self.ctx.replica_manager.append(SHARE_STATE_TOPIC, index, bytearray(batch), -1)
+        for key, value in records:
+            loaded.store.replay(key, value)
+
+    async def run(
+        self, group_id: str, topic_id: bytes, partition: int, op: str, **args: Any
+    ) -> tuple[ErrorCode, ShareState | None]:
+        """One operation on one share-partition's state: ``read``, ``write``, ``initialize``,
+        ``delete`` or ``summary``."""
+        index = state_partition(self.ctx, group_id, topic_id, partition)
+        try:
+            loaded = self._load(index)
+        except KafkaApiError as exc:
+            return exc.code, None
+        key: StateKey = (group_id, bytes(topic_id), partition)
+        async with loaded.lock:
+            store = loaded.store
+            state: ShareState | None = None
+            if op in ("read", "summary"):
+                code, state, records = store.read(key, args.get("leader_epoch", -1))
+                if op == "summary":
+                    records = []
+            elif op == "write":
+                code, records = store.write(
+                    key,
+                    args["state_epoch"],
+                    args["leader_epoch"],
+                    args["start_offset"],
+                    args["batches"],
+                )
+            elif op == "initialize":
+                code, records = store.initialize(key, args["state_epoch"], args["start_offset"])
+            else:
+                code, records = ErrorCode.NONE, store.delete(key)
+            if code != ErrorCode.NONE:
+                return code, None
+            try:
+                await self._append(index, loaded, records)
+            except KafkaApiError as exc:
+                log.warning(
+                    "Could not write share state to %s-%d: %s",
+                    SHARE_STATE_TOPIC,
+                    index,
+                    exc.message,
+                )
+                code = exc.code
+                if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+                    code = ErrorCode.NOT_COORDINATOR
+                elif code != ErrorCode.NOT_COORDINATOR:
+                    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+                return code, None
+            return ErrorCode.NONE, state
+
+
+def coordinator(ctx: BrokerContext) -> ShareStateCoordinator:
+    found = ctx.share_state
+    if found is None:
+        found = ctx.share_state = ShareStateCoordinator(ctx)
+    assert isinstance(found, ShareStateCoordinator)
+    return found
+
+
+def _batches(items: list[dict[str, Any]]) -> tuple[Batch, ...]:
+    return tuple(
+        (b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
+        for b in items
+    )
+
+
+async def _each(ctx: BrokerContext, request: Request, op: str, answer: Any) -> dict[str, Any]:
+    body = request.body
+    results = []
+    for topic in body["topics"]:
+        topic_id = bytes(topic["topic_id"])
+        parts = []
+        for p in topic["partitions"]:
+            args: dict[str, Any] = {k: v for k, v in p.items() if k != "partition"}
+            if "state_batches" in args:
+                args["batches"] = _batches(args.pop("state_batches"))
+            code, state = await coordinator(ctx).run(
+                body["group_id"], topic_id, p["partition"], op, **args
+            )
+            parts.append(answer(p["partition"], code, state))
+        results.append({"topic_id": topic_id, "partitions": parts})
+    return {"results": results}
+
+
+def _plain(partition: int, code: ErrorCode, state: ShareState | None) -> dict[str, Any]:
+    return {"partition": partition, "error_code": int(code), "error_message": None}
+
+
+def _read(partition: int, code: ErrorCode, state: ShareState | None) -> dict[str, Any]:
+    return {
+        "partition": partition,
+        "error_code": int(code),
+        "error_message": None,
+        "state_epoch": state.state_epoch if state else -1,
+        "start_offset": state.start_offset if state else -1,
+        "state_batches": [
+            {"first_offset": f, "last_offset": last, "delivery_state": s, "delivery_count": c}
+            for f, last, s, c in (state.batches if state else ())
+        ],
+    }
+
+
+def _summary(partition: int, code: ErrorCode, state: ShareState | None) -> dict[str, Any]:
+    return {
+        "partition": partition,
+        "error_code": int(code),
+        "error_message": None,
+        "state_epoch": state.state_epoch if state else -1,
+        "start_offset": state.start_offset if state else -1,
+    }
+
+
+async def handle_initialize(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+    return await _each(ctx, request, "initialize", _plain)
+
+
+async def handle_read(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+    return await _each(ctx, request, "read", _read)
+
+
+async def handle_write(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+    return await _each(ctx, request, "write", _plain)
+
+
+async def handle_delete(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+    return await _each(ctx, request, "delete", _plain)
+
+
+async def handle_summary(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+    return await _each(ctx, request, "summary", _summary)
+
+
+SHARE_STATE_HANDLERS = {
+    83: handle_initialize,
+    84: handle_read,
+    85: handle_write,
+    86: handle_delete,
+    87: handle_summary,
+}
