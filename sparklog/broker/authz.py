@@ -125,7 +125,14 @@ async def _fetch(check: Check, request: Request, serve: Serve) -> dict[str, Any]
         rsp_name="topic",
         rsp_partitions="partitions",
         rsp_index="partition_index",
-        extra={"high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1},
+        # Kafka sends empty records, not null, with an error: librdkafka rejects a null set.
+        extra={
+            "high_watermark": -1,
+            "last_stable_offset": -1,
+            "log_start_offset": -1,
+            "preferred_read_replica": -1,
+            "records": b"",
+        },
     )
 
 
