@@ -83,6 +83,7 @@ from sparklog.protocol.kafka_uuid import uuid_from_str
 from sparklog.readservice.server import ReadService, start_read_service
 from sparklog.security.authorizer import StandardAuthorizer
 from sparklog.security.listener_runtime import listener_runtime
+from sparklog.security.scram import ScramCredential
 from sparklog.storage.manager import LogManager
 from sparklog.tiering.config import TieringConfig
 
@@ -167,7 +168,7 @@ class Node:
                 controller_apis,
                 max_request_bytes=max_request,
                 max_queued_requests=queued,
-                security=listener_runtime(config, listener.name),
+                security=listener_runtime(config, listener.name, self._scram_credential),
             )
             server.request_metrics = self.request_metrics
             await server.start()
@@ -316,7 +317,7 @@ class Node:
                 apis,
                 max_request_bytes=max_request,
                 max_queued_requests=queued,
-                security=listener_runtime(config, listener.name),
+                security=listener_runtime(config, listener.name, self._scram_credential),
             )
             server.request_metrics = self.request_metrics
             await server.start()
@@ -479,6 +480,11 @@ class Node:
                 self.faults.io_error(exc, "Failed to clean up a log", log_dir)
             except Exception:
                 log.exception("Cleaning %s failed", cleaning.log.directory)
+
+    def _scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
+        """A SCRAM user's credential from the latest metadata image (SASL listeners)."""
+        plane = self.plane
+        return plane.loader.image.scram.get(mechanism, user) if plane is not None else None
 
     def _metadata_housekeeping(self) -> None:
         assert self.plane is not None

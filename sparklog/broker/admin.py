@@ -52,6 +52,7 @@ async def forward_to_controller(ctx: BrokerContext, request: Request) -> dict[st
         30: "create_acls",
         31: "delete_acls",
         49: "alter_client_quotas",
+        51: "alter_user_scram_credentials",
         55: "describe_quorum",
         80: "add_raft_voter",
         81: "remove_raft_voter",

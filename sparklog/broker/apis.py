@@ -35,6 +35,7 @@ from sparklog.broker.offsets import (
 from sparklog.broker.produce import handle_produce
 from sparklog.broker.producer_ids import handle_init_producer_id
 from sparklog.broker.replica_state_apis import handle_describe_log_dirs, handle_describe_producers
+from sparklog.broker.scram_apis import handle_describe_user_scram_credentials
 from sparklog.broker.share_fetch import handle_share_acknowledge, handle_share_fetch
 from sparklog.broker.share_partitions import share_groups_enabled
 from sparklog.broker.topic_partitions import handle_describe_topic_partitions
@@ -101,6 +102,8 @@ HANDLERS: dict[int, Handler] = {
     31: _simple(handle_acl_write),
     48: _simple(handle_describe_client_quotas),
     49: _simple(forward_to_controller),
+    50: _simple(handle_describe_user_scram_credentials),
+    51: _simple(forward_to_controller),
 }
 HANDLERS.update(GROUP_HANDLERS)
 HANDLERS.update(TXN_HANDLERS)

@@ -46,6 +46,7 @@ OPERATION_API_KEYS = {
     "create_acls": 30,
     "delete_acls": 31,
     "alter_client_quotas": 49,
+    "alter_user_scram_credentials": 51,
     "describe_quorum": 55,
     "add_raft_voter": 80,
     "remove_raft_voter": 81,

@@ -70,6 +70,7 @@ def _storage(args: argparse.Namespace) -> int:
         no_initial_controllers=args.no_initial_controllers,
         release_version=args.release_version,
         ignore_formatted=args.ignore_formatted,
+        add_scram=args.add_scram or (),
     )
     for line in written:
         print(line)
@@ -113,6 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--cluster-id", "-t", required=True, help="the cluster id (random-uuid)")
     fmt.add_argument("--config", "-c", required=True, help="the node's server.properties")
     fmt.add_argument("--release-version", "-r", help="metadata.version to bootstrap with")
+    fmt.add_argument(
+        "--add-scram",
+        "-S",
+        action="append",
+        metavar="MECHANISM=[name=USER,password=PASSWORD]",
+        help="a SCRAM credential to bootstrap the cluster with (KIP-900), e.g. "
+        "'SCRAM-SHA-512=[name=admin,password=admin-secret]'; repeatable",
+    )
     fmt.add_argument(
         "--ignore-formatted",
         "-g",

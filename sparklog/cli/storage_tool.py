@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +42,7 @@ from sparklog.protocol.kafka_uuid import (
 )
 from sparklog.raft.voters import Endpoint as RaftEndpoint
 from sparklog.raft.voters import ReplicaKey, VoterNode, VoterSet
+from sparklog.security.scram_bootstrap import scram_record
 
 __all__ = [
     "META_PROPERTIES",
@@ -195,6 +197,7 @@ def format_storage(
     no_initial_controllers: bool = False,
     release_version: str | None = None,
     ignore_formatted: bool = False,
+    add_scram: Sequence[str] = (),
 ) -> list[str]:
     """Format this node's directories; returns the lines to print."""
     _validate_cluster_id(cluster_id)
@@ -202,6 +205,13 @@ def format_storage(
         bootstrap = BootstrapMetadata.from_release_version(release_version, "format command")
     except BootstrapError as exc:
         raise StorageToolError(str(exc)) from None
+    if add_scram:
+        # KIP-900: SCRAM users exist from the first metadata record on.
+        try:
+            scram = tuple(scram_record(argument) for argument in add_scram)
+        except ValueError as exc:
+            raise StorageToolError(str(exc)) from None
+        bootstrap = BootstrapMetadata(bootstrap.records + scram, bootstrap.source)
     flags = [standalone, initial_controllers is not None, no_initial_controllers]
     if sum(flags) > 1:
         raise StorageToolError(

@@ -54,6 +54,7 @@ LIST_PARTITION_REASSIGNMENTS: Final = 46
 CREATE_ACLS: Final = 30
 DELETE_ACLS: Final = 31
 ALTER_CLIENT_QUOTAS: Final = 49
+ALTER_USER_SCRAM_CREDENTIALS: Final = 51
 
 ADMIN_OPERATIONS: Final = {
     CREATE_TOPICS: "create_topics",
@@ -67,6 +68,7 @@ ADMIN_OPERATIONS: Final = {
     CREATE_ACLS: "create_acls",
     DELETE_ACLS: "delete_acls",
     ALTER_CLIENT_QUOTAS: "alter_client_quotas",
+    ALTER_USER_SCRAM_CREDENTIALS: "alter_user_scram_credentials",
 }
 LIFECYCLE_KEYS: Final = frozenset(
     {
@@ -160,6 +162,15 @@ def error_body(
             "entries": [
                 {"error_code": c, "error_message": message, "entity": e.get("entity") or []}
                 for e in body.get("entries") or ()
+            ],
+        }
+    if api_key == ALTER_USER_SCRAM_CREDENTIALS:
+        users = [d["name"] for d in body.get("deletions") or ()]
+        users += [u["name"] for u in body.get("upsertions") or ()]
+        return {
+            "throttle_time_ms": 0,
+            "results": [
+                {"user": u, "error_code": c, "error_message": message} for u in dict.fromkeys(users)
             ],
         }
     if api_key == LIST_PARTITION_REASSIGNMENTS:

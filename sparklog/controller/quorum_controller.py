@@ -55,6 +55,7 @@ from sparklog.controller.replication_control import (
     remove_broker_from_isrs,
 )
 from sparklog.controller.result import ControllerResult
+from sparklog.controller.scram_control import alter_user_scram_credentials
 from sparklog.controller.security_control import alter_client_quotas, create_acls, delete_acls
 from sparklog.controller.topics import (
     TopicDefaults,
@@ -332,6 +333,13 @@ class QuorumController:
         self, request: Mapping[str, Any], version: int
     ) -> ControllerResult[dict[str, Any]]:
         records, response = alter_client_quotas(self._image, request)
+        return self._result(records, response)
+
+    def alter_user_scram_credentials(
+        self, request: Mapping[str, Any], version: int
+    ) -> ControllerResult[dict[str, Any]]:
+        """AlterUserScramCredentials (51), see :mod:`sparklog.controller.scram_control`."""
+        records, response = alter_user_scram_credentials(self._image, request)
         return self._result(records, response)
 
     def alter_partition(

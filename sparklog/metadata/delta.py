@@ -38,6 +38,7 @@ from sparklog.metadata.image import (
     frozen,
 )
 from sparklog.metadata.records import MetadataRecord
+from sparklog.metadata.scram_image import ScramDelta
 from sparklog.metadata.security_image import SecurityDelta
 
 
@@ -81,6 +82,7 @@ class MetadataDelta:
         self.configs: dict[tuple[int, str], dict[str, str | None]] = {}
         self.next_producer_id: int | None = None
         self.security = SecurityDelta(image.acls, image.client_quotas)
+        self.scram = ScramDelta(image.scram)
         self.record_count = 0
 
     # -- replay ------------------------------------------------------------------------------
@@ -198,6 +200,20 @@ class MetadataDelta:
     def _replay_client_quota(self, data: Mapping[str, Any]) -> None:
         self.security.replay_quota(data)
 
+    def _replay_scram_credential(self, data: Mapping[str, Any]) -> None:
+        try:
+            self.scram.replay_credential(data)
+        except ValueError as exc:
+            raise MetadataReplayError(str(exc)) from None
+
+    def _replay_remove_scram_credential(self, data: Mapping[str, Any]) -> None:
+        try:
+            error = self.scram.replay_remove(data)
+        except ValueError as exc:
+            raise MetadataReplayError(str(exc)) from None
+        if error is not None:
+            raise MetadataReplayError(error)
+
     # -- views for publishers ----------------------------------------------------------------
 
     def created_topics(self) -> list[TopicDelta]:
@@ -288,6 +304,7 @@ class MetadataDelta:
             cluster_id=image.cluster_id,
             acls=self.security.apply_acls(),
             client_quotas=self.security.apply_quotas(),
+            scram=self.scram.apply(),
         )
 
 
@@ -307,4 +324,6 @@ _HANDLERS = {
     "AccessControlEntryRecord": MetadataDelta._replay_acl,
     "RemoveAccessControlEntryRecord": MetadataDelta._replay_remove_acl,
     "ClientQuotaRecord": MetadataDelta._replay_client_quota,
+    "UserScramCredentialRecord": MetadataDelta._replay_scram_credential,
+    "RemoveUserScramCredentialRecord": MetadataDelta._replay_remove_scram_credential,
 }

@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from sparklog.metadata.records import MetadataRecord, make_record
+from sparklog.metadata.scram_image import ScramImage
 from sparklog.metadata.security_image import AclsImage, ClientQuotasImage
 
 NO_LEADER: Final = -1
@@ -293,6 +294,7 @@ class MetadataImage:
     cluster_id: str | None = None
     acls: AclsImage = field(default_factory=AclsImage)
     client_quotas: ClientQuotasImage = field(default_factory=ClientQuotasImage)
+    scram: ScramImage = field(default_factory=ScramImage)
 
     @property
     def is_empty(self) -> bool:
@@ -304,6 +306,7 @@ class MetadataImage:
             and self.producer_ids.next_producer_id < 0
             and not self.acls.acls
             and not self.client_quotas.entities
+            and not self.scram.credentials
         )
 
     def digest(self) -> str:
@@ -357,6 +360,7 @@ class MetadataImage:
             )
         records.extend(self.client_quotas.to_records())
         records.extend(self.acls.to_records())
+        records.extend(self.scram.to_records())
         return records
 
 

@@ -197,6 +197,24 @@ CLIENT_QUOTA = message(
     field("value", "float64"),
     field("remove", "bool"),
 )
+USER_SCRAM_CREDENTIAL = message(
+    "UserScramCredentialRecord",
+    "0",
+    "0+",
+    field("name", "string"),
+    field("mechanism", "int8"),
+    field("salt", "bytes"),
+    field("stored_key", "bytes"),
+    field("server_key", "bytes"),
+    field("iterations", "int32"),
+)
+REMOVE_USER_SCRAM_CREDENTIAL = message(
+    "RemoveUserScramCredentialRecord",
+    "0",
+    "0+",
+    field("name", "string"),
+    field("mechanism", "int8"),
+)
 
 # api key -> (spec, the version this node writes)
 DATA_RECORDS: Final[dict[int, tuple[MessageSpec, int]]] = {
@@ -209,6 +227,7 @@ DATA_RECORDS: Final[dict[int, tuple[MessageSpec, int]]] = {
     7: (FENCE_BROKER, 0),
     8: (UNFENCE_BROKER, 0),
     9: (REMOVE_TOPIC, 0),
+    11: (USER_SCRAM_CREDENTIAL, 0),
     12: (FEATURE_LEVEL, 0),
     14: (CLIENT_QUOTA, 0),
     15: (PRODUCER_IDS, 0),
@@ -216,6 +235,7 @@ DATA_RECORDS: Final[dict[int, tuple[MessageSpec, int]]] = {
     18: (ACCESS_CONTROL_ENTRY, 0),
     19: (REMOVE_ACCESS_CONTROL_ENTRY, 0),
     20: (NO_OP, 0),
+    22: (REMOVE_USER_SCRAM_CREDENTIAL, 0),
     27: (REGISTER_CONTROLLER, 0),
 }
 KEY_BY_NAME: Final[dict[str, int]] = {spec.name: key for key, (spec, _) in DATA_RECORDS.items()}

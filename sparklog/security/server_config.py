@@ -32,7 +32,7 @@ SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SUPPORTED_TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
 STORE_TYPES = ("PEM", "PKCS12")
 # Security protocols this node can serve today; a listener asking for another stops the node.
-IMPLEMENTED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL"})
+IMPLEMENTED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 # Protocols this node can also speak as a client (inter-broker and controller channels).
 IMPLEMENTED_CLIENT_PROTOCOLS = frozenset({"PLAINTEXT"})
 
