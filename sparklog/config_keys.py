@@ -265,6 +265,8 @@ DEFS: dict[str, ConfigDef] = {
         _d("sparklog.read.listener", "string"),
         # host:port of the HTTP metrics listener (sparklog.net.metrics_http); unset: none.
         _d("sparklog.metrics.listener", "string"),
+        # The read-only web console at /console on that listener (sparklog.console).
+        _d("sparklog.console.enable", "bool", False),
         # Open segment files kept at most (sparklog.storage.handles); 0: half of RLIMIT_NOFILE.
         _d("sparklog.log.open.files.max", "int", 0, minimum=0),
         # Listener security (sparklog.security.server_config reads them, with the
@@ -301,7 +303,8 @@ _ACCEPTED_TEXT = """
     replica.socket.receive.buffer.bytes
     replica.high.watermark.checkpoint.interval.ms reserved.broker.max.id
     metric.reporters metrics.num.samples
-    metrics.sample.window.ms metrics.recording.level num.quota.samples offsets.commit.timeout.ms offsets.load.buffer.size
+    metrics.sample.window.ms metrics.recording.level num.quota.samples offsets.commit.timeout.ms
+    offsets.load.buffer.size
     transaction.partition.verification.enable unstable.api.versions.enable
     unstable.feature.versions.enable early.start.listeners
     remote.log.metadata.manager.listener.name remote.log.storage.manager.class.name

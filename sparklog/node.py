@@ -61,6 +61,7 @@ from sparklog.broker.txn_marker_channel import TxnMarkerChannel
 from sparklog.broker.txn_markers import write_txn_markers
 from sparklog.cli.storage_tool import StorageToolError, check_formatted
 from sparklog.config import ServerConfig
+from sparklog.console.routes import Console
 from sparklog.controller.apis import ControllerApis, controller_served_apis
 from sparklog.coordinator.coordinator import GroupCoordinator
 from sparklog.coordinator.txn_coordinator import TransactionCoordinator, TxnConfig
@@ -207,6 +208,22 @@ class Node:
             except (MetricsListenerError, OSError) as exc:
                 raise MetadataPlaneError(f"cannot open the metrics listener: {exc}") from exc
 
+    def _start_console(self, plane: MetadataPlane) -> None:
+        """Serve the web console on the metrics listener when ``sparklog.console.enable``."""
+        if not self.config.get("sparklog.console.enable"):
+            return
+        if self.metrics_server is None:
+            raise MetadataPlaneError(
+                "sparklog.console.enable=true needs sparklog.metrics.listener (the console is "
+                "served there, at /console)"
+            )
+        broker_names = {listener.name for listener in self.config.broker_listeners}
+        own = next(s for s in self.servers if s.name in broker_names)
+        host = own.host if own.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+        console = Console(lambda: f"{host}:{own.port}", lambda: plane.loader.image, self.metrics)
+        self.metrics_server.pages = console.answer
+        log.info("Web console on %s/console", self.metrics_server.url)
+
     def _start_auto_join(self, plane: MetadataPlane) -> None:
         client = ControllerClient(
             lambda: plane.leader,
@@ -322,6 +339,7 @@ class Node:
             server.request_metrics = self.request_metrics
             await server.start()
             self.servers.append(server)
+        self._start_console(plane)
         self._tasks += [
             asyncio.create_task(
                 self._every(

@@ -5,11 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# kcat for the interoperability tests; iptables for the chaos test's network cuts.
+# kcat for the interoperability tests; iptables for the chaos test's network cuts; chromium
+# (headless) for the web console's screenshots.
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v iptables >/dev/null 2>&1 || missing+=(iptables)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "== installing ${missing[*]} (Debian)"

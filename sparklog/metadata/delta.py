@@ -12,8 +12,8 @@ drops the topic, its partitions and its topic configs; a ConfigRecord with a nul
 the key; a FeatureLevelRecord with level 0 removes a feature (except metadata.version);
 fence/unfence records must name the registered broker epoch; ACL and client-quota records
 fold into the image's ``acls`` / ``client_quotas`` (:mod:`sparklog.metadata.security_image`).
-A record that contradicts the image (a partition of an unknown topic, fencing a broker epoch that is not registered) is a
-corrupt log or a controller bug: :class:`MetadataReplayError`.
+A record that contradicts the image (a partition of an unknown topic, fencing a broker epoch
+that is not registered) is a corrupt log or a controller bug: :class:`MetadataReplayError`.
 """
 
 from __future__ import annotations

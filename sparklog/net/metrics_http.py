@@ -6,6 +6,9 @@ ephemeral port, logged at start-up and available as :attr:`MetricsServer.port`).
 - ``GET /metrics``: Prometheus text exposition format (``text/plain; version=0.0.4``);
 - ``GET /metrics.json`` (or ``/metrics?format=json``): ``{mbean: {attribute: value}}``.
 
+- anything :attr:`MetricsServer.pages` answers (the web console, :mod:`sparklog.console`,
+  under ``/console`` when ``sparklog.console.enable=true``): ``(status, html)``.
+
 Anything else answers 404 (unknown path) or 405 (a method other than GET/HEAD). The server is
 deliberately minimal (asyncio streams, no dependency): one request per connection, the request
 head limited to 8 KiB and 5 s, ``Connection: close`` on every response. A malformed request
@@ -18,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from sparklog.metrics import MetricsRegistry
@@ -27,6 +31,11 @@ _log = logging.getLogger(__name__)
 MAX_REQUEST_HEAD_BYTES = 8192
 REQUEST_TIMEOUT_S = 5.0
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+HTML_CONTENT_TYPE = "text/html; charset=utf-8"
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
+
+# (method, request target) -> (status, HTML document), or None for a path it does not serve
+Pages = Callable[[str, str], Awaitable[tuple[int, str] | None]]
 
 
 class MetricsListenerError(ValueError):
@@ -72,6 +81,7 @@ class MetricsServer:
         self.registry = registry
         self.host = host
         self.port = port
+        self.pages: Pages | None = None
         self._server: asyncio.Server | None = None
 
     @property
@@ -124,6 +134,12 @@ class MetricsServer:
         if len(parts) != 3 or not parts[2].startswith("HTTP/"):
             return bad, "GET"
         method, target = parts[0], parts[1]
+        if self.pages is not None:
+            page = await self.pages(method, target)
+            if page is not None:
+                status, document = page
+                reason = _REASONS.get(status, "Service Unavailable")
+                return _Response(status, reason, HTML_CONTENT_TYPE, document.encode()), method
         return _respond(self.registry, method, target), method
 
 
