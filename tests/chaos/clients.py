@@ -12,8 +12,8 @@ Contract:
   librdkafka instance with any client. A seed-42 run once hung with every harness thread parked
   in a timed ``Event.wait`` after a producer's fatal "Unable to reconstruct MessageSet"; with
   the clients in threads nothing could preempt that.
-- :meth:`ClientProcess.stop` asks the child to stop (its worker flushes and closes its client);
-  :meth:`ClientProcess.join` waits a bounded time and then SIGKILLs it, returning whether it
+- :meth:`ClientProcess.stop` asks the child to stop with SIGTERM (its worker flushes and closes
+  its client); :meth:`ClientProcess.join` waits a bounded time and then SIGKILLs it, returning whether it
   stopped on its own. :meth:`ClientProcess.read_new` returns the ops written since the last call
   (for progress lines); :func:`merge_histories` merges the harness's and every client's file by
   ``time_ns`` (one ``CLOCK_MONOTONIC`` for every process of the box) into one history.
@@ -21,8 +21,8 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
-import multiprocessing.synchronize
 import os
 import signal
 from collections.abc import Sequence
@@ -35,15 +35,18 @@ _CONTEXT = multiprocessing.get_context("spawn")
 
 
 def _child_main(
-    kind: str, name: str, args: tuple[Any, ...], path: str, stop: Any
+    kind: str, name: str, args: tuple[Any, ...], path: str
 ) -> None:  # pragma: no cover - runs in the child
     import importlib
+    import threading
 
     from tests.chaos import workload
     from tests.integration.node_harness import _die_with_parent
 
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the harness's to handle
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
     history = History(Path(path))
     module_name, _, class_name = kind.rpartition(":")
     module = importlib.import_module(module_name) if module_name else workload
@@ -63,10 +66,9 @@ class ClientProcess:
     def __init__(self, root: Path, kind: str, name: str, *args: Any) -> None:
         self.name = name
         self.path = root / f"client-{name}.jsonl"
-        self._stop: multiprocessing.synchronize.Event = _CONTEXT.Event()
         self._process = _CONTEXT.Process(
             target=_child_main,
-            args=(kind, name, args, str(self.path), self._stop),
+            args=(kind, name, args, str(self.path)),
             name=f"chaos-{name}",
             daemon=True,
         )
@@ -80,7 +82,13 @@ class ClientProcess:
         return self._process.is_alive()
 
     def stop(self) -> None:
-        self._stop.set()
+        """SIGTERM: the child's handler sets its stop event. (A ``multiprocessing.Event``
+        shared with the child hung the harness: ``Event.set`` waits for every sleeper to
+        acknowledge, and a seed-42 run's parent blocked there for good.)"""
+        pid = self._process.pid
+        if pid is not None and self._process.is_alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
 
     def join(self, timeout_s: float) -> bool:
         """True when the child ended on its own within ``timeout_s``; else it is SIGKILLed."""

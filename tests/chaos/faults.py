@@ -11,6 +11,10 @@ Contract:
   how many began while another fault was in force. A killed node is relaunched at its heal
   without waiting: it is a target again once it answers ApiVersions (or ``restart_failed``
   after ``READY_TIMEOUT_S``). ``beat`` is called on every turn of the loop (the watchdog).
+- Limits that keep the cluster recoverable: a fault that takes a broker down (``kill_leader``,
+  ``torn_tail``, ``disk_full``) only while at most one other broker is impaired (under a fault,
+  restarting, or missing from some partition's ISR, per Metadata), so one broker always holds
+  every partition in sync; a controller fault only while every controller is healthy.
 - Kinds: ``kill_leader`` (SIGKILL of a partition leader found with Metadata, restarted after
   the hold), ``kill_controller`` (SIGKILL of the active controller found with DescribeQuorum),
   ``pause`` (SIGSTOP/SIGCONT of any node), ``torn_tail`` (SIGKILL of a leader, then its active
@@ -50,6 +54,7 @@ from tests.chaos.runner import HOST, READY_TIMEOUT_S, ChaosCluster, ChaosError, 
 from tests.integration.node_harness import probe_api_versions as answers_api_versions
 
 FILLER_NAME = "chaos-disk-filler"
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 KINDS = ("kill_leader", "kill_controller", "pause", "partition", "disk_full", "torn_tail")
 TICK_S = 0.2
 
@@ -68,9 +73,9 @@ class Nemesis:
     history: History
     rng: random.Random
     topics: list[str]
-    interval_s: tuple[float, float] = (1.0, 2.6)
-    hold_s: tuple[float, float] = (1.5, 4.0)
-    max_active: int = 2
+    interval_s: tuple[float, float] = (1.2, 2.6)
+    hold_s: tuple[float, float] = (1.0, 3.0)
+    max_active: int = 3
     say: Callable[[str], None] = print
     beat: Callable[[], None] = lambda: None
     counts: Counter[str] = field(default_factory=Counter)
@@ -176,8 +181,33 @@ class Nemesis:
         busy = {f.node.node_id for _, f in self._active} | set(self._starting) | self._disk_full
         return [n for n in nodes if n.is_running() and not n.paused and n.node_id not in busy]
 
-    def _leader_broker(self) -> tuple[ChaosNode, str] | None:
-        running = self._healthy(self.cluster.brokers)
+    def _impaired_brokers(self) -> set[int]:
+        """Brokers under a fault, (re)starting, or missing from some partition's ISR."""
+        healthy = self._healthy(self.cluster.brokers)
+        impaired = {b.node_id for b in self.cluster.brokers} - {b.node_id for b in healthy}
+        states = probes.partition_states(
+            [b.address for b in healthy], [*self.topics, *INTERNAL_TOPICS]
+        )
+        if not states:
+            return {b.node_id for b in self.cluster.brokers}
+        return impaired | {r for s in states.values() for r in s.replicas if r not in s.isr}
+
+    def _brokers_to_take(self) -> list[ChaosNode]:
+        """Brokers a fault may take down now: at most two impaired at once, so one broker
+        always holds every partition in sync (and the cluster can recover between faults)."""
+        impaired = self._impaired_brokers()
+        if len(impaired) > 1:
+            return []
+        return [b for b in self._healthy(self.cluster.brokers) if b.node_id not in impaired]
+
+    def _controllers_ok(self) -> bool:
+        """A controller fault only while every controller is healthy: one at a time."""
+        return len(self._healthy(self.cluster.controllers)) == len(self.cluster.controllers)
+
+    def _leader_broker(self, among: list[ChaosNode] | None = None) -> tuple[ChaosNode, str] | None:
+        running = self._healthy(self.cluster.brokers) if among is None else among
+        if not running:
+            return None
         states = probes.partition_states([b.address for b in running], self.topics)
         leaders = sorted(
             (f"{t}-{p}", s.leader)
@@ -219,7 +249,7 @@ class Nemesis:
 
     # -- fault kinds --------------------------------------------------------------------------
     def _kill_leader(self) -> Fault | None:
-        found = self._leader_broker()
+        found = self._leader_broker(self._brokers_to_take())
         if found is None:
             return None
         node, partition = found
@@ -232,6 +262,8 @@ class Nemesis:
         )
 
     def _kill_controller(self) -> Fault | None:
+        if not self._controllers_ok():
+            return None
         running = self._healthy(self.cluster.controllers)
         leader = probes.active_controller([c.address for c in running])
         if leader is None or leader not in {c.node_id for c in running}:
@@ -242,6 +274,8 @@ class Nemesis:
 
     def _pause(self) -> Fault | None:
         candidates = self._healthy(self.cluster.nodes)
+        if not self._controllers_ok():
+            candidates = [n for n in candidates if n.role == "broker"]
         if not candidates:
             return None
         node = self.rng.choice(candidates)
@@ -254,9 +288,9 @@ class Nemesis:
         return Fault("pause", node, {"node": node.name}, heal)
 
     def _torn_tail(self) -> Fault | None:
-        if len(self._healthy(self.cluster.brokers)) < len(self.cluster.brokers):
-            return None  # another broker is down: the torn copy may be one of only two
-        found = self._leader_broker()
+        # With eligible leader replicas (see runner.RELEASE_VERSION) the torn broker leaves
+        # every ISR when it registers again, so one other in-sync copy is enough.
+        found = self._leader_broker(self._brokers_to_take())
         if found is None:
             return None
         node, partition = found
@@ -301,6 +335,8 @@ class Nemesis:
         choice = self.rng.random()
         target: ChaosNode | None = None
         healthy = self._healthy(self.cluster.nodes)
+        if not self._controllers_ok():
+            healthy = [n for n in healthy if n.role == "broker"]
         if choice < 0.5:
             found = self._leader_broker()
             target = found[0] if found else None
@@ -322,7 +358,7 @@ class Nemesis:
         return Fault("partition", node, {"node": node.name}, heal)
 
     def _fill_disk(self) -> Fault | None:
-        candidates = [b for b in self._healthy(self.cluster.brokers) if b.tmpfs]
+        candidates = [b for b in self._brokers_to_take() if b.tmpfs]
         if not candidates:
             return None
         node = self.rng.choice(candidates)

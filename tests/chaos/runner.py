@@ -6,7 +6,8 @@ Contract:
   ``server.properties`` per node (Kafka's names, as ``tests/integration/cluster_harness.py``
   does): controllers ``process.roles=controller`` (ids 1-3) formatted with
   ``--initial-controllers``, brokers ``process.roles=broker`` (ids 101-103) formatted with
-  ``--no-initial-controllers``, every node given ``controller.quorum.bootstrap.servers``.
+  ``--no-initial-controllers``, every node given ``controller.quorum.bootstrap.servers``,
+  with ``--release-version 4.1`` (eligible leader replicas on, see ``RELEASE_VERSION``).
   Timeouts are scaled for 2 shared cores (``TIMINGS``); RF 3 and ``min.insync.replicas=2`` for
   every topic, the internal ones included.
 - When ``privileged`` (root), each node runs with a group id of its own (``GID_BASE + i``) so a
@@ -44,6 +45,12 @@ CHAIN_IN = "SPARKLOG_CHAOS_IN"
 CHAIN_OUT = "SPARKLOG_CHAOS_OUT"
 STATE_FILE = Path("/tmp/sparklog-chaos-state.json")
 READY_TIMEOUT_S = 60.0
+# 4.1 bootstraps eligible.leader.replicas.version=1 (KIP-966), as Kafka 4.1 does for new
+# clusters: a broker that restarts after an unclean shutdown leaves every ISR until it has caught
+# up. Under 4.0's rules it stays in the ISR with whatever its log recovery kept, so a torn tail
+# on it followed by the loss of the leader loses acknowledged records (Kafka 4.0 has the same
+# hole, the reason for KIP-966); the torn_tail fault needs 4.1's rules to be survivable.
+RELEASE_VERSION = "4.1"
 
 # Scaled for 6 Python processes plus the clients on 2 shared cores (about x2-x3 of the
 # integration tests): a paused or starved node should not be fenced by every hiccup.
@@ -364,6 +371,8 @@ class ChaosCluster:
                 self.cluster_id,
                 "--config",
                 str(node.properties_path),
+                "--release-version",
+                RELEASE_VERSION,
                 *flags,
             )
 
