@@ -27,6 +27,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from sparklog.cli.acls_tool import add_acls_parser
 from sparklog.cli.configs_tool import add_configs_parser
 from sparklog.cli.console_consumer_tool import add_console_consumer_parser
 from sparklog.cli.console_producer_tool import add_console_producer_parser
@@ -176,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_reassign_partitions_parser(sub)
     add_consumer_groups_parser(sub)
     add_configs_parser(sub)
+    add_acls_parser(sub)
     add_get_offsets_parser(sub)
     add_console_producer_parser(sub)
     add_console_consumer_parser(sub)

@@ -46,6 +46,7 @@ from kafka.admin import ResourceType as KafkaResourceType
 from kafka.errors import SecurityDisabledError, TopicAuthorizationFailedError
 
 from tests.integration.ck_helpers import create_topic
+from tests.integration.cli_support import sparklog, tool
 from tests.integration.conftest import NodeFactory, unique_topic
 from tests.integration.node_harness import Node
 
@@ -319,3 +320,71 @@ def test_acl_apis_without_authorizer(module_node: Node) -> None:
             )
     finally:
         admin.close()
+
+
+def test_acls_tool_add_list_remove(acl_node: Node) -> None:
+    topic = unique_topic("acl-cli")
+    added = tool(
+        acl_node.bootstrap,
+        "acls",
+        "--add",
+        "--allow-principal",
+        "User:alice",
+        "--operation",
+        "Read",
+        "--operation",
+        "Describe",
+        "--topic",
+        topic,
+    )
+    pattern = f"ResourcePattern(resourceType=TOPIC, name={topic}, patternType=LITERAL)"
+    assert added.out.startswith(f"Adding ACLs for resource `{pattern}`: \n")
+    assert "\t(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)" in added.out
+    prefixed = tool(
+        acl_node.bootstrap,
+        "acls",
+        "--add",
+        "--deny-principal",
+        "User:bob",
+        "--topic",
+        topic[:8],
+        "--resource-pattern-type",
+        "prefixed",
+    )
+    assert "operation=ALL, permissionType=DENY" in prefixed.out
+    listed = tool(
+        acl_node.bootstrap, "acls", "--list", "--topic", topic, "--resource-pattern-type", "match"
+    )
+    assert f"Current ACLs for resource `{pattern}`: \n" in listed.out
+    assert "name=" + topic[:8] + ", patternType=PREFIXED" in listed.out
+    assert listed.out.count("principal=") == 3
+    alice = tool(
+        acl_node.bootstrap, "acls", "--list", "--principal", "User:bob", "--topic", topic[:8]
+    )
+    assert alice.out.startswith("ACLs for principal `User:bob`\n")
+    assert "User:alice" not in alice.out
+    tool(acl_node.bootstrap, "acls", "--remove", "--force", "--topic", topic)
+    tool(
+        acl_node.bootstrap,
+        "acls",
+        "--remove",
+        "--topic",
+        topic[:8],
+        "--resource-pattern-type",
+        "PREFIXED",
+        stdin="y\n",
+    )
+    empty = tool(
+        acl_node.bootstrap, "acls", "--list", "--topic", topic, "--resource-pattern-type", "match"
+    )
+    assert empty.out == ""
+
+
+def test_acls_tool_errors(acl_node: Node, module_node: Node) -> None:
+    missing = sparklog("acls", "--bootstrap-server", acl_node.bootstrap, "--add", "--topic", "t")
+    assert missing.status == 1
+    assert "--allow-principal, --deny-principal" in missing.err
+    disabled = sparklog("acls", "--bootstrap-server", module_node.bootstrap, "--list")
+    assert disabled.status == 1
+    assert "SECURITY_DISABLED" in disabled.err
+    assert "Traceback" not in disabled.err

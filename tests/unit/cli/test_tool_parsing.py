@@ -23,7 +23,7 @@ from sparklog.client.consumer import ConsumedRecord
 COMMANDS = [
     "topics", "consumer-groups", "configs", "get-offsets", "console-producer",
     "console-consumer", "producer-perf-test", "consumer-perf-test", "features",
-    "transactions", "delete-records", "log-dirs", "reassign-partitions",
+    "transactions", "delete-records", "log-dirs", "reassign-partitions", "acls",
 ]  # fmt: skip
 
 
