@@ -13,10 +13,11 @@ Contract:
   in a timed ``Event.wait`` after a producer's fatal "Unable to reconstruct MessageSet"; with
   the clients in threads nothing could preempt that.
 - :meth:`ClientProcess.stop` asks the child to stop with SIGTERM (its worker flushes and closes
-  its client); :meth:`ClientProcess.join` waits a bounded time and then SIGKILLs it, returning whether it
-  stopped on its own. :meth:`ClientProcess.read_new` returns the ops written since the last call
-  (for progress lines); :func:`merge_histories` merges the harness's and every client's file by
-  ``time_ns`` (one ``CLOCK_MONOTONIC`` for every process of the box) into one history.
+  its client); :meth:`ClientProcess.join` waits a bounded time and then SIGKILLs it, returning
+  whether it stopped on its own. :meth:`ClientProcess.read_new` returns the ops written since
+  the last call (for progress lines); :func:`merge_histories` merges the harness's and every
+  client's file by ``time_ns`` (one ``CLOCK_MONOTONIC`` for every process of the box) into one
+  history.
 """
 
 from __future__ import annotations

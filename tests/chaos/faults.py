@@ -185,12 +185,14 @@ class Nemesis:
         """Brokers under a fault, (re)starting, or missing from some partition's ISR."""
         healthy = self._healthy(self.cluster.brokers)
         impaired = {b.node_id for b in self.cluster.brokers} - {b.node_id for b in healthy}
-        states = probes.partition_states(
-            [b.address for b in healthy], [*self.topics, *INTERNAL_TOPICS]
-        )
-        if not states:
-            return {b.node_id for b in self.cluster.brokers}
-        return impaired | {r for s in states.values() for r in s.replicas if r not in s.isr}
+        # Every healthy broker is asked: one that has just restarted may still serve metadata
+        # from before its restart, which shows ISRs that have shrunk since.
+        for broker in healthy:
+            states = probes.partition_states([broker.address], [*self.topics, *INTERNAL_TOPICS])
+            if not states:
+                impaired.add(broker.node_id)
+            impaired |= {r for s in states.values() for r in s.replicas if r not in s.isr}
+        return impaired
 
     def _brokers_to_take(self) -> list[ChaosNode]:
         """Brokers a fault may take down now: at most two impaired at once, so one broker
