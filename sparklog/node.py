@@ -52,6 +52,7 @@ from sparklog.broker.fetch_session import FetchSessionCache
 from sparklog.broker.lifecycle import BrokerLifecycleManager
 from sparklog.broker.log_dir_failure import log_dir_of
 from sparklog.broker.producer_ids import ProducerIdManager
+from sparklog.broker.quotas import QuotaManagers
 from sparklog.broker.remote_log_manager import RemoteLogManager
 from sparklog.broker.remote_metrics import register_remote_storage_metrics
 from sparklog.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -290,6 +291,7 @@ class Node:
         ctx.authorizer = StandardAuthorizer.from_config(
             config, lambda: plane.loader.image.acls.acls
         )
+        ctx.quotas = QuotaManagers.from_config(config, lambda: plane.loader.image.client_quotas)
         ctx.topic_metrics = BrokerTopicMetrics(self.metrics)
         ctx.groups = GroupCoordinator.from_config(config, replica_manager)
         register_consumer_lag(
@@ -349,6 +351,18 @@ class Node:
             asyncio.create_task(
                 self._every(
                     int(config.get("log.retention.check.interval.ms")) / 1000.0, self._retention
+                )
+            ),
+            # Kafka's cleaner thread looks for a log to compact every log.cleaner.backoff.ms,
+            # whatever the retention check's interval (5 minutes by default).
+            asyncio.create_task(
+                self._every(
+                    min(
+                        int(config.get("log.cleaner.backoff.ms")),
+                        int(config.get("log.retention.check.interval.ms")),
+                    )
+                    / 1000.0,
+                    self._clean,
                 )
             ),
             asyncio.create_task(self._every(_CHECKPOINT_INTERVAL_S, self._checkpoint)),
@@ -486,6 +500,9 @@ class Node:
             return
         if deleted:
             log.info("Retention deleted %d segment(s)", deleted)
+
+    async def _clean(self) -> None:
+        assert self.log_manager is not None
         # Compaction reads and rewrites whole segments: that part runs on the cleaner thread
         # (Kafka's log.cleaner.threads=1); planning and the segment swap stay on the loop.
         loop = asyncio.get_running_loop()
