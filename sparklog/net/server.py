@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 
 # Regions at least this large go out with sendfile; smaller ones are cheaper to read and copy.
 SENDFILE_MIN_BYTES = 64 * 1024
+# Kafka's connection.failed.authentication.delay.ms default: a failed SASL login is closed late.
+FAILED_AUTHENTICATION_DELAY_S = 0.1
 # Byte chunks at least this large are written on their own instead of being joined.
 LARGE_CHUNK_BYTES = 64 * 1024
 
@@ -86,6 +88,7 @@ class Connection(asyncio.Protocol):
         self.session = SessionContext(server.name, server.security_protocol)
         # SASL listeners: authentication state; requests other than SASL's wait for it.
         self._sasl = server.security.new_sasl(self.session) if server.security else None
+        self._auth_failed = False
 
     # -- asyncio.Protocol callbacks -------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -219,7 +222,12 @@ class Connection(asyncio.Protocol):
                 self._server.name,
                 reply.reason,
             )
-            self.close()
+            # Kafka's connection.failed.authentication.delay.ms (100): read nothing more, and
+            # close a little later, so a client retrying a bad password cannot spin on us.
+            self._auth_failed = True
+            self._pause_reading()
+            self._frames.clear()
+            asyncio.get_running_loop().call_later(FAILED_AUTHENTICATION_DELAY_S, self.close)
         return True
 
     def _write(self, chunks: list[Chunk]) -> None:
@@ -303,7 +311,7 @@ class Connection(asyncio.Protocol):
             self._transport.pause_reading()
 
     def _resume_reading(self) -> None:
-        if self._shutting_down:
+        if self._shutting_down or self._auth_failed:
             return
         if self._transport is not None and self._reading_paused and not self._closed:
             self._reading_paused = False

@@ -1,0 +1,133 @@
+"""Real clients against secured listeners: SASL_SSL with SCRAM-SHA-512/256 and PLAIN, SSL mTLS.
+
+Each client library produces, consumes in a consumer group and runs a transaction through a
+secured listener; a wrong password gets SASL_AUTHENTICATION_FAILED and nothing else; the node's
+log never contains a password.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import unique_topic
+from tests.integration.security_support import (
+    ALICE_PASSWORD,
+    PLAIN_PASSWORD,
+    SECRETS,
+    SecureNode,
+)
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+from confluent_kafka import Consumer, KafkaException, Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+pytestmark = pytest.mark.integration
+TIMEOUT_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def secure_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureNode]:
+    node = SecureNode(tmp_path_factory.mktemp("secure"))
+    node.start()
+    try:
+        yield node
+    finally:
+        node.stop()
+    text = node.log_path.read_text(errors="replace")
+    for secret in SECRETS:
+        assert secret not in text, "a password reached the node's log"
+
+
+def create(config: dict[str, Any], topic: str, partitions: int = 2) -> None:
+    admin = AdminClient(config)
+    futures = admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=30)
+    futures[topic].result(TIMEOUT_S)
+
+
+def produce_txn(config: dict[str, Any], topic: str, count: int) -> None:
+    producer = Producer({**config, "transactional.id": f"txn-{uuid.uuid4()}"})
+    producer.init_transactions(TIMEOUT_S)
+    producer.begin_transaction()
+    for index in range(count):
+        producer.produce(topic, key=str(index).encode(), value=f"v{index}".encode())
+    producer.commit_transaction(TIMEOUT_S)
+
+
+def consume_group(config: dict[str, Any], topic: str, count: int) -> list[bytes]:
+    consumer = Consumer(
+        {
+            **config,
+            "group.id": f"g-{uuid.uuid4()}",
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        while len(values) < count and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            if message.error():
+                raise KafkaException(message.error())
+            values.append(message.value())
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    return values
+
+
+@pytest.mark.parametrize(
+    "mechanism",
+    ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"],
+)
+def test_confluent_sasl_ssl(secure_node: SecureNode, mechanism: str) -> None:
+    user, password = (
+        ("plainuser", PLAIN_PASSWORD)
+        if mechanism == "PLAIN"
+        else (
+            "alice",
+            ALICE_PASSWORD,
+        )
+    )
+    config = secure_node.confluent_sasl(user, password, mechanism)
+    topic = unique_topic("sasl")
+    create(config, topic)
+    produce_txn(config, topic, 20)
+    assert sorted(consume_group(config, topic, 20)) == sorted(f"v{i}".encode() for i in range(20))
+
+
+def test_confluent_mtls(secure_node: SecureNode) -> None:
+    config = secure_node.confluent_mtls()
+    topic = unique_topic("mtls")
+    create(config, topic)
+    produce_txn(config, topic, 10)
+    assert len(consume_group(config, topic, 10)) == 10
+
+
+def test_confluent_wrong_password(secure_node: SecureNode) -> None:
+    errors: list[Any] = []
+    config = {
+        **secure_node.confluent_sasl("alice", "not-the-password"),
+        "error_cb": errors.append,
+    }
+    admin = AdminClient(config)
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=10)
+    deadline = time.monotonic() + TIMEOUT_S
+    while not errors and time.monotonic() < deadline:
+        admin.poll(0.5)
+    assert errors, "no authentication error reported"
+    text = str(errors[0])
+    assert (
+        "Authentication failed during authentication due to invalid credentials with SASL "
+        "mechanism SCRAM-SHA-512" in text
+    ), text
