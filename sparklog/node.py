@@ -52,6 +52,7 @@ from sparklog.broker.fetch_session import FetchSessionCache
 from sparklog.broker.lifecycle import BrokerLifecycleManager
 from sparklog.broker.log_dir_failure import log_dir_of
 from sparklog.broker.producer_ids import ProducerIdManager
+from sparklog.broker.quotas import QuotaManagers
 from sparklog.broker.remote_log_manager import RemoteLogManager
 from sparklog.broker.remote_metrics import register_remote_storage_metrics
 from sparklog.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -290,6 +291,7 @@ class Node:
         ctx.authorizer = StandardAuthorizer.from_config(
             config, lambda: plane.loader.image.acls.acls
         )
+        ctx.quotas = QuotaManagers.from_config(config, lambda: plane.loader.image.client_quotas)
         ctx.topic_metrics = BrokerTopicMetrics(self.metrics)
         ctx.groups = GroupCoordinator.from_config(config, replica_manager)
         register_consumer_lag(

@@ -34,6 +34,7 @@ from sparklog.broker.offsets import (
 )
 from sparklog.broker.produce import handle_produce
 from sparklog.broker.producer_ids import handle_init_producer_id
+from sparklog.broker.quota_enforcement import serve_with_quotas, wait_while_muted
 from sparklog.broker.replica_state_apis import handle_describe_log_dirs, handle_describe_producers
 from sparklog.broker.scram_apis import handle_describe_user_scram_credentials
 from sparklog.broker.share_fetch import handle_share_acknowledge, handle_share_fetch
@@ -202,6 +203,17 @@ class BrokerApis:
             if 76 in conn.served_apis:
                 _advertise_share_version(body)
             return body
+        quotas = self.ctx.quotas
+        if quotas is not None and quotas.active:
+            # Client quotas (sparklog.broker.quota_enforcement): a throttled connection's next
+            # request waits out its mute, then is recorded against the quotas.
+            await wait_while_muted(conn)
+            return await serve_with_quotas(
+                quotas, request, conn, lambda: self._authorized(request, conn)
+            )
+        return await self._authorized(request, conn)
+
+    async def _authorized(self, request: Request, conn: Connection) -> dict[str, Any] | None:
         handler = HANDLERS[request.api.key]
         try:
             authorizer = self.ctx.authorizer

@@ -21,6 +21,7 @@ from sparklog.config import ServerConfig
 from sparklog.metadata.image import MetadataImage
 
 if TYPE_CHECKING:
+    from sparklog.broker.quotas import QuotaManagers
     from sparklog.broker.share_partitions import SharePartitionManager
     from sparklog.coordinator.coordinator import GroupCoordinator
     from sparklog.coordinator.share_state_apis import ShareStateCoordinator
@@ -69,6 +70,8 @@ class BrokerContext:
     share_state: ShareStateCoordinator | None = None
     # authorizer.class.name's StandardAuthorizer; None: no authorizer, everything allowed
     authorizer: StandardAuthorizer | None = None
+    # client quotas (producer_byte_rate, consumer_byte_rate, request_percentage)
+    quotas: QuotaManagers | None = None
     # the advertised (host, port) of the client listener, per listener name
     endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
     # KIP-227 fetch sessions (max.incremental.fetch.session.cache.slots, set by the node)

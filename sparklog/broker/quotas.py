@@ -1,0 +1,161 @@
+"""Client quotas, Kafka's way: sampled rates per quota entity and the throttle time they give.
+
+Contract (Kafka 4.x ``ClientQuotaManager`` / ``ClientRequestQuotaManager``, ``Rate``,
+``QuotaUtils``):
+
+- Three quota types: ``producer_byte_rate`` (bytes of Produce requests per second),
+  ``consumer_byte_rate`` (bytes of Fetch responses per second, replicas exempt) and
+  ``request_percentage`` (time spent handling a client's requests, as a percentage of one
+  thread, per second).
+- The quota that applies to a (user, client id) is the first set in Kafka's precedence:
+  ``users/<user>/clients/<client-id>``, ``users/<user>/clients/<default>``, ``users/<user>``,
+  ``users/<default>/clients/<client-id>``, ``users/<default>/clients/<default>``,
+  ``users/<default>``, ``clients/<client-id>``, ``clients/<default>``. The level it is found at
+  decides who shares it (Kafka's metric tags): a user-level quota is shared by all that user's
+  clients, a client-level one by every user of that client id.
+- A rate is measured over ``quota.window.num`` samples of ``quota.window.size.seconds``
+  (Kafka's ``SampledStat``): value recorded first, then compared with the bound; the elapsed
+  time counts at least ``num - 1`` whole windows. Over the bound, the throttle time is
+  ``(rate - bound) / bound * window`` ms (``QuotaUtils.throttleTime``).
+- No quota configured anywhere: :attr:`QuotaManagers.active` is False and nothing is recorded,
+  so the request path costs one attribute read.
+
+Pure bookkeeping with an injected clock (milliseconds); the broker's request loop
+(:mod:`sparklog.broker.quota_enforcement`) mutes connections for the throttle time.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+from sparklog.metadata.security_image import ClientQuotasImage, QuotaEntity
+
+PRODUCE: Final = "producer_byte_rate"
+FETCH: Final = "consumer_byte_rate"
+REQUEST: Final = "request_percentage"
+USER: Final = "user"
+CLIENT_ID: Final = "client-id"
+
+# (user tag, client-id tag): who shares a sensor
+SensorKey = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaConfig:
+    num_samples: int = 11
+    window_ms: int = 1000
+
+
+@dataclass(slots=True)
+class SampledRate:
+    """Kafka's ``Rate`` over ``SampledStat`` samples: (window start ms, value) pairs."""
+
+    config: QuotaConfig
+    samples: deque[list[float]] = field(default_factory=deque)
+
+    def record(self, value: float, now_ms: float) -> None:
+        if not self.samples or now_ms >= self.samples[-1][0] + self.config.window_ms:
+            self.samples.append([now_ms, 0.0])
+            while len(self.samples) > self.config.num_samples:
+                self.samples.popleft()
+        self.samples[-1][1] += value
+
+    def _purge(self, now_ms: float) -> None:
+        expire_age = self.config.num_samples * self.config.window_ms
+        while self.samples and now_ms - self.samples[0][0] >= expire_age:
+            self.samples.popleft()
+
+    def window_ms(self, now_ms: float) -> float:
+        """The elapsed time the rate divides by (at least ``num - 1`` full windows)."""
+        oldest = self.samples[0][0] if self.samples else now_ms
+        elapsed = now_ms - oldest
+        full_windows = int(elapsed // self.config.window_ms)
+        minimum = self.config.num_samples - 1
+        if full_windows < minimum:
+            elapsed += (minimum - full_windows) * self.config.window_ms
+        return elapsed
+
+    def rate_per_second(self, now_ms: float) -> float:
+        self._purge(now_ms)
+        total = sum(value for _, value in self.samples)
+        return total / (self.window_ms(now_ms) / 1000.0)
+
+
+def quota_for(
+    quotas: ClientQuotasImage, key: str, user: str, client_id: str
+) -> tuple[float, SensorKey] | None:
+    """The bound for (user, client_id) and who shares it, by Kafka's precedence, or None."""
+    entities = quotas.entities
+    candidates: tuple[tuple[QuotaEntity, SensorKey], ...] = (
+        (((CLIENT_ID, client_id), (USER, user)), (user, client_id)),
+        (((CLIENT_ID, None), (USER, user)), (user, client_id)),
+        (((USER, user),), (user, "")),
+        (((CLIENT_ID, client_id), (USER, None)), (user, client_id)),
+        (((CLIENT_ID, None), (USER, None)), (user, client_id)),
+        (((USER, None),), (user, "")),
+        (((CLIENT_ID, client_id),), ("", client_id)),
+        (((CLIENT_ID, None),), ("", client_id)),
+    )
+    for entity, sensor in candidates:
+        values = entities.get(entity)
+        if values is not None and key in values:
+            return float(values[key]), sensor
+    return None
+
+
+class ClientQuotaManager:
+    """One quota type's sensors and throttle decisions."""
+
+    def __init__(
+        self,
+        key: str,
+        config: QuotaConfig,
+        quotas: Callable[[], ClientQuotasImage],
+    ) -> None:
+        self.key = key
+        self.config = config
+        self._quotas = quotas
+        self._sensors: dict[SensorKey, SampledRate] = {}
+        self.throttled_ms_total = 0
+
+    def record(self, user: str, client_id: str, value: float, now_ms: float) -> int:
+        """Record ``value`` for the entity and return the throttle time in ms (0: within)."""
+        found = quota_for(self._quotas(), self.key, user, client_id)
+        if found is None:
+            return 0
+        bound, sensor_key = found
+        sensor = self._sensors.get(sensor_key)
+        if sensor is None:
+            sensor = self._sensors[sensor_key] = SampledRate(self.config)
+        sensor.record(value, now_ms)
+        rate = sensor.rate_per_second(now_ms)
+        if rate <= bound:
+            return 0
+        throttle = round((rate - bound) / bound * sensor.window_ms(now_ms))
+        self.throttled_ms_total += throttle
+        return int(throttle)
+
+
+class QuotaManagers:
+    """The three client quota managers of a broker, reading quotas from its image."""
+
+    def __init__(self, config: QuotaConfig, quotas: Callable[[], ClientQuotasImage]) -> None:
+        self._quotas = quotas
+        self.produce = ClientQuotaManager(PRODUCE, config, quotas)
+        self.fetch = ClientQuotaManager(FETCH, config, quotas)
+        self.request = ClientQuotaManager(REQUEST, config, quotas)
+
+    @property
+    def active(self) -> bool:
+        return bool(self._quotas().entities)
+
+    @staticmethod
+    def from_config(config: object, quotas: Callable[[], ClientQuotasImage]) -> QuotaManagers:
+        get = config.get  # type: ignore[attr-defined]
+        return QuotaManagers(
+            QuotaConfig(int(get("quota.window.num")), int(get("quota.window.size.seconds")) * 1000),
+            quotas,
+        )
