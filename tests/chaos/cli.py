@@ -239,6 +239,7 @@ def run(
         )
         progress.start()
         timer = threading.Timer(duration_s, nemesis.stop_event.set)
+        timer.daemon = True  # an interrupted run must not wait for it at exit
         timer.start()
         watchdog.phase("nemesis", NEMESIS_STALL_S)
         nemesis.run()

@@ -13,7 +13,8 @@ Contract:
   after ``READY_TIMEOUT_S``). ``beat`` is called on every turn of the loop (the watchdog).
 - Limits that keep the cluster recoverable: a fault that takes a broker down (``kill_leader``,
   ``torn_tail``, ``disk_full``) only while at most one other broker is impaired (under a fault,
-  restarting, or missing from some partition's ISR, per Metadata), so one broker always holds
+  restarting, healed less than ``SETTLE_S`` ago, or missing from some partition's ISR per
+  the Metadata of any healthy broker), so one broker always holds
   every partition in sync; a controller fault only while every controller is healthy.
 - Kinds: ``kill_leader`` (SIGKILL of a partition leader found with Metadata, restarted after
   the hold), ``kill_controller`` (SIGKILL of the active controller found with DescribeQuorum),
@@ -57,6 +58,9 @@ FILLER_NAME = "chaos-disk-filler"
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 KINDS = ("kill_leader", "kill_controller", "pause", "partition", "disk_full", "torn_tail")
 TICK_S = 0.2
+# A broker counts as impaired this long after it answers again or its fault is healed: the ISR
+# shrink its fault caused may still be on its way to the controller (Metadata shows it late).
+SETTLE_S = 6.0
 
 
 @dataclass
@@ -87,6 +91,7 @@ class Nemesis:
     _disk_full: set[int] = field(default_factory=set)
     _active: list[tuple[float, Fault]] = field(default_factory=list)
     _starting: dict[int, float] = field(default_factory=dict)
+    _settling: dict[int, float] = field(default_factory=dict)  # node id -> impaired until
     _started_ns: int = field(default_factory=time.monotonic_ns)
 
     def __post_init__(self) -> None:
@@ -166,6 +171,7 @@ class Nemesis:
             detail = fault.heal()
         except (ChaosError, OSError) as exc:
             detail = {"error": str(exc)}
+        self._settling[fault.node.node_id] = time.monotonic() + SETTLE_S
         self._log(fault.kind, {"phase": "heal", **fault.detail, **detail})
 
     def _log(self, kind: str, value: dict[str, Any]) -> None:
@@ -185,6 +191,8 @@ class Nemesis:
         """Brokers under a fault, (re)starting, or missing from some partition's ISR."""
         healthy = self._healthy(self.cluster.brokers)
         impaired = {b.node_id for b in self.cluster.brokers} - {b.node_id for b in healthy}
+        now = time.monotonic()
+        impaired |= {n for n, until in self._settling.items() if until > now}
         # Every healthy broker is asked: one that has just restarted may still serve metadata
         # from before its restart, which shows ISRs that have shrunk since.
         for broker in healthy:
@@ -241,6 +249,7 @@ class Nemesis:
                 self._starting.pop(node_id)  # check_exits records and relaunches it
             elif answers_api_versions(HOST, node.port, timeout_s=0.5):
                 self._starting.pop(node_id)
+                self._settling[node_id] = time.monotonic() + SETTLE_S
             elif time.monotonic() > deadline:
                 self._starting.pop(node_id)
                 self.restart_failures += 1
