@@ -25,7 +25,7 @@ Invariants that make the vector path and the exact path give identical rows:
 
 How: only record starts depend on each other (each on the previous record's length); runs
 of equal-sized records are found at once and only records of varying sizes are walked in
-Python (:func:`_record_starts`). Every other field is decoded for all records of all the
+Python (:func:`_run_starts`). Every other field is decoded for all records of all the
 batches at once, so numpy's fixed cost per call is paid once per run, not per batch. A varint
 column is read one byte per record when every value is below 0x80, two when below 0x4000,
 and otherwise through a window with a continuation mask. Headers are read in rounds (round
@@ -36,6 +36,7 @@ by Arrow from one binary array whose elements alternate field and gap (:func:`_g
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from array import array
 from typing import Final
 
@@ -67,6 +68,9 @@ _COLUMNS: Final = np.arange(10, dtype=np.int64)
 _MAX_RUNS: Final = 8
 _SHORT_RUN: Final = 16
 _BINARY: Final = pa.binary()
+_BINARY_VIEW: Final = pa.binary_view()
+_INLINE_VIEW_BYTES: Final = 12  # a binary_view element this short lives in its view
+_VIEW_COLUMNS: Final = np.arange(_INLINE_VIEW_BYTES, dtype=np.int64)
 _CHECK_HEADERS_TYPE: Final = pa.list_(
     pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())])
 )
@@ -125,27 +129,38 @@ def decode_records(
     headers_type: pa.DataType | None = None,
     *,
     min_vector_records: int = 0,
+    views: bool = False,
 ) -> RecordArrays:
     """The kept rows of ``batches`` in order; see the module docstring. ``headers_type``
     (a ``list<struct<key: string, value: binary>>``) asks for the headers column. Runs of
     fewer than ``min_vector_records`` records take the exact path, where numpy's fixed cost
-    per call (about 150 us) would outweigh what it saves."""
+    per call (about 150 us) would outweigh what it saves. ``views`` asks for keys and values
+    as ``binary_view`` arrays that point into the batches' records regions (no copy of the
+    bytes; the arrays keep the regions alive) instead of ``binary`` arrays."""
+    decoded = _decode(batches, headers_type, min_vector_records, views)
+    if views and decoded.keys.type != _BINARY_VIEW:
+        return _as_views(decoded)
+    return decoded
+
+
+def _decode(
+    batches: list[BatchRecords],
+    headers_type: pa.DataType | None,
+    min_vector_records: int,
+    views: bool,
+) -> RecordArrays:
     nonempty = [b for b in batches if b.count > 0]
     if len(nonempty) != len(batches):
         if any(b.count < 0 for b in batches):
             raise CorruptRecordError("Record batch declares a negative record count")
-        decoded = (
-            decode_records(nonempty, headers_type, min_vector_records=min_vector_records)
-            if nonempty
-            else None
-        )
+        decoded = _decode(nonempty, headers_type, min_vector_records, views) if nonempty else None
         return _spread(decoded, [b.count > 0 for b in batches], headers_type)
     if not batches:
         return empty_arrays(0, headers_type)
     if sum(b.count for b in batches) < min_vector_records:
         return concat([_exact(b, headers_type) for b in batches])
     try:
-        fast = _vector(batches, headers_type)
+        fast = _vector(batches, headers_type, views)
     except (IndexError, ValueError, OverflowError, pa.ArrowException):
         fast = None
     if fast is not None:
@@ -153,7 +168,8 @@ def decode_records(
     if len(batches) == 1:
         return _exact(batches[0], headers_type)
     half = len(batches) // 2
-    return concat([decode_records(part, headers_type) for part in (batches[:half], batches[half:])])
+    parts = (batches[:half], batches[half:])
+    return concat([_decode(part, headers_type, min_vector_records, views) for part in parts])
 
 
 def _spread(
@@ -168,9 +184,11 @@ def _spread(
 
 
 def concat(parts: list[RecordArrays]) -> RecordArrays:
-    """The runs ``parts`` as one."""
+    """The runs ``parts`` as one (as views if any part has views)."""
     if len(parts) == 1:
         return parts[0]
+    if len({p.keys.type for p in parts}) > 1:
+        parts = [_as_views(p) for p in parts]
     headers = [p.headers for p in parts]
     return RecordArrays(
         rows=sum(p.rows for p in parts),
@@ -180,6 +198,15 @@ def concat(parts: list[RecordArrays]) -> RecordArrays:
         keys=pa.concat_arrays([p.keys for p in parts]),
         values=pa.concat_arrays([p.values for p in parts]),
         headers=None if headers[0] is None else pa.concat_arrays(headers),
+    )
+
+
+def _as_views(arrays: RecordArrays) -> RecordArrays:
+    """``arrays`` with binary_view keys and values (Arrow's cast points into the same bytes)."""
+    if arrays.keys.type == _BINARY_VIEW:
+        return arrays
+    return dataclasses.replace(
+        arrays, keys=arrays.keys.cast(_BINARY_VIEW), values=arrays.values.cast(_BINARY_VIEW)
     )
 
 
@@ -233,48 +260,88 @@ def _exact(batch: BatchRecords, headers_type: pa.DataType | None) -> RecordArray
 def _record_starts(
     data: bytes | bytearray | memoryview, pos: int, end: int, count: int
 ) -> Int64s | None:
-    """Where each of the ``count`` records from ``pos`` starts, following the length varints;
-    ``None`` for a length varint of 4 bytes or more (records of 1 MiB and up, where this is
-    not what costs).
+    """Where each of the ``count`` records of ``data[pos:end]`` starts: :func:`_run_starts`
+    for one batch."""
+    u8 = np.frombuffer(data, dtype=np.uint8)
+    one = np.array([pos], dtype=np.int64)
+    return _run_starts(u8, one, np.array([end], dtype=np.int64), np.array([count], np.int64))
+
+
+def _run_starts(region: Bytes, begins: Int64s, ends: Int64s, counts: Int64s) -> Int64s | None:
+    """Where each record of every batch starts (batch ``i`` holds ``counts[i]`` records from
+    ``region[begins[i]]``, up to ``ends[i]``), batch after batch, following the length
+    varints; ``None`` for a length varint of 4 bytes or more (records of 1 MiB and up, where
+    this is not what costs).
 
     Runs of records of one size (the usual case: fixed-width keys and values, and the offset
-    and timestamp deltas of a batch change width at most a few times) are found with numpy:
-    guess that the records from ``pos`` all have the size of the first one, and keep the
-    guesses up to the first one whose length varint differs from the first one's bytes. That
-    check is exact: a record starting at a kept guess has the first one's length, so the next
-    one starts at the next guess. Short runs (variable sizes) hand the rest to :func:`_walk`."""
-    u8 = np.frombuffer(data, dtype=np.uint8)
-    runs: list[Int64s] = []
-    left = count
+    and timestamp deltas of a batch change width at most a few times) are found with numpy,
+    for all the batches at once: guess that each batch's records from its current position
+    all have the size of the one there, and keep the guesses up to the first one whose length
+    varint differs from that one's bytes. That check is exact: a record starting at a kept
+    guess has the first one's length, so the next one starts at the next guess. A batch whose
+    run is short (variable sizes) or whose length varint is long or negative hands its rest
+    to :func:`_walk`."""
+    # Batches lie in increasing order in the region, so the starts found (a sorted piece per
+    # round, then the walked ones) are put in order by a merge of those sorted pieces.
+    pieces: list[Int64s] = []
+    pos = begins.astype(np.int64, copy=True)
+    found = np.zeros(len(counts), dtype=np.int64)
+    active = np.flatnonzero(counts > 0)
     for _ in range(_MAX_RUNS):
-        if left == 0:
+        if not len(active):
             break
-        first = data[pos]
-        second = data[pos + 1] if first >= 0x80 else 0
-        if second >= 0x80:
+        at = pos[active]
+        first = region.take(at, mode="clip").astype(np.int64)
+        second = region.take(at + 1, mode="clip").astype(np.int64)
+        two = first >= 0x80
+        raw = np.where(two, (first & 0x7F) | (second << 7), first)
+        # Three-byte or negative lengths: the walk steps over them (the vector check rejects
+        # a negative one).
+        usable = ~(two & (second >= 0x80)) & ((raw & 1) == 0) & (at < ends[active])
+        if not _count(usable):
             break
-        raw = first if first < 0x80 else (first & 0x7F) | (second << 7)
-        if raw & 1:
-            break  # a negative length: the walk steps over it, the vector check rejects it
-        stride = (1 if first < 0x80 else 2) + (raw >> 1)
-        guesses = np.arange(pos, pos + stride * left, stride, dtype=np.int64)
-        same = u8.take(guesses, mode="clip") == first
-        if first >= 0x80:
-            same &= u8.take(guesses + 1, mode="clip") == second
-        same &= guesses < end
-        differs = np.flatnonzero(~same)
-        run = left if not len(differs) else int(differs[0])
-        runs.append(guesses[:run])
-        left -= run
-        pos += stride * run
-        if run < _SHORT_RUN:
-            break
-    if left:
-        rest = _walk(data, pos, left)
-        if rest is None:
-            return None
-        runs.append(rest)
-    return runs[0] if len(runs) == 1 else np.concatenate(runs)
+        active, at, first, second, two = (
+            active[usable],
+            at[usable],
+            first[usable],
+            second[usable],
+            two[usable],
+        )
+        stride = two + 1 + (raw[usable] >> 1)
+        # Guesses only up to the batch's end (one past it would not match anyway).
+        left = np.minimum(counts[active] - found[active], (ends[active] - at - 1) // stride + 1)
+        segment_end = np.cumsum(left)
+        segment_start = segment_end - left
+        guesses = np.repeat(at - segment_start * stride, left)
+        guesses += np.arange(int(segment_end[-1]), dtype=np.int64) * np.repeat(stride, left)
+        same = region.take(guesses, mode="clip") == np.repeat(first, left)
+        if _count(two):
+            seconds = region.take(guesses + 1, mode="clip")
+            same &= ~np.repeat(two, left) | (seconds == np.repeat(second, left))
+        bad = np.flatnonzero(~same)
+        if len(bad):
+            first_bad = np.append(bad, len(guesses))[np.searchsorted(bad, segment_start)]
+            run = np.minimum(first_bad, segment_end) - segment_start
+            kept = np.arange(len(guesses), dtype=np.int64) < np.repeat(segment_start + run, left)
+            pieces.append(guesses[kept])
+        else:
+            run = left
+            pieces.append(guesses)
+        found[active] += run
+        pos[active] = at + run * stride
+        active = active[(run >= _SHORT_RUN) & (found[active] < counts[active])]
+    rest = np.flatnonzero(found < counts)
+    if len(rest):
+        data = region.data
+        for i in rest.tolist():
+            walked = _walk(data, int(pos[i]), int(counts[i] - found[i]))
+            if walked is None:
+                return None
+            pieces.append(walked)
+    if len(pieces) == 1:
+        return pieces[0]
+    # Timsort merges the sorted pieces in about linear time.
+    return np.sort(np.concatenate(pieces), kind="stable")
 
 
 def _walk(data: bytes | bytearray | memoryview, pos: int, count: int) -> Int64s | None:
@@ -373,28 +440,87 @@ def _binary(
     )
 
 
+def _views(region: Bytes, starts: Int64s, lengths: Int64s) -> pa.Array:
+    """A binary_view array of the fields ``region[starts[i] : starts[i] + lengths[i]]`` that
+    points into ``region`` (a negative length is null). Each 16-byte view is four uint32
+    words: the length, then, up to 12 bytes, the bytes themselves zero-padded, else a 4-byte
+    prefix, buffer index 0 and the offset (Arrow's layout). Words are read at any byte
+    offset through an overlapping uint32 view of the region."""
+    count = len(starts)
+    nulls = lengths < 0
+    sizes = np.maximum(lengths, 0)
+    views = np.zeros((count, 4), dtype=np.uint32)
+    views[:, 0] = sizes
+    inline = sizes <= _INLINE_VIEW_BYTES
+    inlined = _count(inline)
+    if len(region) >= _INLINE_VIEW_BYTES + 4:
+        words = np.ndarray((len(region) - 3,), dtype="<u4", buffer=region, strides=(1,))
+        # Fields near the region's end would read past it: clipped here, redone below.
+        tail = np.flatnonzero(starts + _INLINE_VIEW_BYTES > len(region))
+        last_word = len(words) - 1
+        # (Fancy indexing: ``take`` on this strided view is an order of magnitude slower.)
+        first = words[np.minimum(starts, last_word)]
+        if inlined:
+            widest = int(sizes[inline].max())
+            for word in range(3):
+                if 4 * word >= widest:
+                    break
+                kept = np.clip(sizes - 4 * word, 0, 4).astype(np.uint64) * 8
+                mask = ((np.uint64(1) << kept) - np.uint64(1)).astype(np.uint32)
+                value = first if word == 0 else words[np.minimum(starts + 4 * word, last_word)]
+                views[:, 1 + word] = np.where(inline, value & mask, 0)
+        if inlined != count:
+            long_ = ~inline
+            views[:, 1] = np.where(long_, first, views[:, 1])
+            views[:, 3] = np.where(long_, starts.astype(np.uint32), views[:, 3])
+    else:
+        tail = np.arange(count)
+    if len(tail):
+        as_bytes = views.view(np.uint8)
+        as_bytes[tail, 4:] = 0
+        for i in tail.tolist():
+            size = int(sizes[i])
+            start = int(starts[i])
+            if size <= _INLINE_VIEW_BYTES:
+                as_bytes[i, 4 : 4 + size] = region[start : start + size]
+            else:
+                as_bytes[i, 4:8] = region[start : start + 4]
+                views[i, 3] = start
+    null_count = _count(nulls)
+    validity = None
+    if null_count:
+        validity = pa.py_buffer(np.packbits(~nulls, bitorder="little"))
+    return pa.Array.from_buffers(
+        _BINARY_VIEW,
+        count,
+        [validity, pa.py_buffer(views), pa.py_buffer(region)],
+        null_count=null_count,
+    )
+
+
 def _overflowed(left: Int64s, right: Int64s, total: Int64s) -> bool:
     """Whether any int64 ``left + right`` wrapped around to give ``total``."""
     return bool(_count(((left ^ total) & (right ^ total)) < 0))
 
 
-def _vector(batches: list[BatchRecords], headers_type: pa.DataType | None) -> RecordArrays | None:
+def _vector(
+    batches: list[BatchRecords], headers_type: pa.DataType | None, views: bool = False
+) -> RecordArrays | None:
     counts = [batch.count for batch in batches]
     first = batches[0]
-    # Uncompressed batches of one buffer are read in place, the batch headers between them
-    # left unread; others (decompressed payloads) are copied together.
-    in_place = all(b.payload is first.payload for b in batches)
-    batch_starts: list[int] = []
-    parts = []
-    region_size = 0
-    for batch in batches:
-        region_start = batch.pos - first.pos if in_place else region_size
-        found = _record_starts(batch.payload, batch.pos, batch.end, batch.count)
-        if found is None:
-            return None
-        batch_starts.append(region_start)
-        parts.append(found + (region_start - batch.pos))
-        region_size = region_start + batch.end - batch.pos
+    # Batches of one buffer (uncompressed ones in the log, or payloads decompressed into one
+    # buffer) are read in place, whatever lies between them left unread; others are copied
+    # together.
+    in_place = all(b.payload is first.payload for b in batches) and all(
+        a.end <= b.pos for a, b in itertools.pairwise(batches)
+    )
+    if in_place:
+        begins = np.array([b.pos - first.pos for b in batches], dtype=np.int64)
+        ends = np.array([b.end - first.pos for b in batches], dtype=np.int64)
+    else:
+        ends = np.cumsum([b.end - b.pos for b in batches], dtype=np.int64)
+        begins = np.concatenate([np.zeros(1, dtype=np.int64), ends[:-1]])
+    region_size = int(ends[-1])
     if region_size > _INT32_MAX:
         return None  # Arrow's int32 offsets could not address it
     if in_place:
@@ -402,9 +528,12 @@ def _vector(batches: list[BatchRecords], headers_type: pa.DataType | None) -> Re
     else:
         joined = b"".join([memoryview(b.payload)[b.pos : b.end] for b in batches])
         region = np.frombuffer(joined, dtype=np.uint8)
-    starts = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    count = len(starts)
     per_batch = np.array(counts, dtype=np.int64)
+    found = _run_starts(region, begins, ends, per_batch)
+    if found is None:
+        return None
+    starts = found
+    count = len(starts)
     batch_last = np.cumsum(per_batch) - 1  # each batch's last record
 
     length = _varints(region, starts, _INT32_VARINT_BYTES)
@@ -416,9 +545,7 @@ def _vector(batches: list[BatchRecords], headers_type: pa.DataType | None) -> Re
     # a batch's last one where the batch ends.
     expected_ends = np.empty(count, dtype=np.int64)
     expected_ends[:-1] = starts[1:]
-    expected_ends[batch_last] = [
-        s + b.end - b.pos for s, b in zip(batch_starts, batches, strict=True)
-    ]
+    expected_ends[batch_last] = ends
     if _count(sizes <= 0) or _count(record_ends != expected_ends):
         return None
     timestamp = _varints(region, after + 1, _INT64_VARINT_BYTES)  # + 1: attributes byte
@@ -485,8 +612,8 @@ def _vector(batches: list[BatchRecords], headers_type: pa.DataType | None) -> Re
         batch_rows=np.bincount(batch_index, minlength=len(batches)).astype(np.int64),
         offsets=offsets,
         timestamps=timestamps,
-        keys=_binary(region, key_starts, key_lengths),
-        values=_binary(region, value_starts, value_lengths),
+        keys=(_views if views else _binary)(region, key_starts, key_lengths),
+        values=(_views if views else _binary)(region, value_starts, value_lengths),
         headers=header_lists,
     )
 

@@ -30,6 +30,8 @@ exactly). Rebuilt batches are encoded a chunk of rows at a time by :mod:`.batch_
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import mmap
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -89,6 +91,22 @@ _DELTA_COLUMNS = {"offset": "DELTA_BINARY_PACKED", "timestamp": "DELTA_BINARY_PA
 _RUN_RECORDS = 1 << 16
 _RUN_BYTES = 4 << 20
 _ROW_COLUMNS = ["offset", "timestamp", "key", "value", "headers"]
+# A run's decompressed payloads are copied back to back into one buffer of this size (or one
+# batch's size if larger), so the decoder reads them in place and keys and values are written
+# from it as binary_view arrays: one copy of the records' bytes between codec and writer.
+_REGION_BYTES = _RUN_BYTES + (1 << 20)
+_VIEW_COLUMNS = ("key", "value")
+# The writer is given binary_view keys and values; the file says binary, as every reader
+# expects: the Parquet types are the same (BYTE_ARRAY) and the Arrow schema stored in the
+# footer is the layout's, written by hand.
+_WRITE_SCHEMA = pa.schema(
+    [f.with_type(pa.binary_view()) if f.name in _VIEW_COLUMNS else f for f in PARQUET_SCHEMA]
+)
+# Pages of 256 KiB (Arrow's default is 1 MiB): zstd's level 1 then works on tables that
+# stay in cache, which writes 100-byte records about 8% faster for 1% more bytes.
+_DATA_PAGE_BYTES = 256 << 10
+_ARROW_SCHEMA_KEY = "ARROW:schema"
+_ARROW_SCHEMA = base64.b64encode(PARQUET_SCHEMA.serialize().to_pybytes()).decode()
 
 
 class TranscodeError(ValueError):
@@ -129,7 +147,7 @@ class _PendingRows:
         self.rows += table.num_rows
 
     def take(self, n: int) -> pa.Table:
-        table = pa.concat_tables(self._tables) if self._tables else PARQUET_SCHEMA.empty_table()
+        table = pa.concat_tables(self._tables) if self._tables else _WRITE_SCHEMA.empty_table()
         head, rest = table.slice(0, n), table.slice(n)
         self._tables = [rest] if rest.num_rows else []
         self.rows = rest.num_rows
@@ -145,6 +163,26 @@ class _Run:
         self.fields: dict[str, list[int]] = {name: [] for name in _BATCH_COLUMNS}
         self.records = 0
         self.bytes = 0
+        self._region: memoryview | None = None
+        self._used = 0
+        self._in_region = 0
+
+    def fits(self, size: int) -> bool:
+        """Whether a payload of ``size`` bytes fits this run's region (an empty run's region
+        is made big enough)."""
+        return self._region is None or self._used + size <= len(self._region)
+
+    def into_region(self, batch: BatchRecords) -> BatchRecords:
+        """``batch`` (a decompressed payload that :meth:`fits`) copied into the region."""
+        size = batch.end - batch.pos
+        if self._region is None:
+            self._region = np.empty(max(_REGION_BYTES, size), dtype=np.uint8).data
+        start = self._used
+        with memoryview(batch.payload) as payload:
+            self._region[start : start + size] = payload.cast("B")[batch.pos : batch.end]
+        self._used += size
+        self._in_region += 1
+        return dataclasses.replace(batch, payload=self._region, pos=start, end=start + size)
 
     def add(self, batch: BatchRecords, header: BatchHeader, aborted: bool) -> None:
         self.batches.append(batch)
@@ -167,7 +205,9 @@ class _Run:
             self.fields[name].append(value)
 
     def table(self) -> tuple[pa.Table, RecordArrays]:
-        decoded = decode_records(self.batches, HEADER_TYPE)
+        # Views only into the region: the source log (codec none) is closed after the copy.
+        views = self._in_region == len(self.batches)
+        decoded = decode_records(self.batches, HEADER_TYPE, views=views)
         columns: dict[str, pa.Array] = {
             "offset": pa.array(decoded.offsets),
             "timestamp": pa.array(decoded.timestamps),
@@ -179,8 +219,11 @@ class _Run:
             field_type = PARQUET_SCHEMA.field(name).type
             per_batch = np.array(self.fields[name], dtype=field_type.to_pandas_dtype())
             columns[name] = pa.array(np.repeat(per_batch, decoded.batch_rows), field_type)
+        for name in _VIEW_COLUMNS:
+            if columns[name].type != pa.binary_view():
+                columns[name] = columns[name].cast(pa.binary_view())
         arrays = [columns[name] for name in PARQUET_SCHEMA.names]
-        return pa.Table.from_arrays(arrays, schema=PARQUET_SCHEMA), decoded
+        return pa.Table.from_arrays(arrays, schema=_WRITE_SCHEMA), decoded
 
 
 def _aborted_lookup(aborted_txns: Sequence[AbortedTxn]) -> dict[int, list[tuple[int, int]]]:
@@ -201,17 +244,23 @@ def _open_source(source: str | Buffer) -> tuple[Buffer, Any]:
     return source, None
 
 
-def open_parquet_writer(sink: Any) -> pq.ParquetWriter:
+def open_parquet_writer(sink: Any, *, views: bool = False) -> pq.ParquetWriter:
     """A writer of :data:`PARQUET_SCHEMA` rows to ``sink`` (a path or an Arrow stream) with
-    the layout's options: zstd, statistics on every column."""
-    return pq.ParquetWriter(
+    the layout's options: zstd, statistics on every column. With ``views`` it takes tables
+    whose keys and values are binary_view (``_WRITE_SCHEMA``) and writes the same file."""
+    writer = pq.ParquetWriter(
         sink,
-        PARQUET_SCHEMA,
+        _WRITE_SCHEMA if views else PARQUET_SCHEMA,
         compression="zstd",
         use_dictionary=_DICTIONARY_COLUMNS,
         column_encoding=_DELTA_COLUMNS,
         write_statistics=True,
+        data_page_size=_DATA_PAGE_BYTES,
+        store_schema=not views,
     )
+    if views:
+        writer.add_key_value_metadata({_ARROW_SCHEMA_KEY: _ARROW_SCHEMA})
+    return writer
 
 
 def segment_to_parquet(
@@ -230,7 +279,7 @@ def segment_to_parquet(
     buf, mapped = _open_source(source)
     sink: Any = out if out is not None else pa.BufferOutputStream()
     try:
-        writer = open_parquet_writer(sink)
+        writer = open_parquet_writer(sink, views=True)
         try:
             stats = _transcode_into(writer, buf, aborted_txns, row_group_rows)
             writer.add_key_value_metadata(
@@ -295,7 +344,12 @@ def _transcode_into(
             batch_end = position + header.size_in_bytes
             if header.records_count:
                 aborted = _is_aborted(header, aborted_ranges)
-                run.add(_batch_records(buf, position, batch_end, header), header, aborted)
+                records = _batch_records(buf, position, batch_end, header)
+                if header.compression:
+                    if not run.fits(records.end - records.pos):
+                        flush()
+                    records = run.into_region(records)
+                run.add(records, header, aborted)
                 control_count += header.records_count if header.is_control else 0
                 aborted_count += header.records_count if aborted else 0
                 transactional_count += header.records_count if header.is_transactional else 0
@@ -349,10 +403,14 @@ def _batch_records(buf: Buffer, position: int, end: int, header: BatchHeader) ->
         records_pos, records_end = 0, len(payload)
     else:
         payload, records_pos, records_end = buf, position + RECORDS_OFFSET, end
+    return _records_of(header, payload, records_pos, records_end)
+
+
+def _records_of(header: BatchHeader, payload: Buffer, pos: int, end: int) -> BatchRecords:
     return BatchRecords(
         payload=payload,
-        pos=records_pos,
-        end=records_end,
+        pos=pos,
+        end=end,
         count=header.records_count,
         base_offset=header.base_offset,
         base_timestamp=header.base_timestamp,
