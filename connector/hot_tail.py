@@ -1,0 +1,172 @@
+"""The hot tail of a native batch read, materialised once as Parquet on the driver.
+
+A Python data source query has a fixed cost of its own (a planning worker, Python tasks, Arrow
+IPC into the JVM): about 0.16-0.25 s on a 2-core machine, more than Spark's whole ``count()``
+of 2M tiered rows. So when the driver's files are the executors' files (``local`` master) and
+the hot tail is small, :func:`materialise` reads the planned hot pieces on the driver (the
+brokers' read service, :func:`.hot.read_hot`, the pieces in parallel threads), writes their
+rows as Parquet files in exactly the Kafka source schema (:mod:`.schema`) and the native plan
+reads them with Spark's own Parquet scan, like the tier.
+
+Contract:
+- :func:`materialise` returns one path per piece with rows (pieces that read no row give
+  none), or None when it declines: a non-local master, more than :data:`MAX_OFFSETS` offsets
+  or :data:`MAX_BYTES` in all, or the cache full. The caller then reads the pieces with the
+  data source. Batches are streamed into the files, one in memory per thread.
+- Rows are exactly what the data source would yield for the piece (same reader), read when
+  the DataFrame is built rather than when an action runs; a read failure (data loss,
+  unreachable leader) surfaces there.
+- Files are cached per piece (topic, topic id, partition, range, isolation, headers): offsets
+  below the high watermark (and under read_committed below the last stable offset, where every
+  transaction is decided) never change, so a second read of the same range reuses the file.
+  Files live in one temporary directory per driver process, removed at exit; the cache holds
+  at most :data:`CACHE_BYTES` (beyond that, reads decline) and never deletes a file a
+  DataFrame may still name.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Final
+
+import pyarrow.parquet as pq
+
+from .hot import read_hot
+from .planning import HotPiece
+from .schema import arrow_schema
+
+__all__ = ["CACHE_BYTES", "MAX_BYTES", "MAX_OFFSETS", "materialise"]
+
+#: Largest hot tail read on the driver (offsets of all pieces, and bytes of their Arrow batches:
+#: a read that passes the bytes stops and declines); larger tails are read by tasks.
+MAX_OFFSETS: Final = 2_000_000
+MAX_BYTES: Final = 256 << 20
+#: Most bytes of Parquet files the driver keeps for hot tails.
+CACHE_BYTES: Final = 2 << 30
+_THREADS: Final = 4
+
+_lock = threading.Lock()
+_files: dict[tuple[object, ...], tuple[str | None, int]] = {}
+_state: dict[str, object] = {"dir": None, "bytes": 0}
+
+
+def _key(piece: HotPiece) -> tuple[object, ...]:
+    return (
+        piece.topic,
+        piece.topic_id,
+        piece.partition,
+        piece.start,
+        piece.end,
+        piece.read_committed,
+        piece.include_headers,
+    )
+
+
+def _directory() -> str:
+    with _lock:
+        path = _state["dir"]
+        if path is None:
+            path = tempfile.mkdtemp(prefix="sparklog-hot-tail-")
+            atexit.register(shutil.rmtree, path, True)
+            _state["dir"] = path
+        assert isinstance(path, str)
+        return path
+
+
+class _Budget:
+    """Bytes one :func:`materialise` call may still write (shared by its threads)."""
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+        self.lock = threading.Lock()
+
+    def take(self, size: int) -> bool:
+        with self.lock:
+            self.left -= size
+            return self.left >= 0
+
+
+class _OverBudget(Exception):
+    pass
+
+
+def _write(piece: HotPiece, budget: _Budget) -> tuple[str | None, int]:
+    """Stream ``piece``'s batches into a Parquet file (one batch in memory at a time)."""
+    path = (
+        f"{_directory()}/{piece.topic}-{piece.partition}-{piece.start}-{uuid.uuid4().hex}.parquet"
+    )
+    writer: pq.ParquetWriter | None = None
+    size = 0
+    try:
+        for batch in read_hot(piece):
+            if not batch.num_rows:
+                continue
+            if not budget.take(batch.nbytes):
+                raise _OverBudget
+            if writer is None:
+                writer = pq.ParquetWriter(
+                    path,
+                    arrow_schema(piece.include_headers),
+                    compression="none",
+                    use_dictionary=["topic"],
+                    write_statistics=["partition", "offset", "timestamp"],
+                )
+            writer.write_batch(batch, row_group_size=1 << 20)
+            size += batch.nbytes
+    except BaseException:
+        if writer is not None:
+            writer.close()
+            os.unlink(path)
+        raise
+    if writer is None:
+        return None, 0
+    writer.close()
+    return path, size
+
+
+def materialise(pieces: Sequence[HotPiece], local_master: bool) -> list[str] | None:
+    """Parquet files holding ``pieces``' rows, or None (see the module docstring)."""
+    if not local_master or sum(p.end - p.start for p in pieces) > MAX_OFFSETS:
+        return None
+    with _lock:
+        cached = {k: v for k in map(_key, pieces) if (v := _files.get(k)) is not None}
+        used = _state["bytes"]
+    assert isinstance(used, int)
+    missing = [p for p in pieces if _key(p) not in cached]
+    if not missing:
+        return [path for p in pieces if (path := cached[_key(p)][0]) is not None]
+    budget = _Budget(min(MAX_BYTES, CACHE_BYTES - used))
+    with ThreadPoolExecutor(min(_THREADS, len(missing))) as pool:
+        futures = [pool.submit(_write, piece, budget) for piece in missing]
+        outcomes = [_outcome(f) for f in futures]
+    failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
+    if failure is not None:
+        for outcome in outcomes:
+            if isinstance(outcome, tuple) and outcome[0] is not None:
+                os.unlink(outcome[0])
+        if isinstance(failure, _OverBudget):
+            return None
+        raise failure
+    with _lock:
+        for piece, outcome in zip(missing, outcomes, strict=True):
+            assert isinstance(outcome, tuple)
+            _files[_key(piece)] = outcome
+            cached[_key(piece)] = outcome
+            total = _state["bytes"]
+            assert isinstance(total, int)
+            _state["bytes"] = total + outcome[1]
+    return [path for p in pieces if (path := cached[_key(p)][0]) is not None]
+
+
+def _outcome(future: Future[tuple[str | None, int]]) -> tuple[str | None, int] | BaseException:
+    try:
+        return future.result()
+    except BaseException as exc:
+        return exc
