@@ -25,7 +25,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparklog.broker.config_describe import describe_broker_configs, describe_topic_configs
+from sparklog.broker.config_describe import (
+    describe_broker_configs,
+    describe_group_configs,
+    describe_topic_configs,
+)
 from sparklog.broker.context import BrokerContext
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.headers import Request
@@ -104,6 +108,13 @@ async def handle_describe_configs(ctx: BrokerContext, request: Request) -> dict[
                 )
                 continue
             entries = describe_broker_configs(ctx.config)
+        elif rtype == GROUP:
+            if not name:
+                results.append(
+                    _result(resource, ErrorCode.INVALID_REQUEST, "Group name can't be empty.")
+                )
+                continue
+            entries = describe_group_configs(ctx.config, image.configs.get(GROUP, name))
         else:
             results.append(
                 _result(resource, ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}")

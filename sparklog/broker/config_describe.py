@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from sparklog.config import ServerConfig
 from sparklog.config_keys import DEFS as BROKER_DEFS
+from sparklog.controller.group_configs import GROUP_CONFIGS
 from sparklog.storage.config import CONFIG_DEFS, LogConfig
 
 TOPIC_CONFIG = 1
@@ -118,6 +119,39 @@ def describe_broker_configs(config: ServerConfig) -> list[ConfigEntry]:
                 config_type=_CONFIG_TYPES.get(definition.kind, 0),
                 documentation=None,
                 synonyms=(Synonym(name, value, source),),
+            )
+        )
+    return entries
+
+
+GROUP_CONFIG = 8  # DescribeConfigsResponse.ConfigSource.GROUP_CONFIG
+
+
+def describe_group_configs(config: ServerConfig, overrides: Mapping[str, str]) -> list[ConfigEntry]:
+    """Every group config key (Kafka's GroupConfig): the group's override (GROUP_CONFIG) or the
+    broker's ``group.*`` value it defaults to, with that broker key as a synonym."""
+    entries = []
+    for name, definition in sorted(GROUP_CONFIGS.items()):
+        synonyms: list[Synonym] = []
+        if name in overrides:
+            synonyms.append(Synonym(name, overrides[name], GROUP_CONFIG))
+        broker_key = definition.broker_key
+        if broker_key is not None and broker_key in BROKER_DEFS:
+            broker_value = _broker_value(config, broker_key)
+            source = STATIC_BROKER_CONFIG if config.is_set(broker_key) else DEFAULT_CONFIG
+            synonyms.append(Synonym(broker_key, broker_value, source))
+        else:
+            synonyms.append(Synonym(name, definition.default, DEFAULT_CONFIG))
+        value = synonyms[0].value
+        entries.append(
+            ConfigEntry(
+                name=name,
+                value=value,
+                source=GROUP_CONFIG if name in overrides else DEFAULT_CONFIG,
+                read_only=False,
+                config_type=_CONFIG_TYPES[definition.kind],
+                documentation=None,
+                synonyms=tuple(synonyms),
             )
         )
     return entries

@@ -21,8 +21,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparklog.config_keys import ACCEPTED as ACCEPTED_BROKER_KEYS
 from sparklog.config_keys import DEFS as BROKER_DEFS
 from sparklog.config_keys import ConfigError, parse_config_value
+from sparklog.controller.group_configs import RESOURCE_GROUP, validate_group_configs
 from sparklog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
@@ -188,6 +190,9 @@ def _check_resource(
                     ErrorCode.INVALID_REQUEST,
                     f"Illegal non-integral BROKER resource type name: {name}",
                 )
+    elif resource_type == RESOURCE_GROUP:
+        if not name:
+            raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Group name can't be empty.")
     else:
         kind = _RESOURCE_NAMES.get(resource_type, str(resource_type))
         raise KafkaApiError(
@@ -263,6 +268,8 @@ def _change_records(
     """Validate ``updated`` as the resource's whole override set; a record per changed key."""
     if resource_type == RESOURCE_TOPIC:
         policy.validate_topic(updated)
+    elif resource_type == RESOURCE_GROUP:
+        validate_group_configs(updated)
     else:
         _validate_broker(updated)
     records = []
@@ -282,10 +289,26 @@ def _change_records(
     return records
 
 
+# Kafka broker keys a client may set dynamically (Kafka's reconfigurable SASL settings) that this
+# node keeps in the metadata but does not use, as it has no Kerberos/OAUTHBEARER login.
+_DYNAMIC_UNUSED_BROKER_KEYS = frozenset(
+    {
+        "sasl.kerberos.kinit.cmd",
+        "sasl.kerberos.min.time.before.relogin",
+        "sasl.kerberos.principal.to.local.rules",
+        "sasl.kerberos.service.name",
+        "sasl.kerberos.ticket.renew.jitter",
+        "sasl.kerberos.ticket.renew.window.factor",
+    }
+)
+
+
 def _validate_broker(configs: Mapping[str, str]) -> None:
     for key, value in configs.items():
         definition = BROKER_DEFS.get(key)
         if definition is None:
+            if key in ACCEPTED_BROKER_KEYS or key in _DYNAMIC_UNUSED_BROKER_KEYS:
+                continue  # a Kafka key this node accepts and does not use
             raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"Unknown broker config: {key}")
         try:
             parse_config_value(definition, value)
