@@ -11,6 +11,7 @@ OPERATION_NOT_ATTEMPTED; a node that does not coordinate the id answers NOT_COOR
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sparklog.broker.context import BrokerContext
@@ -260,6 +261,13 @@ async def handle_list_transactions(
         "unknown_state_filters": unknown_states,
         "transaction_states": [],
     }
+    id_pattern: re.Pattern[str] | None = None
+    if body.get("transactional_id_pattern"):  # KIP-1152: null or empty lists every id
+        try:
+            id_pattern = re.compile(body["transactional_id_pattern"])
+        except re.error:
+            response["error_code"] = int(ErrorCode.INVALID_REGULAR_EXPRESSION)
+            return response
     try:
         coordinator = _transactions(ctx)
         listed = coordinator.transactions()
@@ -275,6 +283,8 @@ async def handle_list_transactions(
         if wanted_pids and meta.producer_id not in wanted_pids:
             continue
         if duration_ms >= 0 and (meta.start_ms < 0 or now - meta.start_ms < duration_ms):
+            continue
+        if id_pattern is not None and id_pattern.fullmatch(meta.transactional_id) is None:
             continue
         response["transaction_states"].append(
             {
