@@ -4,7 +4,8 @@ Contract:
 
 - ``Nemesis(cluster, history, rng)`` runs on the harness's main thread: every ``interval_s``
   (while fewer than ``max_active`` faults are in force) it injects the kind that ran least so
-  far (seeded ties; a kind with no eligible target now is passed over), holds it for
+  far (seeded ties; a kind with no eligible target now is passed over, but no kind runs more
+  than ``MAX_LEAD`` ahead of the least-run one), holds it for
   ``hold_s`` and heals it, so faults overlap (each on a node of its own). Every injection and
   heal is an ``info`` op of process ``nemesis`` (``f`` = the kind, ``value`` = what was done,
   with ``phase`` ``start``/``heal``); ``counts`` holds how many of each kind ran, ``overlap``
@@ -60,7 +61,8 @@ KINDS = ("kill_leader", "kill_controller", "pause", "partition", "disk_full", "t
 TICK_S = 0.2
 # A broker counts as impaired this long after it answers again or its fault is healed: the ISR
 # shrink its fault caused may still be on its way to the controller (Metadata shows it late).
-SETTLE_S = 6.0
+SETTLE_S = 5.0
+MAX_LEAD = 2
 
 
 @dataclass
@@ -78,7 +80,7 @@ class Nemesis:
     rng: random.Random
     topics: list[str]
     interval_s: tuple[float, float] = (1.2, 2.6)
-    hold_s: tuple[float, float] = (1.0, 3.0)
+    hold_s: tuple[float, float] = (1.0, 2.5)
     max_active: int = 3
     say: Callable[[str], None] = print
     beat: Callable[[], None] = lambda: None
@@ -131,9 +133,12 @@ class Nemesis:
         self._active.clear()
 
     def _inject_next(self) -> Fault | None:
-        """The least-run kind that has a target now (ties broken by the seeded rng)."""
+        """The least-run kind that has a target now (ties broken by the seeded rng); none
+        that is ``MAX_LEAD`` ahead of the least-run kind, so a kind that waits for the
+        cluster to settle (a broker-down fault) is not starved by the others."""
+        floor = min(self.counts[k] for k in self.enabled)
         order = sorted(self.enabled, key=lambda k: (self.counts[k], self.rng.random()))
-        for kind in order:
+        for kind in (k for k in order if self.counts[k] <= floor + MAX_LEAD):
             fault = self._inject_one(kind, quiet=True)
             if fault is None:
                 continue
