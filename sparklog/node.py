@@ -84,6 +84,7 @@ from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import uuid_from_str
 from sparklog.readservice.server import ReadService, start_read_service
 from sparklog.security.authorizer import StandardAuthorizer
+from sparklog.security.client_security import controller_security, inter_broker_security
 from sparklog.security.listener_runtime import listener_runtime
 from sparklog.security.scram import ScramCredential
 from sparklog.storage.manager import LogManager
@@ -231,6 +232,7 @@ class Node:
             plane.controller_address,
             client_id=f"auto-join-{self.config.node_id}",
             retry_backoff_ms=int(self.config.get("controller.quorum.retry.backoff.ms")) * 5,
+            security=controller_security(self.config),
         )
         self._auto_join_client = client
         auto_join = AutoJoin(self.config, plane, self.cluster_id, client.request)
@@ -260,6 +262,7 @@ class Node:
             plane.controller_address,
             client_id=f"broker-{config.node_id}",
             retry_backoff_ms=int(config.get("controller.quorum.retry.backoff.ms")) * 5,
+            security=controller_security(config),
         )
         self.controller_client = controller_client
         self._start_replication(plane, replica_manager, controller_client)
@@ -304,6 +307,7 @@ class Node:
             lambda markers: write_txn_markers(ctx, markers),
             listener_name=config.inter_broker_listener_name,
             request_timeout_ms=int(config.get("request.timeout.ms")),
+            security=inter_broker_security(config),
         )
         ctx.transactions = TransactionCoordinator(
             TxnConfig.from_config(config),
@@ -421,6 +425,7 @@ class Node:
                 listener_name=config.inter_broker_listener_name,
                 request_timeout_ms=int(config.get("replica.socket.timeout.ms")),
                 remote_log_storage_enabled=bool(config.get("remote.log.storage.system.enable")),
+                security=inter_broker_security(config),
             ),
         )
         self.fetchers = fetchers

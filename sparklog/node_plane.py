@@ -58,6 +58,7 @@ from sparklog.raft.core import RaftConfig, RaftReplica
 from sparklog.raft.metadata_log import open_metadata_log, quorum_state_store, snapshot_store
 from sparklog.raft.state import Resigned, Unattached
 from sparklog.raft.voters import Endpoint, ReplicaKey, VoterNode, VoterSet
+from sparklog.security.client_security import controller_security
 from sparklog.storage.log import Log
 
 SECURITY_PROTOCOL_CODES = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
@@ -196,6 +197,7 @@ class MetadataPlane:
             executor=executor,
             listener_name=_controller_listener_name(config),
             client_id=f"raft-{config.node_id}",
+            security=controller_security(config),
         )
         if config.is_controller:
             controller = QuorumController(replica, config=config, bootstrap=bootstrap)

@@ -30,6 +30,7 @@ from sparklog.net.client import KafkaClientConnection
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.raft.client import LeaderAndEpoch
+from sparklog.security.client_security import ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +79,10 @@ class ControllerClient:
         client_id: str,
         timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
+        security: ClientSecurity | None = None,
     ) -> None:
         self._leader = leader
+        self._security = security
         self._address_of = address_of
         self.client_id = client_id
         self.timeout_ms = timeout_ms
@@ -96,6 +99,7 @@ class ControllerClient:
                 client_id=self.client_id,
                 request_timeout_ms=self.timeout_ms,
                 reconnect_backoff_ms=self.retry_backoff_ms,
+                security=self._security,
             )
             self._connections[address] = connection
         return connection

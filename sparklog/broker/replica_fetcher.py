@@ -59,6 +59,7 @@ from sparklog.replication.messages import (
     FetchResponsePartition,
     FollowerAction,
 )
+from sparklog.security.client_security import ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,8 @@ class FetcherConfig:
     request_timeout_ms: int = 30_000
     # remote.log.storage.system.enable: followers of tiered topics rebuild from the store.
     remote_log_storage_enabled: bool = False
+    # TLS/SASL on inter.broker.listener.name (None: PLAINTEXT).
+    security: ClientSecurity | None = None
 
 
 @dataclass(slots=True)
@@ -206,6 +209,7 @@ class ReplicaFetcher:
                 client_id=self.client_id,
                 request_timeout_ms=self.config.request_timeout_ms + self.config.wait_max_ms,
                 reconnect_backoff_ms=min(self.config.backoff_ms, 1_000),
+                security=self.config.security,
             )
             self._address = address
         return self._connection

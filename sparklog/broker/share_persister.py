@@ -31,6 +31,7 @@ from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.messages.read_share_group_state import READ_SHARE_GROUP_STATE
 from sparklog.protocol.messages.write_share_group_state import WRITE_SHARE_GROUP_STATE
 from sparklog.protocol.schema import Api
+from sparklog.security.client_security import inter_broker_security
 from sparklog.share.state_store import Batch, ShareState
 
 log = logging.getLogger(__name__)
@@ -177,6 +178,7 @@ class SharePersister:
             address[1],
             client_id=f"broker-{self.ctx.node_id}-share-persister",
             request_timeout_ms=int(self.ctx.config.get("request.timeout.ms")),
+            security=inter_broker_security(self.ctx.config),
         )
         self._connections[broker_id] = (address, connection)
         return connection

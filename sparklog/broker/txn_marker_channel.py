@@ -42,6 +42,7 @@ from sparklog.metadata.image import MetadataImage
 from sparklog.net.client import KafkaClientConnection
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.messages.write_txn_markers import WRITE_TXN_MARKERS
+from sparklog.security.client_security import ClientSecurity
 
 __all__ = ["MarkerCodes", "TxnMarkerChannel"]
 
@@ -89,8 +90,10 @@ class TxnMarkerChannel:
         *,
         listener_name: str,
         request_timeout_ms: int,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.broker_id = broker_id
+        self._security = security
         self._image = image
         self._local_writer = local
         self.listener_name = listener_name
@@ -173,6 +176,7 @@ class TxnMarkerChannel:
             address[1],
             client_id=f"broker-{self.broker_id}-txn-marker-sender",
             request_timeout_ms=self.request_timeout_ms,
+            security=self._security,
         )
 
     async def _send(self, image: MetadataImage, broker_id: int, marker: TxnMarker) -> MarkerCodes:

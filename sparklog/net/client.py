@@ -17,6 +17,9 @@ Contract:
 - A response frame that does not parse is the peer's fault: the connection is closed and the
   pending requests fail with :class:`ConnectionError`. Responses to requests we gave up on
   (timed out) are skipped by correlation id, without decoding them.
+- With ``security`` the connection is TLS (SSL, SASL_SSL) and/or authenticates with SASL
+  (SaslHandshake + SaslAuthenticate) before any request is sent; a refused login fails the
+  connect (ConnectionError) and backs off like an unreachable peer.
 - :meth:`close` fails every pending request and makes every later request fail, with
   :class:`ConnectionError` also for a request still waiting for the connect (never with a
   ``CancelledError`` its caller did not ask for).
@@ -37,8 +40,11 @@ from typing import Any
 from sparklog.protocol.errors import ProtocolError
 from sparklog.protocol.framing import DEFAULT_MAX_FRAME_BYTES
 from sparklog.protocol.headers import decode_response, encode_request
+from sparklog.protocol.messages import API_BY_NAME
 from sparklog.protocol.schema import Api
 from sparklog.protocol.types import INT32, join_chunks
+from sparklog.security.client_security import ClientSecurity
+from sparklog.security.sasl_client import SaslAuthenticationError
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +81,11 @@ class KafkaClientConnection:
         reconnect_backoff_ms: int = 50,
         reconnect_backoff_max_ms: int = 1000,
         max_response_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.host = host
+        # TLS and SASL for a secured listener (None: PLAINTEXT).
+        self.security = security
         self.port = port
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -120,22 +129,25 @@ class KafkaClientConnection:
         try:
             async with asyncio.timeout(timeout_s):
                 link = await self._ensure_link()
-                correlation_id = next(self._correlation) & 0x7FFFFFFF
-                frame = join_chunks(
-                    encode_request(api, version, correlation_id, self.client_id, body)
-                )
-                future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-                link.pending[correlation_id] = _Pending(api, version, future)
-                try:
-                    link.writer.write(frame)
-                    await link.writer.drain()
-                    return await future
-                finally:
-                    link.pending.pop(correlation_id, None)
+                return await self._exchange(link, api, version, body)
         except TimeoutError:
             if link is not None:
                 self._drop(link, f"{api.name} request timed out after {timeout_s:.3f}s")
             raise TimeoutError(f"{api.name} to {self.host}:{self.port} timed out") from None
+
+    async def _exchange(
+        self, link: _Link, api: Api, version: int, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        correlation_id = next(self._correlation) & 0x7FFFFFFF
+        frame = join_chunks(encode_request(api, version, correlation_id, self.client_id, body))
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        link.pending[correlation_id] = _Pending(api, version, future)
+        try:
+            link.writer.write(frame)
+            await link.writer.drain()
+            return await future
+        finally:
+            link.pending.pop(correlation_id, None)
 
     async def close(self) -> None:
         """Close the connection; pending and later requests fail with ConnectionError."""
@@ -187,7 +199,13 @@ class KafkaClientConnection:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.connect_timeout_ms / 1000):
-                reader, writer = await asyncio.open_connection(self.host, self.port)
+                context = self.security.ssl_context if self.security is not None else None
+                reader, writer = await asyncio.open_connection(
+                    self.host,
+                    self.port,
+                    ssl=context,
+                    server_hostname=self.host if context is not None else None,
+                )
         except (OSError, TimeoutError) as exc:
             self._failures += 1
             self._next_attempt_s = loop.time() + self._backoff_s()
@@ -198,11 +216,32 @@ class KafkaClientConnection:
         if self._closed:
             writer.close()
             raise ConnectionError(f"{self} is closed")
-        self._failures = 0
         link = _Link(reader, writer)
         link.task = loop.create_task(self._read_loop(link))
+        if self.security is not None and self.security.uses_sasl:
+            await self._authenticate(link)
+        self._failures = 0
         self._link = link
         return link
+
+    async def _authenticate(self, link: _Link) -> None:
+        """SASL on a new link before anything else is sent on it (KIP-152)."""
+        assert self.security is not None
+
+        async def request(name: str, body: dict[str, Any], version: int) -> dict[str, Any]:
+            return await self._exchange(link, API_BY_NAME[name], version, body)
+
+        try:
+            await self.security.authenticate(request)
+        except (SaslAuthenticationError, ConnectionError) as exc:
+            self._drop(link, f"SASL authentication failed: {exc}")
+            self._failures += 1
+            loop = asyncio.get_running_loop()
+            self._next_attempt_s = loop.time() + self._backoff_s()
+            log.warning("SASL authentication to %s:%d failed: %s", self.host, self.port, exc)
+            raise ConnectionError(
+                f"SASL authentication to {self.host}:{self.port} failed: {exc}"
+            ) from None
 
     def _backoff_s(self) -> float:
         exponent = max(self._failures - 1, 0)

@@ -58,6 +58,7 @@ from sparklog.protocol.messages import API_BY_KEY
 from sparklog.protocol.schema import Api
 from sparklog.raft import rpc
 from sparklog.raft.core import RaftReplica
+from sparklog.security.client_security import ClientSecurity
 from sparklog.storage.log_durability import FlushPlan
 
 log = logging.getLogger(__name__)
@@ -118,12 +119,15 @@ class RaftDriver(Generic[T]):
         listener_name: str | None = None,
         client_id: str | None = None,
         fault_handler: FaultHandler = halt,
+        security: ClientSecurity | None = None,
     ) -> None:
         """``clock`` must be the one ``replica`` was built with (epoch milliseconds).
 
         ``endpoints`` may be filled in after construction (it is read on each send);
         ``listener_name`` picks the voter-set endpoint used for nodes missing from it.
         """
+        # TLS/SASL towards the other controllers (controller.listener.names).
+        self._security = security
         self.replica = replica
         self.endpoints = endpoints
         self.clock = clock
@@ -350,6 +354,7 @@ class RaftDriver(Generic[T]):
                 client_id=self.client_id,
                 request_timeout_ms=self.replica.config.request_timeout_ms,
                 reconnect_backoff_ms=self.replica.config.retry_backoff_ms,
+                security=self._security,
             )
             self._connections[node_id] = connection
         return connection

@@ -34,7 +34,7 @@ STORE_TYPES = ("PEM", "PKCS12")
 # Security protocols this node can serve today; a listener asking for another stops the node.
 IMPLEMENTED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 # Protocols this node can also speak as a client (inter-broker and controller channels).
-IMPLEMENTED_CLIENT_PROTOCOLS = frozenset({"PLAINTEXT"})
+IMPLEMENTED_CLIENT_PROTOCOLS = IMPLEMENTED_PROTOCOLS
 
 # Keys that may be set per listener (listener.name.<name>.<key>).
 LISTENER_SSL_KEYS = (
