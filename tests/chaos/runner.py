@@ -418,9 +418,15 @@ class ChaosCluster:
             with contextlib.suppress(Exception):
                 remove_chains()
             self.chains_installed = False
+        for node in self.nodes:  # SIGTERM to all at once, then 10 s in all before SIGKILL
+            if node.is_running():
+                node.killed_by_us = True
+                node.signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10.0
         for node in self.nodes:
             with contextlib.suppress(Exception):
-                node.terminate(timeout_s=10.0)
+                if node.process is not None:
+                    node.process.wait(timeout=max(0.1, deadline - time.monotonic()))
             with contextlib.suppress(Exception):
                 node.kill()
         for broker in self.brokers:
