@@ -4,10 +4,11 @@ a failure prints one message that says what to fix (never a traceback).
 
 Contract:
 - :func:`add_connection_args` adds Kafka's two flags to a tool's parser.
-- :func:`read_command_config` reads the properties file of client settings. Security settings
-  (``security.protocol`` other than PLAINTEXT, ``sasl.*``, ``ssl.*``) are refused with a message
-  saying that sparklog has no TLS or SASL yet; unknown client keys are ignored, as Kafka's
-  clients only warn about them.
+- :func:`read_command_config` reads the properties file of client settings, Kafka's client
+  security keys included (``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config`` or
+  ``sasl.username``/``sasl.password``, ``ssl.truststore.*``, ``ssl.keystore.*``, librdkafka's
+  ``ssl.ca.location``); :func:`command_security` turns them into the connection's TLS and SASL.
+  Unknown client keys are ignored, as Kafka's clients only warn about them.
 - :class:`AdminClient` connects to the first answering address of the bootstrap list. A listener
   that does not serve Metadata is a controller listener: it is refused with a message naming the
   right flag. Requests go to the bootstrap broker, a partition's leader, or a group's
@@ -27,6 +28,7 @@ from sparklog.client.connection import KafkaConnection
 from sparklog.client.pool import ConnectionPool
 from sparklog.config import ConfigError, read_properties_file
 from sparklog.protocol.errors import ProtocolError, error_name
+from sparklog.security.client_security import ClientSecurity, client_security_from_properties
 
 TopicPartition = tuple[str, int]
 
@@ -35,7 +37,6 @@ TopicPartition = tuple[str, int]
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 _METADATA_KEY = 3
-_SECURITY_PREFIXES = ("sasl.", "ssl.")
 
 
 class CliError(Exception):
@@ -52,7 +53,8 @@ def add_connection_args(parser: argparse.ArgumentParser, *, required: bool = Tru
     parser.add_argument(
         "--command-config",
         metavar="FILE",
-        help="a properties file of client settings (client.id, request.timeout.ms)",
+        help="a properties file of client settings (client.id, request.timeout.ms, and for a "
+        "secured cluster security.protocol, sasl.mechanism, sasl.jaas.config, ssl.*)",
     )
 
 
@@ -63,15 +65,18 @@ def read_command_config(path: str | None) -> dict[str, str]:
         props = read_properties_file(path)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
-    protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
-    secured = [k for k in props if k.startswith(_SECURITY_PREFIXES)]
-    if protocol != "PLAINTEXT" or secured:
-        what = f"security.protocol={protocol}" if protocol != "PLAINTEXT" else secured[0]
-        raise CliError(
-            f"{path} sets {what}, but sparklog has no TLS or SASL yet: only PLAINTEXT "
-            "listeners exist. Remove the security settings from the file."
-        )
+    command_security(props, path)  # a bad security setting fails before any connection
     return props
+
+
+def command_security(
+    props: Mapping[str, str], path: str = "--command-config"
+) -> ClientSecurity | None:
+    """TLS/SASL from Kafka client settings (security.protocol, sasl.*, ssl.*)."""
+    try:
+        return client_security_from_properties(props)
+    except (ValueError, ConfigError) as exc:
+        raise CliError(f"{path}: {exc}") from None
 
 
 def kafka_error(code: int, message: str | None = None) -> str:
@@ -89,7 +94,9 @@ class AdminClient:
         except ValueError:
             raise CliError("request.timeout.ms must be a number of milliseconds") from None
         self.bootstrap = bootstrap
-        self._pool = ConnectionPool(settings.get("client.id", "sparklog-cli"), timeout_s)
+        self._pool = ConnectionPool(
+            settings.get("client.id", "sparklog-cli"), timeout_s, command_security(settings)
+        )
         self._timeout_s = timeout_s
         self.conn = self._first_reachable(bootstrap)
 

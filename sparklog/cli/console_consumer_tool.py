@@ -30,6 +30,7 @@ from sparklog.cli.admin_client import (
     CliError,
     TopicPartition,
     add_connection_args,
+    command_security,
     open_admin,
     read_command_config,
     run_tool,
@@ -154,6 +155,7 @@ def run_console_consumer(args: argparse.Namespace) -> int:
             args.bootstrap_server,
             client_id=settings.get("client.id", "console-consumer"),
             isolation_level=isolation,
+            security=command_security(settings),
         ) as reader:
             starts = _start_positions(args, reader)
             reader.assign(starts)

@@ -18,7 +18,13 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
-from sparklog.cli.admin_client import CliError, add_connection_args, read_command_config, run_tool
+from sparklog.cli.admin_client import (
+    CliError,
+    add_connection_args,
+    command_security,
+    read_command_config,
+    run_tool,
+)
 from sparklog.client.producer import ProduceError, Producer, ProducerConfig
 
 
@@ -121,6 +127,7 @@ def _producer_config(args: argparse.Namespace) -> ProducerConfig:
             compression=settings.get("compression.type", "none"),
             batch_size=int(settings.get("batch.size", 16384)),
             client_id=settings.get("client.id", "console-producer"),
+            security=command_security(settings),
         )
     except ValueError as exc:
         raise CliError(f"bad producer setting: {exc}") from None

@@ -25,6 +25,7 @@ from sparklog.cli.admin_client import (
     LATEST,
     CliError,
     add_connection_args,
+    command_security,
     read_command_config,
     run_tool,
 )
@@ -71,6 +72,7 @@ def run_consumer_perf(args: argparse.Namespace) -> int:
             args.bootstrap_server,
             client_id=settings.get("client.id", "perf-consumer"),
             partition_max_bytes=args.fetch_size,
+            security=command_security(settings),
         ) as reader:
             partitions = reader.partitions_for(args.topic)
             if not partitions:

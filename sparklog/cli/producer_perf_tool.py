@@ -18,7 +18,7 @@ import random
 import time
 from typing import Any
 
-from sparklog.cli.admin_client import CliError, read_command_config, run_tool
+from sparklog.cli.admin_client import CliError, command_security, read_command_config, run_tool
 from sparklog.cli.console_producer_tool import parse_properties
 from sparklog.client.producer import ProduceError, Producer, ProducerConfig
 
@@ -108,6 +108,7 @@ def run_producer_perf(args: argparse.Namespace) -> int:
                 compression=settings.get("compression.type", "none"),
                 batch_size=int(settings.get("batch.size", 16384)),
                 client_id=settings.get("client.id", "perf-producer"),
+                security=command_security(settings),
             )
         except ValueError as exc:
             raise CliError(f"bad producer setting: {exc}") from None

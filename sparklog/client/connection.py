@@ -22,6 +22,7 @@ from sparklog.protocol.headers import decode_response, encode_request
 from sparklog.protocol.messages import API_BY_KEY, API_BY_NAME
 from sparklog.protocol.schema import Api
 from sparklog.protocol.types import join_chunks
+from sparklog.security.client_security import ClientSecurity
 
 _SIZE = struct.Struct(">i")
 
@@ -36,7 +37,12 @@ class KafkaConnection:
         timeout_s: float = 30.0,
         ssl_context: ssl.SSLContext | None = None,
         authenticate: Callable[[KafkaConnection], None] | None = None,
+        security: ClientSecurity | None = None,
     ) -> None:
+        if security is not None:
+            ssl_context = ssl_context or security.ssl_context
+            if authenticate is None and security.uses_sasl:
+                authenticate = _sasl_login(security)
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -115,6 +121,15 @@ class KafkaConnection:
         if size < 0:
             raise ProtocolError(f"invalid response size {size}")
         return memoryview(self._read_exact(size))
+
+
+def _sasl_login(security: ClientSecurity) -> Callable[[KafkaConnection], None]:
+    def login(conn: KafkaConnection) -> None:
+        security.authenticate_blocking(
+            lambda api, body, version: conn.request(api, body, version=version)
+        )
+
+    return login
 
 
 __all__ = ["API_BY_KEY", "KafkaConnection"]

@@ -24,6 +24,7 @@ from typing import Any
 from sparklog.protocol.errors import error_name, retriable
 from sparklog.protocol.record_codec import decode_batch
 from sparklog.protocol.records import iter_batches
+from sparklog.security.client_security import ClientSecurity
 
 from .connection import KafkaConnection
 from .pool import ConnectionPool
@@ -59,12 +60,13 @@ class PartitionReader:
         max_wait_ms: int = 500,
         partition_max_bytes: int = 1 << 20,
         timeout_s: float = 30.0,
+        security: ClientSecurity | None = None,
     ) -> None:
         self._timeout_s = timeout_s
         self.isolation_level = isolation_level
         self.max_wait_ms = max_wait_ms
         self.partition_max_bytes = partition_max_bytes
-        self._pool = ConnectionPool(client_id, timeout_s)
+        self._pool = ConnectionPool(client_id, timeout_s, security)
         self._bootstrap = [a.strip() for a in bootstrap.split(",") if a.strip()]
         self._positions: dict[TopicPartition, int] = {}
         self._leaders: dict[TopicPartition, str] = {}

@@ -10,21 +10,29 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sparklog.protocol.errors import ProtocolError
+from sparklog.security.client_security import ClientSecurity
+from sparklog.security.sasl_client import SaslAuthenticationError
 
 from .connection import KafkaConnection
 
 
 class ConnectionPool:
-    def __init__(self, client_id: str, timeout_s: float) -> None:
+    def __init__(
+        self, client_id: str, timeout_s: float, security: ClientSecurity | None = None
+    ) -> None:
         self.client_id = client_id
         self.timeout_s = timeout_s
+        self.security = security
         self._connections: dict[str, KafkaConnection] = {}
 
     def get(self, address: str) -> KafkaConnection:
         conn = self._connections.get(address)
         if conn is None:
             conn = KafkaConnection.connect(
-                address, client_id=self.client_id, timeout_s=self.timeout_s
+                address,
+                client_id=self.client_id,
+                timeout_s=self.timeout_s,
+                security=self.security,
             )
             self._connections[address] = conn
         return conn
@@ -34,6 +42,9 @@ class ConnectionPool:
         for address in addresses:
             try:
                 return address, self.get(address)
+            except SaslAuthenticationError as exc:
+                # A refused login is not an unreachable broker: say so and stop.
+                raise ConnectionError(f"{address}: SASL authentication failed: {exc}") from None
             except (OSError, ProtocolError, ValueError) as exc:
                 failures.append(f"{address} ({getattr(exc, 'strerror', None) or exc})")
         raise ConnectionError(f"cannot reach {', '.join(failures) or 'any address'}")

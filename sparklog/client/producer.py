@@ -33,6 +33,7 @@ from typing import Any, Final
 from sparklog.protocol import compression as codecs
 from sparklog.protocol.errors import ErrorCode, retriable
 from sparklog.protocol.record_codec import RecordInput, build_batch
+from sparklog.security.client_security import ClientSecurity
 
 from .connection import KafkaConnection
 
@@ -105,6 +106,8 @@ class ProducerConfig:
     retry_backoff_ms: int = 100
     request_timeout_ms: int = 30_000
     client_id: str = "sparklog-producer"
+    # TLS/SASL for secured listeners (None: PLAINTEXT).
+    security: ClientSecurity | None = None
 
     def __post_init__(self) -> None:
         # acks=0 has no response, which KafkaConnection's request/response model cannot express.
@@ -236,7 +239,10 @@ class Producer:
         conn = self._connections.get(address)
         if conn is None:
             conn = KafkaConnection.connect(
-                address, client_id=self.config.client_id, timeout_s=self._timeout_s
+                address,
+                client_id=self.config.client_id,
+                timeout_s=self._timeout_s,
+                security=self.config.security,
             )
             self._connections[address] = conn
         return conn

@@ -10,10 +10,12 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.integration.cli_support import tool
 from tests.integration.conftest import unique_topic
 from tests.integration.security_support import (
     ALICE_PASSWORD,
@@ -131,3 +133,40 @@ def test_confluent_wrong_password(secure_node: SecureNode) -> None:
         "Authentication failed during authentication due to invalid credentials with SASL "
         "mechanism SCRAM-SHA-512" in text
     ), text
+
+
+def command_config(node: SecureNode, path: Path, password: str = ALICE_PASSWORD) -> str:
+    path.write_text(
+        "security.protocol=SASL_SSL\n"
+        "sasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="alice" password="{password}";\n'
+        "ssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={node.tls.ca_pem}\n"
+    )
+    return str(path)
+
+
+def test_cli_command_config_over_sasl_ssl(secure_node: SecureNode, tmp_path: Path) -> None:
+    config = command_config(secure_node, tmp_path / "client.properties")
+    bootstrap = secure_node.sasl_bootstrap
+    topic = unique_topic("cli-sasl")
+    created = tool(bootstrap, "topics", "--create", "--topic", topic, "--command-config", config)
+    assert created.status == 0, created.err
+    listed = tool(bootstrap, "topics", "--list", "--command-config", config)
+    assert topic in listed.lines()
+    produced = tool(
+        bootstrap, "console-producer", "--topic", topic, "--command-config", config,
+        stdin="one\ntwo\n",
+    )  # fmt: skip
+    assert produced.status == 0, produced.err
+    consumed = tool(
+        bootstrap, "console-consumer", "--topic", topic, "--from-beginning",
+        "--max-messages", "2", "--command-config", config,
+    )  # fmt: skip
+    assert consumed.lines() == ["one", "two"], consumed.err
+    wrong = command_config(secure_node, tmp_path / "wrong.properties", "not-it")
+    refused = tool(bootstrap, "topics", "--list", "--command-config", wrong)
+    assert refused.status == 1
+    assert "SASL authentication failed" in refused.err and "not-it" not in refused.err
+    assert ALICE_PASSWORD not in created.err + listed.err + consumed.err

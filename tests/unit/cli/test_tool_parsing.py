@@ -102,10 +102,16 @@ def test_classic_assignment_decoding() -> None:
     assert _classic_assignment(b"") == []
 
 
-def test_command_config_refuses_security(tmp_path: Path) -> None:
+def test_command_config_checks_security_settings(tmp_path: Path) -> None:
     path = tmp_path / "c.properties"
-    path.write_text("sasl.mechanism=PLAIN\n")
-    with pytest.raises(CliError, match="no TLS or SASL yet"):
+    path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\n")
+    with pytest.raises(CliError, match="sasl.mechanism GSSAPI is not supported"):
+        read_command_config(str(path))
+    path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n")
+    with pytest.raises(CliError, match="SASL needs a user name and password"):
+        read_command_config(str(path))
+    path.write_text("security.protocol=SSL\nssl.truststore.location=/t.jks\n")
+    with pytest.raises(CliError, match="ssl.truststore.type=JKS is not supported"):
         read_command_config(str(path))
     path.write_text("client.id=x\n")
     assert read_command_config(str(path)) == {"client.id": "x"}
