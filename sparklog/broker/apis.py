@@ -44,6 +44,7 @@ from sparklog.broker.txn_markers import handle_write_txn_markers
 from sparklog.config import ServerConfig
 from sparklog.coordinator.apis import GROUP_HANDLERS
 from sparklog.coordinator.share_apis import SHARE_GROUP_HANDLERS
+from sparklog.coordinator.share_offsets_apis import SHARE_OFFSETS_HANDLERS
 from sparklog.coordinator.share_state_apis import SHARE_STATE_HANDLERS
 from sparklog.coordinator.txn_apis import TXN_HANDLERS
 from sparklog.metadata.bootstrap import ELR_FEATURE
@@ -110,6 +111,7 @@ HANDLERS.update(GROUP_HANDLERS)
 HANDLERS.update(TXN_HANDLERS)
 HANDLERS.update(SHARE_GROUP_HANDLERS)
 HANDLERS.update(SHARE_STATE_HANDLERS)
+HANDLERS.update(SHARE_OFFSETS_HANDLERS)
 HANDLERS[78] = _simple(handle_share_fetch)
 HANDLERS[79] = _simple(handle_share_acknowledge)
 
@@ -118,7 +120,7 @@ SERVED: dict[int, Api] = {key: API_BY_KEY[key] for key in sorted({18, *HANDLERS}
 
 # KIP-932 share-group APIs, served (and advertised, with the share.version feature) only when
 # share groups are enabled, as Kafka 4.x does.
-SHARE_GROUP_API_KEYS = frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87})
+SHARE_GROUP_API_KEYS = frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
 SHARE_VERSION_FEATURE = "share.version"
 
 

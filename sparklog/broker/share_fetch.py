@@ -263,6 +263,13 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> dict[str, 
     )
     if error != ErrorCode.NONE or session is None:
         return _top_level_error(error, None, lock_ms)
+    if epoch == 0:
+        for topic_id, index in named:
+            try:
+                partition = _partition(ctx, topic_id, index)
+            except KafkaApiError:
+                continue
+            await mgr.revalidate(group_id, member_id, partition, topic_id)
     now = _now_ms()
     results: dict[TopicPartitionKey, dict[str, Any]] = {}
     for tp, batches in acks.items():

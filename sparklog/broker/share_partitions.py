@@ -125,10 +125,30 @@ class SharePartitionManager:
                 raise KafkaApiError(code, f"Could not write the share-partition state: {code.name}")
         return lead
 
+    async def revalidate(
+        self, group_id: str, member_id: str, partition: Partition, topic_id: bytes
+    ) -> None:
+        """A member opens a session on a share-partition no other member of its group has a
+        session on: if the persisted state epoch moved (offsets reset or deleted while the
+        group was empty), forget the state held here so the next use loads the new one."""
+        lead = self.loaded(group_id, partition)
+        if lead is None:
+            return
+        others = any(
+            (topic_id, partition.index) in session.partitions
+            for (group, member), session in self.sessions.sessions.items()
+            if group == group_id and member != member_id
+        )
+        if others:
+            return
+        code, state = await self.persister.call(group_id, topic_id, partition.index, "summary")
+        if code == ErrorCode.NONE and (state is None or state.state_epoch != lead.state_epoch):
+            self.partitions.pop((group_id, partition.topic, partition.index), None)
+
     async def persist(self, group_id: str, partition: Partition, lead: LeadShare) -> ErrorCode:
         async with lead.lock:
             share = lead.share
-            return await self.persister.write(
+            code = await self.persister.write(
                 group_id,
                 lead.topic_id,
                 partition.index,
@@ -140,6 +160,10 @@ class SharePartitionManager:
                     for b in share.state_batches()
                 ),
             )
+        if code == ErrorCode.FENCED_STATE_EPOCH:
+            # The offsets were reset under us: load the new state on next use.
+            self.partitions.pop((group_id, partition.topic, partition.index), None)
+        return code
 
 
 def manager(ctx: BrokerContext) -> SharePartitionManager:

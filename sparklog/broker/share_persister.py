@@ -28,7 +28,14 @@ from sparklog.coordinator.share_state_apis import (
 )
 from sparklog.net.client import KafkaClientConnection
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.messages.delete_share_group_state import DELETE_SHARE_GROUP_STATE
+from sparklog.protocol.messages.initialize_share_group_state import (
+    INITIALIZE_SHARE_GROUP_STATE,
+)
 from sparklog.protocol.messages.read_share_group_state import READ_SHARE_GROUP_STATE
+from sparklog.protocol.messages.read_share_group_state_summary import (
+    READ_SHARE_GROUP_STATE_SUMMARY,
+)
 from sparklog.protocol.messages.write_share_group_state import WRITE_SHARE_GROUP_STATE
 from sparklog.protocol.schema import Api
 from sparklog.security.client_security import inter_broker_security
@@ -50,6 +57,13 @@ RETRIABLE = frozenset(
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     }
 )
+_APIS: dict[str, Api] = {
+    "read": READ_SHARE_GROUP_STATE,
+    "write": WRITE_SHARE_GROUP_STATE,
+    "summary": READ_SHARE_GROUP_STATE_SUMMARY,
+    "initialize": INITIALIZE_SHARE_GROUP_STATE,
+    "delete": DELETE_SHARE_GROUP_STATE,
+}
 _BACKOFF_S = 0.1
 _MAX_BACKOFF_S = 1.0
 
@@ -62,7 +76,7 @@ class SharePersister:
     async def read(
         self, group_id: str, topic_id: bytes, partition: int, leader_epoch: int
     ) -> tuple[ErrorCode, ShareState | None]:
-        return await self._call(group_id, topic_id, partition, "read", leader_epoch=leader_epoch)
+        return await self.call(group_id, topic_id, partition, "read", leader_epoch=leader_epoch)
 
     async def write(
         self,
@@ -75,7 +89,7 @@ class SharePersister:
         start_offset: int,
         batches: tuple[Batch, ...],
     ) -> ErrorCode:
-        code, _ = await self._call(
+        code, _ = await self.call(
             group_id,
             topic_id,
             partition,
@@ -87,7 +101,7 @@ class SharePersister:
         )
         return code
 
-    async def _call(
+    async def call(
         self, group_id: str, topic_id: bytes, partition: int, op: str, **args: Any
     ) -> tuple[ErrorCode, ShareState | None]:
         loop = asyncio.get_running_loop()
@@ -123,22 +137,17 @@ class SharePersister:
         connection = self._connection(registration.leader)
         if connection is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-        api: Api = READ_SHARE_GROUP_STATE if op == "read" else WRITE_SHARE_GROUP_STATE
-        part: dict[str, Any] = {"partition": partition, "leader_epoch": args["leader_epoch"]}
+        api: Api = _APIS[op]
+        part: dict[str, Any] = {"partition": partition}
+        if op in ("read", "summary", "write"):
+            part["leader_epoch"] = args.get("leader_epoch", -1)
+        if op in ("write", "initialize"):
+            part.update(state_epoch=args["state_epoch"], start_offset=args["start_offset"])
         if op == "write":
-            part.update(
-                state_epoch=args["state_epoch"],
-                start_offset=args["start_offset"],
-                state_batches=[
-                    {
-                        "first_offset": f,
-                        "last_offset": last,
-                        "delivery_state": s,
-                        "delivery_count": c,
-                    }
-                    for f, last, s, c in args["batches"]
-                ],
-            )
+            part["state_batches"] = [
+                {"first_offset": f, "last_offset": last, "delivery_state": s, "delivery_count": c}
+                for f, last, s, c in args["batches"]
+            ]
         body = {"group_id": group_id, "topics": [{"topic_id": topic_id, "partitions": [part]}]}
         try:
             response = await connection.request(api, 0, body)
@@ -148,15 +157,14 @@ class SharePersister:
             return ErrorCode.NETWORK_EXCEPTION, None
         answer = response["results"][0]["partitions"][0]
         code = ErrorCode(answer["error_code"])
-        if op != "read" or code != ErrorCode.NONE or answer["state_epoch"] < 0:
+        if op not in ("read", "summary") or code != ErrorCode.NONE or answer["state_epoch"] < 0:
             return code, None
         batches = tuple(
             (b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
-            for b in answer["state_batches"]
+            for b in answer.get("state_batches", ())
         )
-        return code, ShareState(
-            answer["state_epoch"], args["leader_epoch"], answer["start_offset"], batches
-        )
+        epoch = args.get("leader_epoch", -1)
+        return code, ShareState(answer["state_epoch"], epoch, answer["start_offset"], batches)
 
     def _connection(self, broker_id: int) -> KafkaClientConnection | None:
         registration = self.ctx.image.cluster.broker(broker_id)

@@ -42,6 +42,7 @@ from sparklog.cli.metadata_quorum_tool import add_metadata_quorum_parser
 from sparklog.cli.metrics_tool import add_metrics_parser
 from sparklog.cli.producer_perf_tool import add_producer_perf_parser
 from sparklog.cli.reassign_partitions_tool import add_reassign_partitions_parser
+from sparklog.cli.share_groups_tool import add_share_groups_parser
 from sparklog.cli.storage_tool import StorageToolError
 from sparklog.cli.tiering_tool import add_tiering_parser
 from sparklog.cli.topics_tool import add_topics_parser
@@ -176,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_leader_election_parser(sub)
     add_reassign_partitions_parser(sub)
     add_consumer_groups_parser(sub)
+    add_share_groups_parser(sub)
     add_configs_parser(sub)
     add_acls_parser(sub)
     add_get_offsets_parser(sub)

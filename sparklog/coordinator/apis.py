@@ -23,6 +23,8 @@ from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator, pa
 from sparklog.coordinator.group_metadata import GroupState
 from sparklog.coordinator.offsets import CommitPartition
 from sparklog.coordinator.rebalance import JoinRequest, SyncRequest, TopicPartition
+from sparklog.coordinator.share_apis import led_share_groups
+from sparklog.coordinator.share_offsets_apis import delete_share_group
 from sparklog.coordinator.txn_coordinator import TRANSACTION_STATE_TOPIC
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
@@ -465,7 +467,8 @@ async def handle_offset_delete(
 
 # -- admin ------------------------------------------------------------------------------------
 async def handle_list_groups(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
-    """Classic and consumer (KIP-848) groups, each with its type (v5) and state (v4+).
+    """Classic, consumer (KIP-848) and share (KIP-932) groups, each with its type (v5) and
+    state (v4+).
 
     Both filters match case-insensitively, as Kafka's do; an empty filter lists everything.
     """
@@ -480,6 +483,8 @@ async def handle_list_groups(ctx: BrokerContext, request: Request, listener: str
         return {"throttle_time_ms": 0, "error_code": int(exc.code), "groups": []}
     found = [(g.group_id, g.protocol_type or "", g.state.value, "classic") for g in classic]
     found += [(g.group_id, "consumer", g.state, "consumer") for g in consumer]
+    if not types or "share" in types:
+        found += [(g.group_id, "share", g.state, "share") for g in led_share_groups(ctx)]
     listed = [
         {"group_id": gid, "protocol_type": ptype, "group_state": state, "group_type": gtype}
         for gid, ptype, state, gtype in found
@@ -542,7 +547,8 @@ async def handle_delete_groups(
     results = []
     for group_id in request.body["groups_names"]:
         try:
-            code = await _coordinator(ctx).delete_group(group_id)
+            share = await delete_share_group(ctx, group_id)
+            code = share if share is not None else await _coordinator(ctx).delete_group(group_id)
         except KafkaApiError as exc:
             code = exc.code
         results.append({"group_id": group_id, "error_code": int(code)})

@@ -90,13 +90,6 @@ def find_share_group(ctx: BrokerContext, group_id: str) -> ShareGroup | None:
     return groups.groups.get(group_id)
 
 
-def delete_share_group(ctx: BrokerContext, group_id: str) -> ErrorCode | None:
-    """DeleteGroups for a share group: None when ``group_id`` is not a share group here."""
-    if find_share_group(ctx, group_id) is None:
-        return None
-    return share_groups(ctx).delete(group_id)
-
-
 def _wire(assignment: Assignment) -> list[dict[str, Any]]:
     return [
         {"topic_id": topic_id, "partitions": sorted(parts)}

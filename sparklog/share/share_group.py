@@ -70,6 +70,8 @@ class ShareGroup:
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
     topic_counts: dict[str, int] = field(default_factory=dict)
+    # topics whose share-partitions may hold state (subscribed once, or offsets altered)
+    initialized_topics: set[str] = field(default_factory=set)
 
     @property
     def state(self) -> str:
@@ -204,6 +206,7 @@ class ShareGroups:
         ids: dict[str, bytes] = {}
         counts: dict[bytes, int] = {}
         group.topic_counts = {}
+        group.initialized_topics |= group.subscribed_topics()
         for name in group.subscribed_topics():
             found = resolve(name)
             group.topic_counts[name] = found[1] if found else 0

@@ -28,6 +28,7 @@ pytest.importorskip("confluent_kafka")
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
 from tests.integration.ck_helpers import create_topic, make_producer
+from tests.integration.cli_support import tool
 from tests.integration.conftest import NodeFactory, unique_topic
 from tests.integration.node_harness import Node
 
@@ -237,3 +238,77 @@ def test_delivery_count_limit_archives_a_record(share_node: Node) -> None:
             if quiet_until is None and len(counts) >= DELIVERY_LIMIT and after_seen:
                 quiet_until = time.monotonic() + 3  # a further delivery would show by then
     assert counts == list(range(1, DELIVERY_LIMIT + 1))
+
+
+def test_share_groups_tool_lists_describes_resets_and_deletes(share_node: Node) -> None:
+    topic = unique_topic("share-cli")
+    create_topic(share_node, topic, 2)
+    group = unique_topic("sg")
+    bootstrap = share_node.bootstrap
+    consumers = [share_consumer(share_node, group, topic, explicit=True) for _ in range(2)]
+    with closing(consumers):
+        warm_up(share_node, topic, consumers, explicit=True)
+        produce(share_node, topic, [f"c{i}".encode() for i in range(40)])
+        accepted = 0
+        deadline = time.monotonic() + DEADLINE_S
+        while accepted < 10:
+            assert time.monotonic() < deadline, "nothing consumed"
+            for c in consumers:
+                msgs = records(c)
+                acknowledge_all(c, msgs)
+                accepted += len(msgs)
+                if msgs:
+                    c.commit_sync()
+        listed = tool(bootstrap, "share-groups", "--list")
+        assert listed.status == 0 and group in listed.out.split(), listed.out
+        members = tool(bootstrap, "share-groups", "--describe", "--group", group, "--members")
+        assert members.status == 0, members.err
+        rows = [line.split() for line in members.out.splitlines() if line.startswith(group)]
+        assert len(rows) == 2, members.out
+        refused = tool(bootstrap, "share-groups", "--reset-offsets", "--group", group,
+                       "--topic", topic, "--to-earliest", "--execute")  # fmt: skip
+        assert refused.status == 1 and "not empty" in refused.err, refused.err
+    described = tool(bootstrap, "share-groups", "--describe", "--group", group)
+    assert described.status == 0, described.err
+    offsets = {
+        int(row[2]): (int(row[4]), int(row[5]))
+        for row in (line.split() for line in described.out.splitlines())
+        if row and row[0] == group and row[1] == topic
+    }
+    assert set(offsets) == {0, 1}, described.out
+    assert all(start > 0 for start, _lag in offsets.values()), described.out
+    deadline = time.monotonic() + DEADLINE_S
+    while (
+        tool(bootstrap, "share-groups", "--describe", "--group", group, "--state").out.count(
+            "Empty"
+        )
+        == 0
+    ):
+        assert time.monotonic() < deadline, "the members never left"
+        time.sleep(0.5)
+    reset = tool(bootstrap, "share-groups", "--reset-offsets", "--group", group,
+                 "--topic", topic, "--to-earliest", "--execute")  # fmt: skip
+    assert reset.status == 0, reset.err
+    after = tool(bootstrap, "share-groups", "--describe", "--group", group)
+    starts = [
+        int(row[4])
+        for row in (line.split() for line in after.out.splitlines())
+        if row and row[0] == group and row[1] == topic
+    ]
+    assert starts == [0, 0], after.out
+    # The reset takes effect: a new member gets the accepted records again.
+    with closing([share_consumer(share_node, group, topic)]) as (again,):
+        seen: set[bytes] = set()
+        deadline = time.monotonic() + DEADLINE_S
+        while len({v for v in seen if v.startswith(b"c")}) < 40:
+            assert time.monotonic() < deadline, f"after the reset only {len(seen)} delivered"
+            seen |= {m.value() for m in records(again)}
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        deleted = tool(bootstrap, "share-groups", "--delete", "--group", group)
+        if deleted.status == 0:
+            break
+        assert time.monotonic() < deadline, deleted.out
+        time.sleep(0.5)
+    assert f"('{group}') was successful" in deleted.out
+    assert group not in tool(bootstrap, "share-groups", "--list").out.split()

@@ -1,0 +1,219 @@
+"""Share-group offsets on the group coordinator (KIP-932): DescribeShareGroupOffsets (90),
+AlterShareGroupOffsets (91), DeleteShareGroupOffsets (92), and the state cleanup of
+DeleteGroups for a share group.
+
+The start offsets live with the share coordinator (``__share_group_state``); these handlers
+reach it through the broker's Persister (ReadShareGroupStateSummary, InitializeShareGroupState
+with the next state epoch, DeleteShareGroupState). Altering or deleting offsets needs an empty
+group (NON_EMPTY_GROUP otherwise); a partition leader that still holds the old state drops it
+when the next member opens a session on it (the state epoch moved) or when its next write is
+FENCED_STATE_EPOCH. Altering the offsets of a group that does not exist creates it, empty.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparklog.broker.context import BrokerContext
+from sparklog.broker.share_partitions import manager
+from sparklog.coordinator.share_apis import find_share_group, share_groups
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.headers import Request
+from sparklog.share.share_group import ShareGroup
+
+_NO_TOPIC = b"\x00" * 16
+
+
+def _topic(ctx: BrokerContext, name: str) -> tuple[bytes, int] | None:
+    topic = ctx.image.topics.by_name.get(name)
+    if topic is None:
+        return None
+    return bytes(topic.topic_id), len(topic.partitions)
+
+
+async def handle_describe_share_group_offsets(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    persister = manager(ctx).persister
+    groups = []
+    for wanted in request.body["groups"]:
+        group_id = wanted["group_id"]
+        entry: dict[str, Any] = {
+            "group_id": group_id,
+            "topics": [],
+            "error_code": 0,
+            "error_message": None,
+        }
+        try:
+            group = find_share_group(ctx, group_id)
+        except KafkaApiError as exc:
+            entry["error_code"] = int(exc.code)
+            groups.append(entry)
+            continue
+        if group is None:
+            entry["error_code"] = int(ErrorCode.GROUP_ID_NOT_FOUND)
+            entry["error_message"] = f"Group {group_id} not found."
+            groups.append(entry)
+            continue
+        topics = wanted["topics"]
+        if topics is None:
+            topics = [
+                {"topic_name": name, "partitions": None}
+                for name in sorted(group.initialized_topics)
+            ]
+        for topic in topics:
+            found = _topic(ctx, topic["topic_name"])
+            parts: list[dict[str, Any]] = []
+            indexes = topic["partitions"]
+            if indexes is None:
+                indexes = range(found[1]) if found else []
+            for index in indexes:
+                row = {
+                    "partition_index": index,
+                    "start_offset": -1,
+                    "leader_epoch": -1,
+                    "error_code": 0,
+                    "error_message": None,
+                }
+                if found is None or index >= found[1]:
+                    row["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                else:
+                    code, state = await persister.call(group_id, found[0], index, "summary")
+                    row["error_code"] = int(code)
+                    if state is not None:
+                        row["start_offset"] = state.start_offset
+                parts.append(row)
+            entry["topics"].append(
+                {
+                    "topic_name": topic["topic_name"],
+                    "topic_id": found[0] if found else _NO_TOPIC,
+                    "partitions": parts,
+                }
+            )
+        groups.append(entry)
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+def _empty_group(ctx: BrokerContext, group_id: str, create: bool) -> ShareGroup:
+    group = find_share_group(ctx, group_id)
+    if group is None:
+        if not create:
+            raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        group = share_groups(ctx).groups.setdefault(group_id, ShareGroup(group_id))
+    if group.members:
+        raise KafkaApiError(
+            ErrorCode.NON_EMPTY_GROUP,
+            f"The group {group_id} is not empty: its members must leave first.",
+        )
+    return group
+
+
+async def handle_alter_share_group_offsets(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    body = request.body
+    group_id = body["group_id"]
+    try:
+        group = _empty_group(ctx, group_id, create=True)
+    except KafkaApiError as exc:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(exc.code),
+            "error_message": exc.message,
+            "responses": [],
+        }
+    persister = manager(ctx).persister
+    responses = []
+    for topic in body["topics"]:
+        found = _topic(ctx, topic["topic_name"])
+        parts = []
+        for p in topic["partitions"]:
+            index = p["partition_index"]
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if found is not None and index < found[1]:
+                code, state = await persister.call(group_id, found[0], index, "summary")
+                if code == ErrorCode.NONE:
+                    epoch = (state.state_epoch if state is not None else 0) + 1
+                    code, _ = await persister.call(
+                        group_id,
+                        found[0],
+                        index,
+                        "initialize",
+                        state_epoch=epoch,
+                        start_offset=p["start_offset"],
+                    )
+            parts.append({"partition_index": index, "error_code": int(code), "error_message": None})
+        if found is not None:
+            group.initialized_topics.add(topic["topic_name"])
+        responses.append(
+            {
+                "topic_name": topic["topic_name"],
+                "topic_id": found[0] if found else _NO_TOPIC,
+                "partitions": parts,
+            }
+        )
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses}
+
+
+async def delete_topic_state(ctx: BrokerContext, group: ShareGroup, name: str) -> ErrorCode:
+    """Delete the persisted state of ``group``'s partitions of topic ``name``."""
+    found = _topic(ctx, name)
+    if found is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    persister = manager(ctx).persister
+    worst = ErrorCode.NONE
+    for index in range(found[1]):
+        code, _ = await persister.call(group.group_id, found[0], index, "delete")
+        if code != ErrorCode.NONE:
+            worst = code
+    group.initialized_topics.discard(name)
+    return worst
+
+
+async def handle_delete_share_group_offsets(
+    ctx: BrokerContext, request: Request, listener: str
+) -> dict[str, Any]:
+    body = request.body
+    try:
+        group = _empty_group(ctx, body["group_id"], create=False)
+    except KafkaApiError as exc:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(exc.code),
+            "error_message": exc.message,
+            "responses": [],
+        }
+    responses = []
+    for topic in body["topics"]:
+        name = topic["topic_name"]
+        code = await delete_topic_state(ctx, group, name)
+        found = _topic(ctx, name)
+        responses.append(
+            {
+                "topic_name": name,
+                "topic_id": found[0] if found else _NO_TOPIC,
+                "error_code": int(code),
+                "error_message": None,
+            }
+        )
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses}
+
+
+async def delete_share_group(ctx: BrokerContext, group_id: str) -> ErrorCode | None:
+    """DeleteGroups for a share group (its state included); None when ``group_id`` is not a
+    share group of this coordinator."""
+    group = find_share_group(ctx, group_id)
+    if group is None:
+        return None
+    if group.members:
+        return ErrorCode.NON_EMPTY_GROUP
+    for name in sorted(group.initialized_topics):
+        await delete_topic_state(ctx, group, name)
+    return share_groups(ctx).delete(group_id)
+
+
+SHARE_OFFSETS_HANDLERS = {
+    90: handle_describe_share_group_offsets,
+    91: handle_alter_share_group_offsets,
+    92: handle_delete_share_group_offsets,
+}
