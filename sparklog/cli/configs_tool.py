@@ -29,6 +29,13 @@ from sparklog.cli.admin_client import (
     open_admin,
     run_tool,
 )
+from sparklog.cli.configs_quotas import (
+    QUOTA_ENTITY_TYPES,
+    add_quota_entity_args,
+    alter_quotas,
+    describe_quotas,
+    quota_entity,
+)
 from sparklog.protocol.errors import ErrorCode
 
 RESOURCE_TYPES = {"topics": 2, "brokers": 4, "broker-loggers": 8, "groups": 32}
@@ -63,7 +70,11 @@ def add_configs_parser(sub: Any) -> None:
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--describe", action="store_true", help="list configs of the entity")
     action.add_argument("--alter", action="store_true", help="add, change or delete configs")
-    parser.add_argument("--entity-type", choices=sorted(RESOURCE_TYPES), help="what to configure")
+    parser.add_argument(
+        "--entity-type",
+        choices=sorted({*RESOURCE_TYPES, *QUOTA_ENTITY_TYPES}),
+        help="what to configure (users, clients, ips: client quotas)",
+    )
     parser.add_argument("--entity-name", help="topic name, broker id or group id")
     parser.add_argument(
         "--entity-default", action="store_true", help="brokers: the cluster-wide default"
@@ -74,6 +85,7 @@ def add_configs_parser(sub: Any) -> None:
         "--broker-defaults", action="store_true", help="shorthand for brokers --entity-default"
     )
     parser.add_argument("--group", help="shorthand for --entity-type groups --entity-name G")
+    add_quota_entity_args(parser)
     parser.add_argument(
         "--all", action="store_true", help="describe: every config, not only dynamic"
     )
@@ -166,6 +178,10 @@ def _shown(kind: str, name: str, source: int) -> bool:
 
 
 def _describe(admin: AdminClient, args: argparse.Namespace) -> None:
+    quotas = quota_entity(args)
+    if quotas is not None:
+        describe_quotas(admin, quotas)
+        return
     kind, name = _entity(args)
     for entity in _names(admin, kind, name):
         conn = admin.broker(int(entity)) if kind == "brokers" and entity else admin.conn
@@ -207,7 +223,8 @@ def _describe(admin: AdminClient, args: argparse.Namespace) -> None:
 
 
 def _alter(admin: AdminClient, args: argparse.Namespace) -> None:
-    kind, name = _entity(args)
+    quotas = quota_entity(args)
+    kind, name = ("", "") if quotas is not None else _entity(args)
     if name is None:
         raise CliError("--alter needs --entity-name (or --entity-default for brokers)")
     to_set = parse_add_config(args.add_config) if args.add_config else {}
@@ -219,6 +236,9 @@ def _alter(admin: AdminClient, args: argparse.Namespace) -> None:
     both = sorted(set(to_set) & set(to_delete))
     if both:
         raise CliError(f"{both[0]} is both added and deleted; pick one")
+    if quotas is not None:
+        alter_quotas(admin, quotas, to_set, to_delete)
+        return
     configs = [{"name": k, "config_operation": _SET, "value": v} for k, v in to_set.items()]
     configs += [{"name": k, "config_operation": _DELETE, "value": None} for k in to_delete]
     response = admin.request(
