@@ -41,8 +41,8 @@ __all__ = [
 ]
 
 _INSTALL_HINTS = {
-    "s3": "s3fs (pip install 'sparklog[tiering]')",
-    "s3a": "s3fs (pip install 'sparklog[tiering]')",
+    "s3": "s3fs (pip install 'sparklog[s3]')",
+    "s3a": "s3fs (pip install 'sparklog[s3]')",
     "gs": "gcsfs",
     "gcs": "gcsfs",
     "abfs": "adlfs",
@@ -277,7 +277,7 @@ def open_store(url: str, options: dict[str, Any] | None = None) -> FsspecStore:
         import fsspec.core
     except ImportError as exc:
         raise StoreUnavailableError(
-            "tiered storage needs fsspec and pyarrow: pip install 'sparklog[tiering]'"
+            "tiered storage needs fsspec and pyarrow (core dependencies): reinstall sparklog"
         ) from exc
     if not url:
         raise StoreUnavailableError("the remote store URL is empty")

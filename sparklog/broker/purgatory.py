@@ -24,11 +24,6 @@ class DelayedOperations:
         for event in self._watchers.get(key, ()):
             event.set()
 
-    def notify_all(self) -> None:
-        for events in self._watchers.values():
-            for event in events:
-                event.set()
-
     @property
     def watched_keys(self) -> int:
         return len(self._watchers)

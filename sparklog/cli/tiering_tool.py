@@ -188,7 +188,7 @@ def run_tiering(
     except ImportError as exc:
         err.write(
             f"Error: sparklog tiering needs pyarrow and fsspec ({exc}):"
-            " pip install 'sparklog[tiering]'\n"
+            " pip install sparklog (they are core dependencies; reinstall it)\n"
         )
         return 1
     try:

@@ -1,13 +1,12 @@
 """KRaft consensus, sans-IO.
 
 :mod:`sparklog.raft.client` is the seam the metadata layer codes against (Kafka's
-``RaftClient``). Two implementations: :mod:`sparklog.raft.single_voter` (a quorum of one voter,
-commit on local fsync) and :class:`sparklog.raft.core.RaftReplica`, the multi-voter protocol
+``RaftClient``), implemented by :class:`sparklog.raft.core.RaftReplica`, the multi-voter protocol
 (Vote with Pre-Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch replication, DescribeQuorum and
 KIP-853 voter changes), split into :mod:`~sparklog.raft.state` (roles, persisted election
 state), :mod:`~sparklog.raft.elections`, :mod:`~sparklog.raft.replication`,
 :mod:`~sparklog.raft.voter_changes`, :mod:`~sparklog.raft.leader_state` (HW, check-quorum),
 :mod:`~sparklog.raft.voters` (voter sets and their history), :mod:`~sparklog.raft.log` (the
-replicated log over storage, and an in-memory one for ``tests/sim``),
+replicated log over storage; the simulator's in-memory one is in ``tests/sim``),
 :mod:`~sparklog.raft.listeners` (commit delivery) and :mod:`~sparklog.raft.rpc` (message bodies).
 """

@@ -1,9 +1,10 @@
 """The consensus seam: what the metadata layer sees of KRaft (Kafka's ``RaftClient``).
 
 Everything above this seam (the controller, the metadata loader, the broker's publishers) talks
-to the metadata log only through :class:`RaftClient`; everything below it (today
-:class:`~sparklog.raft.single_voter.SingleVoterRaft`, later the full multi-voter KRaft state
-machine with Vote/BeginQuorumEpoch/Fetch) can be swapped without touching the layers above.
+to the metadata log only through :class:`RaftClient`; everything below it
+(:class:`~sparklog.raft.core.RaftReplica`, the multi-voter KRaft state machine with
+Vote/BeginQuorumEpoch/Fetch, or a test double such as ``tests/unit/raft``'s one-voter
+``SingleVoterRaft``) can be swapped without touching the layers above.
 
 Contract, as in Kafka:
 
@@ -36,6 +37,10 @@ T_co = TypeVar("T_co", covariant=True)
 T_contra = TypeVar("T_contra", contravariant=True)
 
 NO_LEADER = -1
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_PARTITION = 0
+# Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES: one metadata batch never exceeds this.
+MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
 
 
 class NotLeaderError(Exception):

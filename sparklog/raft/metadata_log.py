@@ -17,8 +17,8 @@ from dataclasses import replace
 
 from sparklog.config import ServerConfig
 from sparklog.protocol.kafka_uuid import METADATA_TOPIC_ID
+from sparklog.raft.client import MAX_BATCH_SIZE_BYTES, METADATA_PARTITION, METADATA_TOPIC
 from sparklog.raft.quorum_state import QUORUM_STATE_FILENAME, QuorumStateStore
-from sparklog.raft.single_voter import MAX_BATCH_SIZE_BYTES, METADATA_PARTITION, METADATA_TOPIC
 from sparklog.raft.snapshots import FileSnapshotStore
 from sparklog.storage.config import LONG_MAX, LogConfig
 from sparklog.storage.log import Log

@@ -594,8 +594,3 @@ class Log(LogRetention, LogDurability, LogTransactions):
         for segment in self._segments:
             segment.close()
 
-    def remove_all_files(self) -> None:
-        """Close and delete every segment (used when the partition is deleted)."""
-        for segment in self._segments:
-            segment.delete_now()
-        self.delete_expired_files(1 << 62)

@@ -2,7 +2,7 @@
 
 One seeded ``random.Random`` drives everything (election timeouts, message delays and losses,
 fault choices), and one priority queue of events on a simulated clock orders every step, so a
-seed replays exactly. Per node: a :class:`~sparklog.raft.log.MemoryLog` (a crash loses what was
+seed replays exactly. Per node: a :class:`~tests.sim.memory_log.MemoryLog` (a crash loses what was
 not flushed), a :class:`MemoryElectionStore` (written synchronously, survives crashes), a
 :class:`~sparklog.raft.snapshots.MemorySnapshotStore` (frozen snapshots survive crashes) and,
 while it is up, a :class:`~sparklog.raft.core.RaftReplica` rebuilt from those on restart. The
@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from sparklog.raft import rpc
 from sparklog.raft.client import CommittedBatch, LeaderAndEpoch, LoadedSnapshot
 from sparklog.raft.core import RaftConfig, RaftReplica
-from sparklog.raft.log import MemoryLog
 from sparklog.raft.quorum_state import ElectionState
 from sparklog.raft.snapshots import MemorySnapshotStore, SnapshotId
 from sparklog.raft.state import Leader
 from sparklog.raft.voters import Endpoint, ReplicaKey, VoterNode, VoterSet
+from tests.sim.memory_log import MemoryLog
 
 SIM_CONFIG = RaftConfig(
     election_timeout_ms=300,

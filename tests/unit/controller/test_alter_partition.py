@@ -451,9 +451,9 @@ def test_through_the_controller_and_after_a_restart(tmp_path: Path) -> None:
 def _reopen(node: Node, directory: Path) -> None:
     from sparklog.controller.quorum_controller import QuorumController
     from sparklog.raft.quorum_state import QuorumStateStore
-    from sparklog.raft.single_voter import SingleVoterRaft
     from sparklog.storage.config import LogConfig
     from sparklog.storage.log import Log
+    from tests.unit.raft.single_voter import SingleVoterRaft
 
     node.log = Log.open(
         str(directory / "__cluster_metadata-0"), LogConfig(), lambda: 1_700_000_000_000

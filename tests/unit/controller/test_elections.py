@@ -17,10 +17,10 @@ from sparklog.metadata.image import PartitionRegistration
 from sparklog.metadata.records import MetadataRecord, decode_record
 from sparklog.protocol.errors import ErrorCode
 from sparklog.raft.quorum_state import QuorumStateStore
-from sparklog.raft.single_voter import SingleVoterRaft
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
 from tests.unit.controller.test_broker_lifecycle import beat, register
+from tests.unit.raft.single_voter import SingleVoterRaft
 
 NOW = 1_700_000_000_000
 

@@ -16,9 +16,9 @@ from sparklog.metadata.records import MetadataRecord, decode_record
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import ZERO_UUID
 from sparklog.raft.quorum_state import QuorumStateStore
-from sparklog.raft.single_voter import SingleVoterRaft
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
+from tests.unit.raft.single_voter import SingleVoterRaft
 
 PLAINTEXT = [Endpoint("PLAINTEXT", "localhost", 9092, 0)]
 

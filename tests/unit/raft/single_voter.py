@@ -15,10 +15,10 @@ Rules (the subset of KRaft that holds when the voter set is ``{this node}``):
 - Sans-IO with respect to networking: no threads, no event loop. The caller drives it; all
   callbacks run inside ``start``, ``register_listener`` and ``schedule_append``.
 
-The full multi-voter KRaft (Vote with Pre-Vote, BeginQuorumEpoch, Fetch-based replication,
-snapshots, KIP-853 voter changes) will be another :class:`~sparklog.raft.client.RaftClient`
-implementation; the controller and the metadata loader only see that interface, so replacing
-this class is the whole change.
+A test double: nodes run :class:`sparklog.raft.core.RaftReplica` (multi-voter KRaft with
+Pre-Vote, BeginQuorumEpoch, Fetch replication, snapshots and KIP-853 voter changes). This
+one-voter :class:`~sparklog.raft.client.RaftClient` checks the seam's contract over a real
+log on disk with nothing else moving.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Generic, Protocol, TypeVar
 from sparklog.protocol.record_codec import RecordInput, build_batch
 from sparklog.protocol.records import iter_batches
 from sparklog.raft.client import (
+    MAX_BATCH_SIZE_BYTES,
     NO_LEADER,
     CommittedBatch,
     LeaderAndEpoch,
@@ -43,10 +44,6 @@ from sparklog.raft.quorum_state import ElectionState, QuorumStateStore
 
 T = TypeVar("T")
 
-METADATA_TOPIC = "__cluster_metadata"
-METADATA_PARTITION = 0
-# Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES: one metadata batch never exceeds this.
-MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
 _READ_CHUNK_BYTES = 1 << 20
 
 

@@ -12,7 +12,7 @@ from sparklog.protocol.record_codec import RecordInput, build_batch
 from sparklog.raft import rpc
 from sparklog.raft.client import NotLeaderError
 from sparklog.raft.core import RaftConfig, RaftReplica
-from sparklog.raft.log import MemoryLog, StorageReplicatedLog
+from sparklog.raft.log import StorageReplicatedLog
 from sparklog.raft.quorum_state import QuorumStateStore
 from sparklog.raft.state import Leader
 from sparklog.raft.voters import ReplicaKey, VoterSet, VoterSetHistory
@@ -26,6 +26,7 @@ from tests.sim.cluster import (
     directory_of,
     voter_node,
 )
+from tests.sim.memory_log import MemoryLog
 
 
 def _batch(base: int, epoch: int, value: bytes) -> bytes:

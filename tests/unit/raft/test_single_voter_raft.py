@@ -9,9 +9,9 @@ import pytest
 
 from sparklog.raft.client import CommittedBatch, LeaderAndEpoch, NotLeaderError
 from sparklog.raft.quorum_state import ElectionState, QuorumStateError, QuorumStateStore
-from sparklog.raft.single_voter import SingleVoterRaft
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
+from tests.unit.raft.single_voter import SingleVoterRaft
 
 
 class Clock:

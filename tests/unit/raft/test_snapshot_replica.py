@@ -12,7 +12,7 @@ import pytest
 from sparklog.protocol.errors import ErrorCode
 from sparklog.raft import rpc
 from sparklog.raft.core import RaftReplica
-from sparklog.raft.log import MemoryLog, StorageReplicatedLog
+from sparklog.raft.log import StorageReplicatedLog
 from sparklog.raft.quorum_state import QuorumStateStore
 from sparklog.raft.snapshot_sync import SnapshotError
 from sparklog.raft.snapshots import FileSnapshotStore, SnapshotId
@@ -21,6 +21,7 @@ from sparklog.raft.voters import VoterSet
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
 from tests.sim.cluster import SIM_CONFIG, Recorder, SimNode, Simulation, directory_of, voter_node
+from tests.sim.memory_log import MemoryLog
 
 
 def _leader(sim: Simulation) -> SimNode:
