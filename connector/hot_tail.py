@@ -27,6 +27,7 @@ Contract:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import tempfile
@@ -42,7 +43,7 @@ from .hot import read_hot
 from .planning import HotPiece
 from .schema import arrow_schema
 
-__all__ = ["CACHE_BYTES", "MAX_BYTES", "MAX_OFFSETS", "materialise"]
+__all__ = ["CACHE_BYTES", "MAX_BYTES", "MAX_OFFSETS", "clear", "materialise"]
 
 #: Largest hot tail read on the driver (offsets of all pieces, and bytes of their Arrow batches:
 #: a read that passes the bytes stops and declines); larger tails are read by tasks.
@@ -170,3 +171,16 @@ def _outcome(future: Future[tuple[str | None, int]]) -> tuple[str | None, int] |
         return future.result()
     except BaseException as exc:
         return exc
+
+
+def clear() -> None:
+    """Forget and delete every cached file (benchmarks measuring a first read, tests): a
+    DataFrame built before must not run again."""
+    with _lock:
+        entries = list(_files.values())
+        _files.clear()
+        _state["bytes"] = 0
+    for path, _ in entries:
+        if path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
