@@ -36,6 +36,7 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .batch_encode import FAST_LEVELS
 from .config import TieringConfig
 from .layout import (
     EPOCH_SUFFIX,
@@ -334,6 +335,7 @@ class RemoteStorageManager:
                     to_offset=to_offset,
                     compression=compression,
                     read_row_group=self._cache.reader(path),
+                    levels=FAST_LEVELS,
                 )
         except (StoreError, TranscodeError) as exc:
             raise _wrap(f"cannot fetch {metadata.remote_log_segment_id}", exc) from exc

@@ -33,7 +33,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import mmap
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, TypeAlias
 
@@ -471,11 +471,15 @@ def parquet_to_batches(
     to_offset: int | None = None,
     compression: int | None = None,
     read_row_group: RowGroupReader = _read_row_group,
+    levels: Mapping[int, int] | None = None,
 ) -> bytes:
     """Kafka batches (concatenated) holding the rows from the batch that contains
     ``from_offset`` on, whole batches only, up to ``max_bytes`` (the first batch is returned
     even when larger, as Kafka does), stopping before any batch that starts at or after
-    ``to_offset``. ``compression`` None keeps each batch's codec of origin."""
+    ``to_offset``. ``compression`` None keeps each batch's codec of origin; ``levels`` sets
+    codec levels (:data:`.batch_encode.FAST_LEVELS` for remote fetch; None, the libraries'
+    defaults, rebuilds a segment of CreateTime batches written by this codec module byte for
+    byte)."""
     out: list[bytes] = []
     total = 0
     batches = iter_parquet_batches(
@@ -484,6 +488,7 @@ def parquet_to_batches(
         to_offset=to_offset,
         compression=compression,
         read_row_group=read_row_group,
+        levels=levels,
     )
     for batch in batches:
         if out and total + len(batch) > max_bytes:
@@ -516,6 +521,7 @@ def iter_parquet_batches(
     to_offset: int | None = None,
     compression: int | None = None,
     read_row_group: RowGroupReader = _read_row_group,
+    levels: Mapping[int, int] | None = None,
 ) -> Iterator[bytes]:
     """The batches of :func:`parquet_to_batches`, one at a time, lazily, without a size
     bound."""
@@ -530,12 +536,13 @@ def iter_parquet_batches(
             bases = chunk.column("batch_base_offset").to_numpy()
             tail = int(np.searchsorted(bases, bases[-1], side="left")) if len(bases) else 0
             pending = chunk.slice(tail)
-            for batch in _encode_rows(chunk.slice(0, tail), from_offset, to_offset, compression):
+            head = chunk.slice(0, tail)
+            for batch in _encode_rows(head, from_offset, to_offset, compression, levels):
                 if batch is None:
                     return
                 yield batch
         if pending is not None and pending.num_rows:
-            for batch in _encode_rows(pending, from_offset, to_offset, compression):
+            for batch in _encode_rows(pending, from_offset, to_offset, compression, levels):
                 if batch is None:
                     return
                 yield batch
@@ -544,7 +551,11 @@ def iter_parquet_batches(
 
 
 def _encode_rows(
-    rows: pa.Table, from_offset: int, to_offset: int | None, compression: int | None
+    rows: pa.Table,
+    from_offset: int,
+    to_offset: int | None,
+    compression: int | None,
+    levels: Mapping[int, int] | None,
 ) -> Iterator[bytes | None]:
     """Encoded batches of ``rows`` (whole batches); a None means "past to_offset, stop"."""
     stop = False
@@ -553,7 +564,7 @@ def _encode_rows(
         cut = int(np.searchsorted(bases, to_offset, side="left"))
         stop = cut < rows.num_rows
         rows = rows.slice(0, cut)
-    for batch, _, last in encode_batches(rows, compression):
+    for batch, _, last in encode_batches(rows, compression, levels=levels):
         if last >= from_offset:
             yield batch
     if stop:
