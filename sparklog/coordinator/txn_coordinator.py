@@ -327,7 +327,11 @@ class TransactionCoordinator:
         )
         try:
             await self.replica_manager.append(
-                TRANSACTION_STATE_TOPIC, shard.index, bytearray(build_batch([record])), -1
+                TRANSACTION_STATE_TOPIC,
+                shard.index,
+                bytearray(build_batch([record])),
+                -1,
+                target.timeout_ms,  # as Kafka: the transaction timeout bounds the wait
             )
         except Exception as exc:  # storage errors carry a Kafka error code
             code = exc.code if isinstance(exc, KafkaApiError) else getattr(exc, "error_code", None)
