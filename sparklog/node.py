@@ -68,6 +68,7 @@ from sparklog.coordinator.coordinator import GroupCoordinator
 from sparklog.coordinator.txn_coordinator import TransactionCoordinator, TxnConfig
 from sparklog.fault import FaultHandler, halt, install_loop_handler
 from sparklog.metrics import MetricsRegistry
+from sparklog.net.connection_quotas import ConnectionQuotas
 from sparklog.net.metrics_http import MetricsListenerError, MetricsServer, start_metrics_server
 from sparklog.net.request_metrics import RequestMetrics
 from sparklog.net.server import KafkaServer
@@ -331,6 +332,8 @@ class Node:
         await self._wait_unfenced(lifecycle_task)
         max_request = int(config.get("socket.request.max.bytes"))
         queued = int(config.get("queued.max.requests"))
+        # one count across the broker listeners: max.connections is broker-wide
+        connection_quotas = ConnectionQuotas.from_config(config, config.inter_broker_listener_name)
         for listener in config.broker_listeners:
             server = KafkaServer(
                 listener.name,
@@ -343,6 +346,7 @@ class Node:
                 security=listener_runtime(config, listener.name, self._scram_credential),
             )
             server.request_metrics = self.request_metrics
+            server.connection_quotas = connection_quotas
             await server.start()
             self.servers.append(server)
         self._start_console(plane)

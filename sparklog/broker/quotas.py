@@ -26,12 +26,11 @@ Pure bookkeeping with an injected clock (milliseconds); the broker's request loo
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Final
 
 from sparklog.metadata.security_image import ClientQuotasImage, QuotaEntity
+from sparklog.security.sampled_rate import QuotaConfig, SampledRate
 
 PRODUCE: Final = "producer_byte_rate"
 FETCH: Final = "consumer_byte_rate"
@@ -41,47 +40,6 @@ CLIENT_ID: Final = "client-id"
 
 # (user tag, client-id tag): who shares a sensor
 SensorKey = tuple[str, str]
-
-
-@dataclass(frozen=True, slots=True)
-class QuotaConfig:
-    num_samples: int = 11
-    window_ms: int = 1000
-
-
-@dataclass(slots=True)
-class SampledRate:
-    """Kafka's ``Rate`` over ``SampledStat`` samples: (window start ms, value) pairs."""
-
-    config: QuotaConfig
-    samples: deque[list[float]] = field(default_factory=deque)
-
-    def record(self, value: float, now_ms: float) -> None:
-        if not self.samples or now_ms >= self.samples[-1][0] + self.config.window_ms:
-            self.samples.append([now_ms, 0.0])
-            while len(self.samples) > self.config.num_samples:
-                self.samples.popleft()
-        self.samples[-1][1] += value
-
-    def _purge(self, now_ms: float) -> None:
-        expire_age = self.config.num_samples * self.config.window_ms
-        while self.samples and now_ms - self.samples[0][0] >= expire_age:
-            self.samples.popleft()
-
-    def window_ms(self, now_ms: float) -> float:
-        """The elapsed time the rate divides by (at least ``num - 1`` full windows)."""
-        oldest = self.samples[0][0] if self.samples else now_ms
-        elapsed = now_ms - oldest
-        full_windows = int(elapsed // self.config.window_ms)
-        minimum = self.config.num_samples - 1
-        if full_windows < minimum:
-            elapsed += (minimum - full_windows) * self.config.window_ms
-        return elapsed
-
-    def rate_per_second(self, now_ms: float) -> float:
-        self._purge(now_ms)
-        total = sum(value for _, value in self.samples)
-        return total / (self.window_ms(now_ms) / 1000.0)
 
 
 def quota_for(

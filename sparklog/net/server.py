@@ -31,6 +31,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from sparklog.net.connection_quotas import ConnectionQuotas
 from sparklog.net.request_metrics import RequestMetrics
 from sparklog.protocol.errors import ProtocolError
 from sparklog.protocol.framing import FrameDecoder
@@ -97,6 +98,13 @@ class Connection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.session.client_host = str(peer[0]) if peer else ""
+        limits = self._server.connection_quotas
+        if limits is not None:
+            # max.connections*, max.connection.creation.rate (sparklog.net.connection_quotas)
+            refusal = limits.on_accept(self, self._server.name, self.session.client_host, transport)
+            if refusal is not None:
+                self._abort(refusal)
+                return
         self._server.connections.add(self)
         runtime = self._server.security
         if runtime is not None:
@@ -124,6 +132,8 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        if self._server.connection_quotas is not None:
+            self._server.connection_quotas.on_close(self)
         self._server.connections.discard(self)
         self._wakeup.set()
         self._can_write.set()
@@ -391,6 +401,7 @@ class KafkaServer:
         self.connections: set[Connection] = set()
         # Kafka's RequestMetrics (set by the node; None records nothing).
         self.request_metrics: RequestMetrics | None = None
+        self.connection_quotas: ConnectionQuotas | None = None
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:

@@ -9,6 +9,7 @@ quota, the other producer at more than 80% of its pace.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 pytest.importorskip("confluent_kafka")
 from confluent_kafka import Producer
 
+from tests.integration import wire
 from tests.integration.ck_helpers import create_topic
 from tests.integration.cli_support import sparklog, tool
 from tests.integration.conftest import NodeFactory, unique_topic
@@ -168,3 +170,39 @@ def test_producer_held_near_its_byte_rate_other_client_unaffected(
     assert slow.throttle_events > 0
     assert 0.5 * QUOTA_BYTES_PER_S < slow_rate < 1.5 * QUOTA_BYTES_PER_S
     assert free_rate > 0.8 * FREE_BYTES_PER_S
+
+
+def _answers_api_versions(sock: socket.socket) -> bool:
+    try:
+        sock.sendall(wire.api_versions_v0(correlation_id=3))
+        correlation_id, body = wire.recv_response(sock)
+    except (OSError, ConnectionError, ValueError):
+        return False
+    return correlation_id == 3 and wire.api_versions_error_code(body) == 0
+
+
+def test_max_connections_per_ip_refuses_the_next_connection(node_factory: NodeFactory) -> None:
+    node = node_factory.create({"max.connections.per.ip": 3})
+    time.sleep(1.0)  # the start-up probes' connections are closed by now
+    opened = []
+    try:
+        for _ in range(3):
+            sock = socket.create_connection((node.host, node.port), timeout=10)
+            opened.append(sock)
+            assert _answers_api_versions(sock)
+        refused = socket.create_connection((node.host, node.port), timeout=10)
+        opened.append(refused)
+        assert not _answers_api_versions(refused)
+        opened.pop(0).close()
+        deadline = time.monotonic() + 10
+        while True:
+            again = socket.create_connection((node.host, node.port), timeout=10)
+            opened.append(again)
+            if _answers_api_versions(again):
+                break
+            assert time.monotonic() < deadline, "a freed slot was never given back"
+            time.sleep(0.2)
+    finally:
+        for sock in opened:
+            sock.close()
+    assert "Too many connections from /127.0.0.1 (maximum = 3)" in node.log_path.read_text()

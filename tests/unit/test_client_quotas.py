@@ -9,18 +9,13 @@ from typing import Any
 import pytest
 
 from sparklog.broker.acl_apis import describe_client_quotas
-from sparklog.broker.quotas import (
-    PRODUCE,
-    ClientQuotaManager,
-    QuotaConfig,
-    SampledRate,
-    quota_for,
-)
+from sparklog.broker.quotas import PRODUCE, ClientQuotaManager, quota_for
 from sparklog.controller.security_control import alter_client_quotas
 from sparklog.metadata.delta import MetadataDelta
 from sparklog.metadata.image import MetadataImage
 from sparklog.metadata.security_image import ClientQuotasImage, quota_entity
 from sparklog.protocol.errors import KafkaApiError
+from sparklog.security.sampled_rate import QuotaConfig, SampledRate
 
 
 def quotas(*entries: tuple[dict[str, str | None], float]) -> ClientQuotasImage:
