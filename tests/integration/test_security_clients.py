@@ -7,6 +7,9 @@ log never contains a password.
 
 from __future__ import annotations
 
+import asyncio
+import shutil
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -170,3 +173,176 @@ def test_cli_command_config_over_sasl_ssl(secure_node: SecureNode, tmp_path: Pat
     assert refused.status == 1
     assert "SASL authentication failed" in refused.err and "not-it" not in refused.err
     assert ALICE_PASSWORD not in created.err + listed.err + consumed.err
+
+
+# -- kafka-python -----------------------------------------------------------------------------
+
+
+def kafka_python_options(node: SecureNode, mtls: bool) -> dict[str, Any]:
+    if mtls:
+        return {
+            "bootstrap_servers": node.ssl_bootstrap,
+            "security_protocol": "SSL",
+            "ssl_cafile": str(node.tls.ca_pem),
+            "ssl_certfile": str(node.tls.client_cert),
+            "ssl_keyfile": str(node.tls.client_key),
+        }
+    return {
+        "bootstrap_servers": node.sasl_bootstrap,
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "alice",
+        "sasl_plain_password": ALICE_PASSWORD,
+        "ssl_cafile": str(node.tls.ca_pem),
+    }
+
+
+@pytest.mark.parametrize("mtls", [False, True], ids=["sasl_ssl_scram512", "ssl_mtls"])
+def test_kafka_python(secure_node: SecureNode, mtls: bool) -> None:
+    kafka = pytest.importorskip("kafka")
+    options = kafka_python_options(secure_node, mtls)
+    topic = unique_topic("kp-sec")
+    create(secure_node.confluent_mtls(), topic)
+    producer = kafka.KafkaProducer(**options, transactional_id=f"kp-{uuid.uuid4()}")
+    producer.init_transactions()
+    producer.begin_transaction()
+    for index in range(10):
+        producer.send(topic, value=f"v{index}".encode())
+    producer.commit_transaction()
+    producer.close()
+    consumer = kafka.KafkaConsumer(
+        topic,
+        **options,
+        group_id=f"kp-{uuid.uuid4()}",
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+        consumer_timeout_ms=int(TIMEOUT_S * 1000),
+    )
+    values = []
+    for message in consumer:
+        values.append(message.value)
+        if len(values) == 10:
+            break
+    consumer.commit()
+    consumer.close()
+    assert sorted(values) == sorted(f"v{i}".encode() for i in range(10))
+
+
+def test_kafka_python_wrong_password(
+    secure_node: SecureNode, caplog: pytest.LogCaptureFixture
+) -> None:
+    kafka = pytest.importorskip("kafka")
+    options = {**kafka_python_options(secure_node, False), "sasl_plain_password": "nope"}
+    with pytest.raises(kafka.errors.KafkaError):
+        kafka.KafkaProducer(**options, request_timeout_ms=5000, max_block_ms=5000)
+    # The client saw Kafka's code and message (it then keeps retrying the bootstrap).
+    assert "[Error 58] SaslAuthenticationFailedError" in caplog.text
+    assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in caplog.text
+
+
+# -- aiokafka ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mtls", [False, True], ids=["sasl_ssl_scram512", "ssl_mtls"])
+def test_aiokafka(secure_node: SecureNode, mtls: bool) -> None:
+    aiokafka = pytest.importorskip("aiokafka")
+    from aiokafka.helpers import create_ssl_context
+
+    topic = unique_topic("aio-sec")
+    create(secure_node.confluent_mtls(), topic)
+    if mtls:
+        context = create_ssl_context(
+            cafile=str(secure_node.tls.ca_pem),
+            certfile=str(secure_node.tls.client_cert),
+            keyfile=str(secure_node.tls.client_key),
+        )
+        options: dict[str, Any] = {
+            "bootstrap_servers": secure_node.ssl_bootstrap,
+            "security_protocol": "SSL",
+            "ssl_context": context,
+        }
+    else:
+        options = {
+            "bootstrap_servers": secure_node.sasl_bootstrap,
+            "security_protocol": "SASL_SSL",
+            "sasl_mechanism": "SCRAM-SHA-512",
+            "sasl_plain_username": "alice",
+            "sasl_plain_password": ALICE_PASSWORD,
+            "ssl_context": create_ssl_context(cafile=str(secure_node.tls.ca_pem)),
+        }
+
+    async def scenario() -> list[bytes]:
+        producer = aiokafka.AIOKafkaProducer(**options, transactional_id=f"aio-{uuid.uuid4()}")
+        await producer.start()
+        try:
+            async with producer.transaction():
+                for index in range(10):
+                    await producer.send(topic, f"v{index}".encode())
+        finally:
+            await producer.stop()
+        consumer = aiokafka.AIOKafkaConsumer(
+            topic,
+            **options,
+            group_id=f"aio-{uuid.uuid4()}",
+            auto_offset_reset="earliest",
+            isolation_level="read_committed",
+            enable_auto_commit=False,
+        )
+        await consumer.start()
+        values: list[bytes] = []
+        try:
+            async with asyncio.timeout(TIMEOUT_S):
+                while len(values) < 10:
+                    batch = await consumer.getmany(timeout_ms=1000)
+                    for records in batch.values():
+                        values.extend(r.value for r in records)
+            await consumer.commit()
+        finally:
+            await consumer.stop()
+        return values
+
+    values = asyncio.run(scenario())
+    assert sorted(values) == sorted(f"v{i}".encode() for i in range(10))
+
+
+# -- kcat -------------------------------------------------------------------------------------
+
+
+def kcat(node: SecureNode, mtls: bool, *args: str, stdin: bytes | None = None) -> bytes:
+    path = shutil.which("kcat")
+    if path is None:
+        pytest.skip("kcat is not installed")
+    if mtls:
+        security = [
+            "-b", node.ssl_bootstrap, "-X", "security.protocol=SSL",
+            "-X", f"ssl.ca.location={node.tls.ca_pem}",
+            "-X", f"ssl.certificate.location={node.tls.client_cert}",
+            "-X", f"ssl.key.location={node.tls.client_key}",
+        ]  # fmt: skip
+    else:
+        security = [
+            "-b", node.sasl_bootstrap, "-X", "security.protocol=SASL_SSL",
+            "-X", "sasl.mechanisms=SCRAM-SHA-512", "-X", "sasl.username=alice",
+            "-X", f"sasl.password={ALICE_PASSWORD}",
+            "-X", f"ssl.ca.location={node.tls.ca_pem}",
+        ]  # fmt: skip
+    done = subprocess.run(
+        [path, *security, *args], input=stdin, capture_output=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    return done.stdout
+
+
+@pytest.mark.parametrize("mtls", [False, True], ids=["sasl_ssl_scram512", "ssl_mtls"])
+def test_kcat(secure_node: SecureNode, mtls: bool) -> None:
+    topic = unique_topic("kcat-sec")
+    create(secure_node.confluent_mtls(), topic, partitions=1)
+    kcat(secure_node, mtls, "-P", "-t", topic, stdin=b"a\nb\nc\n")
+    out = kcat(secure_node, mtls, "-C", "-t", topic, "-o", "beginning", "-e", "-q")
+    assert out.split() == [b"a", b"b", b"c"]
+    group = kcat(
+        secure_node, mtls, "-G", f"kcat-{uuid.uuid4()}", "-o", "beginning", "-e", "-q", topic
+    )
+    assert sorted(group.split()) == [b"a", b"b", b"c"]
+    listing = kcat(secure_node, mtls, "-L", "-t", topic)
+    assert topic.encode() in listing
