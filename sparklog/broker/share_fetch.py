@@ -234,8 +234,8 @@ def _top_level_error(code: ErrorCode, message: str | None, lock_ms: int) -> dict
 async def handle_share_fetch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
     body = request.body
     mgr = manager(ctx)
-    lock_ms = mgr.partition_config.lock_duration_ms
     group_id, member_id = body.get("group_id"), body.get("member_id")
+    lock_ms = mgr.group_partition_config(ctx, group_id or "").lock_duration_ms
     if not group_id or not member_id:
         return _top_level_error(
             ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required.", lock_ms
@@ -410,8 +410,8 @@ def _response(results: dict[TopicPartitionKey, dict[str, Any]], lock_ms: int) ->
 async def handle_share_acknowledge(ctx: BrokerContext, request: Request) -> dict[str, Any]:
     body = request.body
     mgr = manager(ctx)
-    lock_ms = mgr.partition_config.lock_duration_ms
     group_id, member_id = body.get("group_id"), body.get("member_id")
+    lock_ms = mgr.group_partition_config(ctx, group_id or "").lock_duration_ms
 
     def top(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
         return {

@@ -13,13 +13,16 @@ Contract:
   share-partition are serialized and each carries the state as of its turn, so the last write
   is always the newest state.
 - Records below the log start offset are forgotten (they were deleted from the log).
+- The group configs ``share.auto.offset.reset``, ``share.isolation.level`` and
+  ``share.record.lock.duration.ms`` (IncrementalAlterConfigs on the GROUP resource) override
+  the defaults; the lock duration is read when a share-partition loads.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.partition import Partition
@@ -83,6 +86,18 @@ class SharePartitionManager:
             SharePersister(ctx),
         )
 
+    def group_partition_config(self, ctx: BrokerContext, group_id: str) -> SharePartitionConfig:
+        """The broker's share-partition settings with the group's
+        ``share.record.lock.duration.ms`` override, if any (read when a share-partition loads)."""
+        default = self.partition_config.lock_duration_ms
+        try:
+            lock_ms = int(
+                group_config(ctx, group_id, "share.record.lock.duration.ms", str(default))
+            )
+        except ValueError:
+            lock_ms = default
+        return replace(self.partition_config, lock_duration_ms=lock_ms)
+
     def loaded(self, group_id: str, partition: Partition) -> LeadShare | None:
         found = self.partitions.get((group_id, partition.topic, partition.index))
         if found is None or found.leader_epoch != partition.leader_epoch:
@@ -110,7 +125,7 @@ class SharePartitionManager:
         code, state = await self.persister.read(group_id, topic_id, partition.index, epoch)
         if code != ErrorCode.NONE:
             raise KafkaApiError(code, f"Could not read the share-partition state: {code.name}")
-        share = SharePartition(0, self.partition_config)
+        share = SharePartition(0, self.group_partition_config(ctx, group_id))
         if state is not None:
             share.load(
                 state.start_offset,

@@ -103,7 +103,11 @@ async def handle_share_group_heartbeat(
 ) -> dict[str, Any]:
     body = request.body
     names = body.get("subscribed_topic_names")
-    interval = int(ctx.config.get("group.share.heartbeat.interval.ms"))
+    interval = int(
+        ctx.image.configs.get(32, body["group_id"]).get(
+            "share.heartbeat.interval.ms", ctx.config.get("group.share.heartbeat.interval.ms")
+        )
+    )
     try:
         _check_coordinator(ctx, body["group_id"])
         if body["group_id"] == "":

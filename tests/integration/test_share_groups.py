@@ -26,6 +26,13 @@ import pytest
 
 pytest.importorskip("confluent_kafka")
 from confluent_kafka import AcknowledgeType, ShareConsumer
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
 
 from tests.integration.ck_helpers import create_topic, make_producer
 from tests.integration.cli_support import tool
@@ -312,3 +319,58 @@ def test_share_groups_tool_lists_describes_resets_and_deletes(share_node: Node) 
         time.sleep(0.5)
     assert f"('{group}') was successful" in deleted.out
     assert group not in tool(bootstrap, "share-groups", "--list").out.split()
+
+
+def set_group_configs(node: Node, group: str, configs: dict[str, str]) -> None:
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    resource = ConfigResource(
+        ResourceType.GROUP,
+        group,
+        incremental_configs=[
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+            for k, v in configs.items()
+        ],
+    )
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=30)
+
+
+def test_group_configs_earliest_and_read_committed(share_node: Node) -> None:
+    """share.auto.offset.reset=earliest (set with IncrementalAlterConfigs on the GROUP) reads
+    what was produced before the group existed; share.isolation.level=read_committed never
+    hands out a record of an aborted transaction."""
+    topic = unique_topic("share-configs")
+    create_topic(share_node, topic, 1)
+    group = unique_topic("sg")
+    set_group_configs(
+        share_node,
+        group,
+        {"share.auto.offset.reset": "earliest", "share.isolation.level": "read_committed"},
+    )
+    produce(share_node, topic, [f"before-{i}".encode() for i in range(5)])
+    txn = make_producer(
+        share_node,
+        **{"transactional.id": unique_topic("txn"), "enable.idempotence": True, "acks": "all"},
+    )
+    txn.init_transactions(30)
+    txn.begin_transaction()
+    for i in range(5):
+        txn.produce(topic, value=f"aborted-{i}".encode())
+    txn.abort_transaction(30)
+    txn.begin_transaction()
+    for i in range(5):
+        txn.produce(topic, value=f"committed-{i}".encode())
+    txn.commit_transaction(30)
+    wanted = {f"before-{i}".encode() for i in range(5)} | {
+        f"committed-{i}".encode() for i in range(5)
+    }
+    seen: list[bytes] = []
+    with closing([share_consumer(share_node, group, topic)]) as (consumer,):
+        deadline = time.monotonic() + DEADLINE_S
+        while not wanted <= set(seen):
+            assert time.monotonic() < deadline, f"seen only {seen}"
+            seen += [m.value() for m in records(consumer)]
+        settle = time.monotonic() + 3
+        while time.monotonic() < settle:
+            seen += [m.value() for m in records(consumer)]
+    assert sorted(seen) == sorted(wanted), seen
