@@ -163,6 +163,10 @@ class Node:
         controller_apis = ControllerApis(
             plane.driver.handle_request, plane.controller_driver, self.cluster_id
         )
+        # the controller listener authorizes too (CLUSTER_ACTION for the quorum and brokers)
+        controller_apis.authorizer = StandardAuthorizer.from_config(
+            config, lambda: plane.loader.image.acls.acls
+        )
         for listener in config.controller_listeners if config.is_controller else ():
             server = KafkaServer(
                 listener.name,

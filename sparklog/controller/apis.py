@@ -30,6 +30,8 @@ from sparklog.protocol.headers import API_VERSIONS_KEY, Request
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.protocol.schema import Api
 from sparklog.raft import rpc
+from sparklog.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from sparklog.security.authorizer import StandardAuthorizer
 
 # The KRaft RPCs: the node's RaftDriver serves them.
 RAFT_API_KEYS: Final = rpc.RAFT_API_KEYS
@@ -54,6 +56,9 @@ LIST_PARTITION_REASSIGNMENTS: Final = 46
 CREATE_ACLS: Final = 30
 DELETE_ACLS: Final = 31
 ALTER_CLIENT_QUOTAS: Final = 49
+DESCRIBE_QUORUM: Final = 55
+ADD_RAFT_VOTER: Final = 80
+REMOVE_RAFT_VOTER: Final = 81
 ALTER_USER_SCRAM_CREDENTIALS: Final = 51
 
 ADMIN_OPERATIONS: Final = {
@@ -193,9 +198,18 @@ class ControllerApis:
         self.controller = controller
         self.cluster_id = cluster_id
         self.clock_ms = clock_ms
+        # authorizer.class.name's StandardAuthorizer (set by the node); None: allow all
+        self.authorizer: StandardAuthorizer | None = None
 
     async def __call__(self, request: Request, conn: Any) -> dict[str, Any] | None:
         key = request.header.api_key
+        if self.authorizer is not None and not self._authorized(key, conn):
+            return error_body(
+                key,
+                request.body,
+                ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "Cluster authorization failed.",
+            )
         if key == API_VERSIONS_KEY or key in RAFT_API_KEYS:
             return await self.raft(request, conn)
         body = request.body
@@ -206,6 +220,29 @@ class ControllerApis:
             return await self.controller.call(self._operation(key, body, version))
         except KafkaApiError as exc:
             return error_body(key, body, exc.code, exc.message or exc.code.name)
+
+    def _authorized(self, key: int, conn: Any) -> bool:
+        """Kafka's ControllerApis: the quorum's RPCs, broker lifecycle and the admin requests
+        brokers forward need CLUSTER_ACTION; DescribeQuorum DESCRIBE and voter changes ALTER on
+        the cluster. ApiVersions (and SASL, before a principal exists) are never refused."""
+        if key in (API_VERSIONS_KEY, 17, 36):
+            return True
+        assert self.authorizer is not None
+        session = getattr(conn, "session", None)
+        if session is None:
+            return False
+        operation = {
+            DESCRIBE_QUORUM: AclOperation.DESCRIBE,
+            ADD_RAFT_VOTER: AclOperation.ALTER,
+            REMOVE_RAFT_VOTER: AclOperation.ALTER,
+        }.get(key, AclOperation.CLUSTER_ACTION)
+        return self.authorizer.authorize(
+            session.principal,
+            session.client_host,
+            operation,
+            ResourceType.CLUSTER,
+            CLUSTER_NAME,
+        )
 
     def _operation(
         self, key: int, body: Mapping[str, Any], version: int
