@@ -21,6 +21,7 @@ import pytest
 from tests.integration.cli_support import tool
 from tests.integration.conftest import unique_topic
 from tests.integration.security_support import (
+    ADMIN_PASSWORD,
     ALICE_PASSWORD,
     PLAIN_PASSWORD,
     SECRETS,
@@ -346,3 +347,46 @@ def test_kcat(secure_node: SecureNode, mtls: bool) -> None:
     assert sorted(group.split()) == [b"a", b"b", b"c"]
     listing = kcat(secure_node, mtls, "-L", "-t", topic)
     assert topic.encode() in listing
+
+
+def test_scram_users_managed_with_kip554_apis(secure_node: SecureNode) -> None:
+    from confluent_kafka.admin import (
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient(secure_node.confluent_sasl("admin", ADMIN_PASSWORD))
+    bob_password = "bob-S3cret-Pw"
+    upsert = UserScramCredentialUpsertion(
+        "bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), bob_password.encode()
+    )
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(TIMEOUT_S)
+    described = admin.describe_user_scram_credentials(["bob"])["bob"].result(TIMEOUT_S)
+    infos = described.scram_credential_infos
+    assert [(i.mechanism, i.iterations) for i in infos] == [(ScramMechanism.SCRAM_SHA_256, 8192)]
+
+    def can_log_in() -> bool:
+        probe = AdminClient(secure_node.confluent_sasl("bob", bob_password, "SCRAM-SHA-256"))
+        try:
+            probe.list_topics(timeout=10)
+            return True
+        except KafkaException:
+            return False
+
+    deadline = time.monotonic() + TIMEOUT_S
+    while not can_log_in():  # the broker applies the record a moment after the controller
+        assert time.monotonic() < deadline, "bob cannot log in after AlterUserScramCredentials"
+        time.sleep(0.2)
+    deletion = UserScramCredentialDeletion("bob", ScramMechanism.SCRAM_SHA_256)
+    for future in admin.alter_user_scram_credentials([deletion]).values():
+        future.result(TIMEOUT_S)
+    deadline = time.monotonic() + TIMEOUT_S
+    while can_log_in():
+        assert time.monotonic() < deadline, "bob still logs in after his credential was deleted"
+        time.sleep(0.2)
+    with pytest.raises(KafkaException) as info:
+        admin.describe_user_scram_credentials(["bob"])["bob"].result(TIMEOUT_S)
+    assert "RESOURCE_NOT_FOUND" in str(info.value) or "does not exist" in str(info.value)
