@@ -14,7 +14,9 @@ Contract:
   offset range. The first copy to a store writes ``_sparklog.json``; a store written by another
   cluster is refused.
 - ``fetch_log_segment`` returns whole Kafka batches re-encoded from the rows (see
-  :mod:`sparklog.tiering.transcode`) starting with the batch that holds ``start_offset``.
+  :mod:`sparklog.tiering.transcode`) starting with the batch that holds ``start_offset``,
+  compressed at the codecs' fast levels. Decoded row groups are cached (bounded by bytes),
+  and a fetch from where another stopped resumes its encoder (:mod:`.fetch_cursor`).
 - ``fetch_transaction_index`` returns the segment's aborted transactions (its ``.txnindex``;
   none when the object is absent, as in stores written before it existed). The small decoded
   indexes are cached (LRU, bounded by entry count); a copy or delete of the segment drops its
@@ -38,6 +40,7 @@ import pyarrow.parquet as pq
 
 from .batch_encode import FAST_LEVELS
 from .config import TieringConfig
+from .fetch_cursor import FetchCursor, FetchCursors
 from .layout import (
     EPOCH_SUFFIX,
     PARQUET_SUFFIX,
@@ -59,7 +62,7 @@ from .store import ObjectNotFoundError, ObjectStore, StoreError, open_store
 from .transcode import (
     DEFAULT_ROW_GROUP_ROWS,
     TranscodeError,
-    parquet_to_batches,
+    iter_parquet_batches,
     segment_to_parquet,
 )
 
@@ -202,6 +205,7 @@ class RemoteStorageManager:
         txn_index_cache_entries: int = 100_000,
     ) -> None:
         self._cache = _RowGroupCache(fetch_cache_bytes)
+        self._cursors = FetchCursors()
         self._txn_indexes = _TxnIndexCache(txn_index_cache_entries)
         self._store = store
         self._cluster_id = cluster_id
@@ -250,6 +254,7 @@ class RemoteStorageManager:
         self.ensure_store_marker()
         paths = segment_object_paths(metadata)
         self._cache.forget(paths[PARQUET_SUFFIX])
+        self._cursors.forget(paths[PARQUET_SUFFIX])
         self._txn_indexes.forget(paths[TXN_INDEX_SUFFIX])
         tp = metadata.topic_id_partition
         fd, local = tempfile.mkstemp(suffix=".parquet", dir=self._tmp_dir)
@@ -324,26 +329,48 @@ class RemoteStorageManager:
         """Kafka batches from the batch holding ``start_offset`` on, up to ``max_bytes`` (at
         least one batch), stopping before batches at or after ``to_offset``."""
         path = segment_object_paths(metadata)[PARQUET_SUFFIX]
+        options = (to_offset, compression)
+        # A consumer reading on from where its last fetch stopped resumes that fetch's cursor.
+        cursor = self._cursors.take(path, start_offset, options)
         try:
-            with self._store.open_input(path) as handle:
-                parquet = pq.ParquetFile(handle, metadata=self._cache.metadata(path))
-                self._cache.put_metadata(path, parquet.metadata)
-                return parquet_to_batches(
-                    parquet,
-                    start_offset,
-                    max_bytes,
-                    to_offset=to_offset,
-                    compression=compression,
-                    read_row_group=self._cache.reader(path),
-                    levels=FAST_LEVELS,
-                )
+            if cursor is None:
+                cursor = self._open_cursor(path, start_offset, to_offset, compression)
+            records = cursor.read(max_bytes)
         except (StoreError, TranscodeError) as exc:
+            if cursor is not None:
+                cursor.close()
             raise _wrap(f"cannot fetch {metadata.remote_log_segment_id}", exc) from exc
         except Exception as exc:
+            if cursor is not None:
+                cursor.close()
             # pyarrow raises its own errors for a damaged footer; keep them out of callers.
             raise RemoteStorageError(
                 f"cannot read {self._store.url}/{path}: {type(exc).__name__}: {exc}"
             ) from exc
+        self._cursors.put(path, options, cursor)
+        return records
+
+    def _open_cursor(
+        self, path: str, start_offset: int, to_offset: int | None, compression: int | None
+    ) -> FetchCursor:
+        stack = contextlib.ExitStack()
+        try:
+            handle = stack.enter_context(self._store.open_input(path))
+            parquet = pq.ParquetFile(handle, metadata=self._cache.metadata(path))
+            self._cache.put_metadata(path, parquet.metadata)
+            batches = iter_parquet_batches(
+                parquet,
+                start_offset,
+                to_offset=to_offset,
+                compression=compression,
+                read_row_group=self._cache.reader(path),
+                levels=FAST_LEVELS,
+            )
+        except BaseException:
+            stack.close()
+            raise
+        stack.callback(batches.close)
+        return FetchCursor(batches, stack.close)
 
     def fetch_leader_epoch_checkpoint(
         self, metadata: RemoteLogSegmentMetadata
@@ -380,6 +407,7 @@ class RemoteStorageManager:
         # Parquet first: once it is gone the segment cannot be served even if we stop here.
         paths = segment_object_paths(metadata)
         self._cache.forget(paths[PARQUET_SUFFIX])
+        self._cursors.forget(paths[PARQUET_SUFFIX])
         self._txn_indexes.forget(paths[TXN_INDEX_SUFFIX])
         try:
             for path in paths.values():

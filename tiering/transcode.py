@@ -33,7 +33,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import mmap
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, TypeAlias
 
@@ -522,7 +522,7 @@ def iter_parquet_batches(
     compression: int | None = None,
     read_row_group: RowGroupReader = _read_row_group,
     levels: Mapping[int, int] | None = None,
-) -> Iterator[bytes]:
+) -> Generator[bytes, None, None]:
     """The batches of :func:`parquet_to_batches`, one at a time, lazily, without a size
     bound."""
     names = _ROW_COLUMNS + _BATCH_COLUMNS

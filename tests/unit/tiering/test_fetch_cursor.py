@@ -1,0 +1,86 @@
+"""Remote fetch cursors: consecutive fetches that resume a cursor return exactly the batches
+fresh fetches return (every record once, in order, whatever the byte limits); a fetch
+elsewhere starts afresh; copies and deletes close a segment's cursors; the idle set is
+bounded by count and age."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sparklog.protocol.records import iter_batches
+from sparklog.tiering.fetch_cursor import FetchCursor, FetchCursors
+from sparklog.tiering.rsm import RemoteStorageManager
+from sparklog.tiering.store import open_store
+
+from .helpers import segment_metadata, write_segment
+
+
+def _last_offsets(records: bytes) -> list[int]:
+    return [header.last_offset for _, header in iter_batches(records)]
+
+
+def _setup(tmp: Path) -> tuple[RemoteStorageManager, RemoteStorageManager, object]:
+    path, end = write_segment(tmp, 100, 400, per_batch=7)
+    metadata, data = segment_metadata(path, 100, end)
+    store = open_store(f"file://{tmp}/store")
+    rsm = RemoteStorageManager(store, cluster_id="c", row_group_rows=32)
+    rsm.copy_log_segment_data(metadata, data)
+    fresh = RemoteStorageManager(store, cluster_id="c", row_group_rows=32)
+    return rsm, fresh, metadata
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(limits=st.lists(st.integers(1, 3000), min_size=1, max_size=40))
+def test_resumed_fetches_equal_fresh_ones(tmp_path_factory: object, limits: list[int]) -> None:
+    tmp = tmp_path_factory.mktemp("cursor")  # type: ignore[attr-defined]
+    rsm, fresh, metadata = _setup(tmp)
+    offset = 100
+    for limit in limits:
+        if offset > 499:
+            break
+        got = rsm.fetch_log_segment(metadata, offset, limit)  # type: ignore[arg-type]
+        # A new RSM has no cursor: what a fetch from scratch returns.
+        fresh._cursors = FetchCursors(max_cursors=0)
+        expected = fresh.fetch_log_segment(metadata, offset, limit)  # type: ignore[arg-type]
+        assert got == expected
+        offset = _last_offsets(got)[-1] + 1
+
+
+def test_a_fetch_elsewhere_starts_afresh_and_delete_closes(tmp_path: Path) -> None:
+    rsm, fresh, metadata = _setup(tmp_path)
+    first = rsm.fetch_log_segment(metadata, 100, 500)  # type: ignore[arg-type]
+    assert len(rsm._cursors) == 1
+    # Back to an earlier offset (a consumer seeking): no cursor there, same answer as fresh.
+    again = rsm.fetch_log_segment(metadata, 110, 500)  # type: ignore[arg-type]
+    assert again == fresh.fetch_log_segment(metadata, 110, 500)  # type: ignore[arg-type]
+    assert _last_offsets(again)[0] >= 110 > _last_offsets(first)[0] - 7
+    assert len(rsm._cursors) == 2
+    rsm.delete_log_segment_data(metadata)  # type: ignore[arg-type]
+    assert len(rsm._cursors) == 0
+
+
+def test_idle_cursors_are_bounded() -> None:
+    closed: list[int] = []
+
+    def cursor(i: int) -> FetchCursor:
+        batch = bytes(8) + bytes(15) + (0).to_bytes(4, "big")  # base 0, lastOffsetDelta 0
+        made = FetchCursor(iter([batch, batch]), lambda: closed.append(i))
+        made.read(1)
+        return made
+
+    cursors = FetchCursors(max_cursors=2, idle_s=1000.0)
+    for i in range(3):
+        cursors.put(f"p{i}", None, cursor(i))
+    assert len(cursors) == 2 and closed == [0]
+    assert cursors.take("p1", 1, None) is not None
+    stale = FetchCursors(max_cursors=5, idle_s=0.0)
+    stale.put("a", None, cursor(10))
+    stale.put("b", None, cursor(11))
+    assert len(stale) == 1 and closed[-1] == 10
+    spent = cursor(12)
+    spent.read(1 << 20)  # reads the rest: nothing left to keep
+    stale.put("c", None, spent)
+    assert closed[-1] == 12

@@ -1,0 +1,125 @@
+"""Remote fetch cursors: a consumer reading a tiered segment in order resumes the batch
+encoder where its previous fetch stopped, instead of opening the object, locating its offset
+and encoding again from there.
+
+Contract:
+
+- A :class:`FetchCursor` wraps the lazy batch iterator of one fetch
+  (:func:`.transcode.iter_parquet_batches`) and the object handle it reads from. ``read``
+  returns whole batches up to ``max_bytes`` (at least one, as Kafka does) and keeps the batch
+  that did not fit for the next read, so no batch is encoded twice or lost.
+- :class:`FetchCursors` holds idle cursors by ``(path, next offset, options)``: a fetch whose
+  offset is exactly where a cursor stopped (the offset after its last batch, which is what a
+  consumer asks for next) takes it; any other fetch starts afresh. A cursor is used by one
+  fetch at a time (taken out while in use). At most ``max_cursors`` are kept, least recently
+  used closed first, and one idle for ``idle_s`` is closed when the next one is put. A copy or
+  delete of a segment closes its cursors (:meth:`FetchCursors.forget`).
+- The batches a cursor returns are exactly those a fresh fetch from the same offset returns
+  (the iterator is the same; only its position is kept). Blocking like the rest of the tier:
+  call from worker threads.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
+from typing import Final
+
+__all__ = ["FetchCursor", "FetchCursors"]
+
+_BASE_OFFSET: Final = struct.Struct(">q")
+_LAST_OFFSET_DELTA: Final = struct.Struct(">i")
+_LAST_OFFSET_DELTA_AT: Final = 23
+
+
+def _next_offset(batch: bytes) -> int:
+    """The offset after a v2 batch: base offset + lastOffsetDelta + 1."""
+    (base,) = _BASE_OFFSET.unpack_from(batch, 0)
+    (delta,) = _LAST_OFFSET_DELTA.unpack_from(batch, _LAST_OFFSET_DELTA_AT)
+    return int(base) + int(delta) + 1
+
+
+class FetchCursor:
+    """The rest of one fetch's batches; see the module docstring."""
+
+    def __init__(self, batches: Iterator[bytes], close: Callable[[], None]) -> None:
+        self._batches = batches
+        self._close = close
+        self._held: bytes | None = None
+        self.exhausted = False
+        self.next_offset = -1
+        self.used_at = time.monotonic()
+
+    def read(self, max_bytes: int) -> bytes:
+        out: list[bytes] = []
+        total = 0
+        while True:
+            batch = self._held
+            self._held = None
+            if batch is None:
+                batch = next(self._batches, None)
+                if batch is None:
+                    self.exhausted = True
+                    break
+            if out and total + len(batch) > max_bytes:
+                self._held = batch
+                break
+            out.append(batch)
+            total += len(batch)
+            self.next_offset = _next_offset(batch)
+            if total >= max_bytes:
+                break
+        self.used_at = time.monotonic()
+        return b"".join(out)
+
+    def close(self) -> None:
+        self._close()
+
+
+class FetchCursors:
+    """Idle cursors by key; see the module docstring."""
+
+    def __init__(self, max_cursors: int = 16, idle_s: float = 60.0) -> None:
+        self._max = max_cursors
+        self._idle_s = idle_s
+        self._cursors: OrderedDict[tuple[str, int, Hashable], FetchCursor] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def take(self, path: str, offset: int, options: Hashable) -> FetchCursor | None:
+        with self._lock:
+            return self._cursors.pop((path, offset, options), None)
+
+    def put(self, path: str, options: Hashable, cursor: FetchCursor) -> None:
+        """Keep ``cursor`` for a fetch at its next offset, or close it if it is spent."""
+        if cursor.exhausted or cursor.next_offset < 0 or self._max <= 0:
+            cursor.close()
+            return
+        closing: list[FetchCursor] = []
+        with self._lock:
+            key = (path, cursor.next_offset, options)
+            old = self._cursors.pop(key, None)
+            if old is not None:
+                closing.append(old)
+            self._cursors[key] = cursor
+            stale = time.monotonic() - self._idle_s
+            while len(self._cursors) > 1:  # never the one just put
+                first = next(iter(self._cursors.values()))
+                if len(self._cursors) <= self._max and first.used_at >= stale:
+                    break
+                closing.append(self._cursors.popitem(last=False)[1])
+        for spent in closing:
+            spent.close()
+
+    def forget(self, path: str) -> None:
+        with self._lock:
+            keys = [key for key in self._cursors if key[0] == path]
+            closing = [self._cursors.pop(key) for key in keys]
+        for cursor in closing:
+            cursor.close()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._cursors)
