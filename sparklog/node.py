@@ -57,6 +57,7 @@ from sparklog.broker.remote_log_manager import RemoteLogManager
 from sparklog.broker.remote_metrics import register_remote_storage_metrics
 from sparklog.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from sparklog.broker.replica_manager import ReplicaManager
+from sparklog.broker.share_metrics import ShareMetrics
 from sparklog.broker.topic_metrics import BrokerTopicMetrics
 from sparklog.broker.txn_marker_channel import TxnMarkerChannel
 from sparklog.broker.txn_markers import write_txn_markers
@@ -65,6 +66,7 @@ from sparklog.config import ServerConfig
 from sparklog.console.routes import Console
 from sparklog.controller.apis import ControllerApis, controller_served_apis
 from sparklog.coordinator.coordinator import GroupCoordinator
+from sparklog.coordinator.share_apis import led_share_groups
 from sparklog.coordinator.txn_coordinator import TransactionCoordinator, TxnConfig
 from sparklog.fault import FaultHandler, halt, install_loop_handler
 from sparklog.metrics import MetricsRegistry
@@ -301,6 +303,8 @@ class Node:
         )
         ctx.quotas = QuotaManagers.from_config(config, lambda: plane.loader.image.client_quotas)
         ctx.topic_metrics = BrokerTopicMetrics(self.metrics)
+        ctx.share_metrics = ShareMetrics(self.metrics)
+        ctx.share_metrics.watch_groups(lambda: [g.state for g in led_share_groups(ctx)])
         ctx.groups = GroupCoordinator.from_config(config, replica_manager)
         register_consumer_lag(
             self.metrics, ctx.groups.committed_offsets, local_high_watermark(replica_manager)

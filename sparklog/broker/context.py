@@ -16,6 +16,7 @@ from sparklog.broker.fetch_session import FetchSessionCache
 from sparklog.broker.partition import Partition
 from sparklog.broker.producer_ids import ProducerIdManager
 from sparklog.broker.replica_manager import ReplicaManager
+from sparklog.broker.share_metrics import ShareMetrics
 from sparklog.broker.topic_metrics import BrokerTopicMetrics
 from sparklog.config import ServerConfig
 from sparklog.metadata.image import MetadataImage
@@ -78,6 +79,8 @@ class BrokerContext:
     fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
     # Kafka's BrokerTopicMetrics (the node gives it the metrics registry)
     topic_metrics: BrokerTopicMetrics = field(default_factory=BrokerTopicMetrics)
+    # Kafka's share-group metrics (the node gives it the metrics registry)
+    share_metrics: ShareMetrics = field(default_factory=ShareMetrics)
 
     @property
     def node_id(self) -> int:

@@ -85,6 +85,14 @@ async def _acknowledge(
     code = lead.share.acknowledge(member_id, batches, now_ms)
     if code != ErrorCode.NONE:
         return code
+    for batch in batches:
+        for ack_type in set(batch.types):
+            count = (
+                batch.last_offset - batch.first_offset + 1
+                if len(batch.types) == 1
+                else batch.types.count(ack_type)
+            )
+            ctx.share_metrics.acknowledged(ack_type, count)
     if all(t == AcknowledgeType.RENEW for b in batches for t in b.types):
         return code  # a renewed lock is not persisted state
     code = await mgr.persist(group_id, partition, lead)
@@ -296,7 +304,23 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> dict[str, 
         if acquired or remaining <= 0 or not session.partitions:
             break
         await _wait_for_records(ctx, group_id, session.partitions, min(remaining, _WAIT_SLICE_S))
+    _count_fetches(ctx, session.partitions, results)
     return _response(results, lock_ms)
+
+
+def _count_fetches(
+    ctx: BrokerContext,
+    partitions: list[TopicPartitionKey],
+    results: dict[TopicPartitionKey, dict[str, Any]],
+) -> None:
+    """Kafka's Total/FailedShareFetchRequestsPerSec: once per partition of the session."""
+    for tp in partitions:
+        topic = ctx.topic_name(tp[0])
+        if topic is None:
+            continue
+        ctx.share_metrics.mark("TotalShareFetchRequestsPerSec", topic)
+        if results.get(tp, {}).get("error_code"):
+            ctx.share_metrics.mark("FailedShareFetchRequestsPerSec", topic)
 
 
 async def _fetch_session(
@@ -450,6 +474,14 @@ async def handle_share_acknowledge(ctx: BrokerContext, request: Request) -> dict
             )
     if epoch == -1:
         await _release(ctx, group_id, member_id, session.partitions)
+    for topic_id, parts in topics.items():
+        name = ctx.topic_name(topic_id)
+        if name is None:
+            continue
+        for part in parts:
+            ctx.share_metrics.mark("TotalShareAcknowledgementRequestsPerSec", name)
+            if part["error_code"]:
+                ctx.share_metrics.mark("FailedShareAcknowledgementRequestsPerSec", name)
     return {
         "throttle_time_ms": 0,
         "error_code": 0,

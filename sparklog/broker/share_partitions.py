@@ -122,7 +122,9 @@ class SharePartitionManager:
         self, ctx: BrokerContext, group_id: str, partition: Partition, topic_id: bytes
     ) -> LeadShare:
         epoch = partition.leader_epoch
+        started = time.monotonic()
         code, state = await self.persister.read(group_id, topic_id, partition.index, epoch)
+        ctx.share_metrics.partition_load_time_ms.update((time.monotonic() - started) * 1000)
         if code != ErrorCode.NONE:
             raise KafkaApiError(code, f"Could not read the share-partition state: {code.name}")
         share = SharePartition(0, self.group_partition_config(ctx, group_id))

@@ -34,10 +34,11 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
+from sparklog.cli.metrics_tool import fetch_metrics
 from tests.integration.ck_helpers import create_topic, make_producer
 from tests.integration.cli_support import tool
 from tests.integration.conftest import NodeFactory, unique_topic
-from tests.integration.node_harness import Node
+from tests.integration.node_harness import Node, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -57,6 +58,7 @@ def share_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
                 "group.share.record.lock.duration.ms": LOCK_MS,
                 "group.share.delivery.count.limit": DELIVERY_LIMIT,
                 "group.share.heartbeat.interval.ms": 1000,
+                "sparklog.metrics.listener": f"127.0.0.1:{free_port()}",
             }
         )
     finally:
@@ -374,3 +376,15 @@ def test_group_configs_earliest_and_read_committed(share_node: Node) -> None:
         while time.monotonic() < settle:
             seen += [m.value() for m in records(consumer)]
     assert sorted(seen) == sorted(wanted), seen
+    # The consumer's close sent its acknowledgements: Kafka's share metrics count them.
+    metrics = fetch_metrics(share_node.properties["sparklog.metrics.listener"])
+    fetches = metrics[
+        f"kafka.server:type=BrokerTopicMetrics,name=TotalShareFetchRequestsPerSec,topic={topic}"
+    ]
+    assert fetches["Count"] > 0, fetches
+    accepted = metrics[
+        "kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType=Accept"
+    ]
+    assert accepted["Count"] >= len(wanted), accepted
+    groups = metrics["kafka.server:type=group-coordinator-metrics,protocol=share,name=group-count"]
+    assert groups["Value"] >= 1, groups
