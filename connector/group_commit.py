@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from sparklog.client.connection import KafkaConnection
+from sparklog.connector.security import SecurityParams, client_security
 from sparklog.protocol.messages import API_BY_NAME
 
 __all__ = ["GroupCommitError", "commit_group_offsets"]
@@ -47,14 +48,18 @@ def _coordinator(conn: KafkaConnection, group_id: str) -> tuple[str, int]:
 
 
 def commit_group_offsets(
-    bootstrap_servers: str, group_id: str, offsets: Mapping[tuple[str, int], int]
+    bootstrap_servers: str,
+    group_id: str,
+    offsets: Mapping[tuple[str, int], int],
+    security: SecurityParams = (),
 ) -> None:
     """Commit ``offsets`` for ``group_id`` through the group's coordinator."""
     if not offsets:
         return
     bootstrap = bootstrap_servers.split(",")[0].strip()
     client = "sparklog-connector"
-    with KafkaConnection.connect(bootstrap, client_id=client) as conn:
+    secured = client_security(security)
+    with KafkaConnection.connect(bootstrap, client_id=client, security=secured) as conn:
         host, port = _coordinator(conn, group_id)
     topics: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), offset in sorted(offsets.items()):
@@ -73,7 +78,7 @@ def commit_group_offsets(
         "group_instance_id": None,
         "topics": [{"name": t, "partitions": parts} for t, parts in topics.items()],
     }
-    with KafkaConnection(host, port, client_id=client) as coordinator:
+    with KafkaConnection(host, port, client_id=client, security=secured) as coordinator:
         api = API_BY_NAME["OffsetCommit"]
         version = min(coordinator.version_for(api), _MAX_BY_NAME)
         answer = coordinator.request("OffsetCommit", body, version=version)

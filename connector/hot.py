@@ -32,6 +32,8 @@ from typing import Any, Final
 import pyarrow as pa
 
 from sparklog.client.connection import KafkaConnection
+from sparklog.connector.security import SecurityParams, client_security
+from sparklog.security.grpc_security import client_call_metadata, client_channel_credentials
 
 from .arrow_decode import AbortedTransactions, ArrowRecordBuilder
 from .offsets import DataLossError
@@ -55,16 +57,18 @@ _RECEIVE_LIMIT: Final = 512 << 20
 
 # Per worker process (Spark reuses Python workers across tasks): broker -> gRPC address or None.
 _addresses: dict[str, str | None] = {}
-_channels: dict[str, Any] = {}
+_channels: dict[tuple[str, SecurityParams], Any] = {}
 _lock = threading.Lock()
 
 
-def read_service_address(broker: str) -> str | None:
+def read_service_address(broker: str, security: SecurityParams = ()) -> str | None:
     """The hot read service address of the broker whose Kafka listener is ``broker``."""
     with _lock:
         if broker in _addresses:
             return _addresses[broker]
-    with KafkaConnection.connect(broker, client_id="sparklog-connector") as conn:
+    with KafkaConnection.connect(
+        broker, client_id="sparklog-connector", security=client_security(security)
+    ) as conn:
         response = conn.request(
             "DescribeConfigs",
             {
@@ -92,25 +96,28 @@ def read_service_address(broker: str) -> str | None:
     return address
 
 
-def _channel(address: str) -> Any:
+def _channel(address: str, security: SecurityParams = ()) -> Any:
     import grpc
 
     with _lock:
-        channel = _channels.get(address)
+        channel = _channels.get((address, security))
         if channel is None:
-            channel = grpc.insecure_channel(
-                address, options=[("grpc.max_receive_message_length", _RECEIVE_LIMIT)]
-            )
-            _channels[address] = channel
+            options = [("grpc.max_receive_message_length", _RECEIVE_LIMIT)]
+            credentials = client_channel_credentials(client_security(security))
+            if credentials is None:
+                channel = grpc.insecure_channel(address, options=options)
+            else:
+                channel = grpc.secure_channel(address, credentials, options=options)
+            _channels[(address, security)] = channel
         return channel
 
 
-def _stub(address: str) -> Any:
+def _stub(address: str, security: SecurityParams = ()) -> Any:
     from sparklog.readservice import hot_read_pb2 as pb
     from sparklog.readservice.chunk_wire import decode_chunk
 
     # Chunks are decoded by hand: the generated class copies their megabytes twice.
-    return _channel(address).unary_stream(
+    return _channel(address, security).unary_stream(
         "/sparklog.readservice.HotRead/ReadRange",
         request_serializer=pb.ReadRangeRequest.SerializeToString,
         response_deserializer=decode_chunk,
@@ -139,7 +146,7 @@ def read_hot(piece: HotPiece, protocol: str | None = None) -> Iterator[pa.Record
             f" {', '.join(HOT_PROTOCOLS)}"
         )
     if chosen == "grpc":
-        address = read_service_address(piece.broker)
+        address = read_service_address(piece.broker, piece.security)
         if address is not None:
             yield from _read_grpc(piece, address)
             return
@@ -152,7 +159,9 @@ def _read_grpc(piece: HotPiece, address: str) -> Iterator[pa.RecordBatch]:
 
     from sparklog.readservice import hot_read_pb2 as pb
 
-    stub = _stub(address)
+    stub = _stub(address, piece.security)
+    # The same credentials as the Kafka listener (sparklog.security.grpc_security).
+    metadata = client_call_metadata(client_security(piece.security))
     reconnects = 0
     builder = ArrowRecordBuilder(piece.topic, piece.partition, piece.include_headers)
     offset, empty = piece.start, 0
@@ -168,7 +177,7 @@ def _read_grpc(piece: HotPiece, address: str) -> Iterator[pa.RecordBatch]:
         )
         before = offset
         try:
-            for chunk in stub(request):
+            for chunk in stub(request, metadata=metadata or None):
                 # Per chunk, as Kafka consumers do per fetch: each lists what overlaps it.
                 aborted = AbortedTransactions() if piece.read_committed else None
                 if aborted is not None:
@@ -183,13 +192,13 @@ def _read_grpc(piece: HotPiece, address: str) -> Iterator[pa.RecordBatch]:
                 # The broker may have restarted on a new ephemeral port: ask it again.
                 reconnects += 1
                 _forget(piece.broker)
-                fresh = read_service_address(piece.broker)
+                fresh = read_service_address(piece.broker, piece.security)
                 if fresh is None:
                     raise RuntimeError(
                         f"{piece.broker} stopped offering the hot read service"
                     ) from None
                 address = fresh
-                stub = _stub(address)
+                stub = _stub(address, piece.security)
                 time.sleep(0.2 * reconnects)
                 continue
             if exc.code() != grpc.StatusCode.OUT_OF_RANGE:
@@ -264,7 +273,9 @@ def _fetch(conn: KafkaConnection, piece: HotPiece, offset: int) -> Any:
 def _read_kafka(piece: HotPiece) -> Iterator[pa.RecordBatch]:
     builder = ArrowRecordBuilder(piece.topic, piece.partition, piece.include_headers)
     offset, empty = piece.start, 0
-    with KafkaConnection.connect(piece.broker, client_id="sparklog-connector") as conn:
+    with KafkaConnection.connect(
+        piece.broker, client_id="sparklog-connector", security=client_security(piece.security)
+    ) as conn:
         while offset < piece.end:
             part = _fetch(conn, piece, offset)
             if part["error_code"] == OFFSET_OUT_OF_RANGE:

@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sparklog.client.connection import KafkaConnection
+from sparklog.connector.security import client_security, security_params
 from sparklog.tiering.layout import Manifest, partition_dir
 from sparklog.tiering.reader import TieredStoreReader
 
@@ -366,7 +367,10 @@ def _broker_states(
 ) -> dict[tuple[str, int], PartitionState]:
     assert options.bootstrap_servers is not None
     bootstrap = options.bootstrap_servers.split(",")[0].strip()
-    with KafkaConnection.connect(bootstrap, client_id="sparklog-connector") as conn:
+    security = client_security(security_params(options.kafka_params))
+    with KafkaConnection.connect(
+        bootstrap, client_id="sparklog-connector", security=security
+    ) as conn:
         parts = _broker_partitions(conn, options)
         if resolve_starting:
             _check_all_specified(options, [(b.topic, b.partition) for b in parts])

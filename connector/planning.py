@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pyspark.sql.datasource import InputPartition
 
+from sparklog.connector.security import SecurityParams, security_params
 from sparklog.tiering.layout import Manifest, partition_dir
 from sparklog.tiering.reader import TieredStoreReader
 
@@ -127,6 +128,8 @@ class HotPiece(InputPartition):
     include_headers: bool = False
     fail_on_data_loss: bool = True
     hot_protocol: str = "grpc"
+    # kafka.security.protocol / kafka.sasl.* / kafka.ssl.* (sparklog.connector.security).
+    security: SecurityParams = field(default=(), repr=False)
 
 
 Piece = ColdPiece | HotPiece
@@ -159,6 +162,7 @@ def _hot(options: SourceOptions, b: BrokerPartition, start: int, end: int) -> Ho
         options.include_headers,
         options.fail_on_data_loss,
         options.hot_protocol,
+        security_params(options.kafka_params),
     )
 
 

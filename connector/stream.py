@@ -63,6 +63,7 @@ from .planning import (
     partition_states,
     plan_ranges,
 )
+from .security import security_params
 
 __all__ = ["SparklogStreamReader", "offsets_from_json", "offsets_to_json"]
 
@@ -232,7 +233,12 @@ class SparklogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from .group_commit import commit_group_offsets
 
         try:
-            commit_group_offsets(self.options.bootstrap_servers, group, offsets)
+            commit_group_offsets(
+                self.options.bootstrap_servers,
+                group,
+                offsets,
+                security_params(self.options.kafka_params),
+            )
             self._group_position = dict(offsets)
         except Exception as exc:  # a lag display must never stop the query
             log.warning("could not commit offsets to group %r: %s", group, exc)

@@ -263,6 +263,8 @@ DEFS: dict[str, ConfigDef] = {
         _d("sparklog.remote.storage.s3.region", "string"),
         _d("sparklog.remote.storage.parquet.row.group.rows", "int", 131072, minimum=1),
         _d("sparklog.read.listener", "string"),
+        # The listener whose TLS/SASL the read service uses (sparklog.security.grpc_security).
+        _d("sparklog.read.security.listener", "string"),
         # host:port of the HTTP metrics listener (sparklog.net.metrics_http); unset: none.
         _d("sparklog.metrics.listener", "string"),
         # The read-only web console at /console on that listener (sparklog.console).

@@ -37,6 +37,8 @@ from sparklog.broker.partition import Partition
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.config import ServerConfig
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.security.grpc_security import read_service_security
+from sparklog.security.sasl_server import ScramLookup
 from sparklog.storage.errors import OffsetMovedToTieredStorageError, OffsetOutOfRangeError
 
 from . import hot_read_pb2 as pb
@@ -248,19 +250,27 @@ async def start_read_service(
     config: ServerConfig,
     replica_manager: ReplicaManager,
     remote: Callable[[], RemoteFetch | None] = lambda: None,
+    scram_lookup: ScramLookup | None = None,
 ) -> ReadService | None:
     """Start the service on the running loop, or return None when it is disabled."""
     where = bind_address(config)
     if where is None:
         return None
     host, port = where
+    # A node with a secured client listener serves the same security here (fail closed).
+    security = read_service_security(config, scram_lookup)
+    credentials = security.server_credentials() if security is not None else None
     executor = ThreadPoolExecutor(_READ_THREADS, thread_name_prefix="hot-read")
     server = grpc.aio.server(
-        options=[("grpc.max_send_message_length", -1), ("grpc.so_reuseport", 0)]
+        options=[("grpc.max_send_message_length", -1), ("grpc.so_reuseport", 0)],
+        interceptors=security.interceptors() if security is not None else None,
     )
     _add_servicer(HotReadServicer(replica_manager, remote, executor), server)
     bind_host = "[::]" if host in ("", "::") else (f"[{host}]" if ":" in host else host)
-    bound_port = server.add_insecure_port(f"{bind_host}:{port}")
+    if credentials is not None:
+        bound_port = server.add_secure_port(f"{bind_host}:{port}", credentials)
+    else:
+        bound_port = server.add_insecure_port(f"{bind_host}:{port}")
     if bound_port == 0:
         executor.shutdown(wait=False)
         raise OSError(f"{LISTENER_KEY}: cannot listen on {host}:{port}")
@@ -268,6 +278,10 @@ async def start_read_service(
     address = published_address(config, host, bound_port)
     published = ServerConfig.from_props({**config.props, LISTENER_KEY: address})
     log.info(
-        "Hot read service (gRPC) listening on %s:%d, published as %s", host, bound_port, address
+        "Hot read service (gRPC%s) listening on %s:%d, published as %s",
+        f", security of listener {security.listener.name}" if security is not None else "",
+        host,
+        bound_port,
+        address,
     )
     return ReadService(server, address, published, executor)

@@ -54,6 +54,8 @@ class ClientSecurity:
     mechanism: str | None = None
     username: str | None = None
     password: str | None = field(default=None, repr=False)
+    # The TLS settings the context was built from (the gRPC reader needs the PEM material).
+    tls: SslSettings | None = field(default=None, repr=False)
 
     @property
     def uses_sasl(self) -> bool:
@@ -129,10 +131,12 @@ def client_security_from_properties(props: Mapping[str, str]) -> ClientSecurity 
     if protocol == "PLAINTEXT":
         return None
     context = None
+    tls = None
     if protocol in SSL_PROTOCOLS:
-        context = client_context(_client_ssl_settings(props))
+        tls = _client_ssl_settings(props)
+        context = client_context(tls)
     if protocol not in SASL_PROTOCOLS:
-        return ClientSecurity(protocol, context)
+        return ClientSecurity(protocol, context, tls=tls)
     mechanism = props.get("sasl.mechanism", "GSSAPI").strip().upper()
     if mechanism not in SUPPORTED_MECHANISMS:
         raise ValueError(
@@ -151,7 +155,7 @@ def client_security_from_properties(props: Mapping[str, str]) -> ClientSecurity 
             'SASL needs a user name and password: sasl.jaas.config with username="..." '
             'password="..." (or sasl.username and sasl.password)'
         )
-    return ClientSecurity(protocol, context, mechanism, username, password)
+    return ClientSecurity(protocol, context, mechanism, username, password, tls)
 
 
 def _client_ssl_settings(props: Mapping[str, str]) -> SslSettings:

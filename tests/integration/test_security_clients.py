@@ -8,6 +8,7 @@ log never contains a password.
 from __future__ import annotations
 
 import asyncio
+import base64
 import shutil
 import subprocess
 import time
@@ -390,3 +391,57 @@ def test_scram_users_managed_with_kip554_apis(secure_node: SecureNode) -> None:
     with pytest.raises(KafkaException) as info:
         admin.describe_user_scram_credentials(["bob"])["bob"].result(TIMEOUT_S)
     assert "RESOURCE_NOT_FOUND" in str(info.value) or "does not exist" in str(info.value)
+
+
+def test_hot_read_service_uses_the_listener_security(secure_node: SecureNode) -> None:
+    """The gRPC read service of a node with a SASL_SSL listener is TLS + the same logins."""
+    import grpc
+
+    from sparklog.connector import hot
+    from sparklog.connector.planning import HotPiece
+    from sparklog.connector.security import security_params
+    from sparklog.readservice import hot_read_pb2 as pb
+
+    config = secure_node.confluent_sasl()
+    topic = unique_topic("hot-sec")
+    create(config, topic, partitions=1)
+    producer = Producer(config)
+    for index in range(100):
+        producer.produce(topic, value=f"v{index}".encode(), partition=0)
+    assert producer.flush(TIMEOUT_S) == 0
+    params = security_params(
+        {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule "
+            f'required username="alice" password="{ALICE_PASSWORD}";',
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(secure_node.tls.ca_pem),
+        }
+    )
+    piece = HotPiece(topic, 0, 0, 100, secure_node.sasl_bootstrap, security=params)
+    assert ALICE_PASSWORD not in repr(piece)
+    address = hot.read_service_address(secure_node.sasl_bootstrap, params)
+    assert address is not None
+    rows = sum(batch.num_rows for batch in hot.read_hot(piece, "grpc"))
+    assert rows == 100
+
+    request = pb.ReadRangeRequest(topic=topic, partition=0, start_offset=0, end_offset=100)
+    method = "/sparklog.readservice.HotRead/ReadRange"
+    # Plaintext gRPC to the TLS port fails; TLS without credentials is UNAUTHENTICATED.
+    with grpc.insecure_channel(address) as channel:
+        call = channel.unary_stream(
+            method, request_serializer=pb.ReadRangeRequest.SerializeToString
+        )
+        with pytest.raises(grpc.RpcError) as plain:
+            list(call(request, timeout=30))
+    assert plain.value.code() == grpc.StatusCode.UNAVAILABLE
+    credentials = grpc.ssl_channel_credentials(secure_node.tls.ca_pem.read_bytes())
+    for metadata in (None, [("authorization", "Basic " + base64.b64encode(b"alice:no").decode())]):
+        with grpc.secure_channel(address, credentials) as channel:
+            call = channel.unary_stream(
+                method, request_serializer=pb.ReadRangeRequest.SerializeToString
+            )
+            with pytest.raises(grpc.RpcError) as refused:
+                list(call(request, timeout=30, metadata=metadata))
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
