@@ -5,9 +5,11 @@ One transactional confluent-kafka producer (the chaos workload's settings: 15 s 
 timeout, 14 s message timeout) runs transactions back to back, each writing to all six
 partitions (led by all three brokers) and then committing or aborting, while a seeded fault
 thread SIGKILLs (and restarts) or SIGSTOPs (short, and past the broker session timeout) the
-coordinator's broker or a partition leader, one fault at a time, waiting for a full ISR
-in between. The producer handles errors as an application must: a retriable commit is
-retried, an abortable error is followed by ``abort_transaction``. Asserted:
+coordinator's broker or a partition leader, or SIGSTOPs both other brokers past
+replica.lag.time.max.ms (NOT_ENOUGH_REPLICAS for the transaction log and the markers), one
+fault at a time, waiting for a full ISR in between. The producer handles errors as an
+application must: a retriable commit is retried, an abortable error is followed by
+``abort_transaction``. Asserted:
 
 - no fatal error (the symptom was INVALID_TXN_STATE on ``abort_transaction`` during a
   failover), and every transaction ended committed or aborted;
@@ -105,11 +107,35 @@ class Nemesis(threading.Thread):
         others = sorted({b for b in leaders.values() if b != coordinator}) or [coordinator]
         return self.cluster.broker(self.rng.choice(others))
 
+    def stop_followers(self) -> None:
+        """Both brokers but the coordinator's paused past replica.lag.time.max.ms: the ISRs
+        shrink below min.insync.replicas, so appends to ``__transaction_state`` and markers
+        fail with NOT_ENOUGH_REPLICAS until they are back (kept under the message timeout:
+        a transaction whose partitions cannot be added before its records time out ends
+        INVALID_TXN_STATE after a commit, in Kafka too)."""
+        coordinator = find_coordinator(self.cluster, TID)
+        paused = [b for b in self.cluster.brokers if b.node_id != coordinator]
+        for node in paused:
+            assert node.process is not None
+            os.kill(node.process.pid, signal.SIGSTOP)
+        try:
+            time.sleep(6.5)
+        finally:
+            for node in paused:
+                assert node.process is not None
+                os.kill(node.process.pid, signal.SIGCONT)
+        what = f"stop_followers {[b.node_id for b in paused]} for 6.5s"
+        print(f"{stamp()} fault: {what}")
+        self.done.append(what)
+
     def one(self) -> None:
         print(f"{stamp()} starting a fault")
         kind = self.rng.choice(
-            ["kill_coordinator", "kill_leader", "stop_coordinator", "stop_leader"]
+            ["kill_coordinator", "kill_leader", "stop_coordinator", "stop_leader", "stop_followers"]
         )
+        if kind == "stop_followers":
+            self.stop_followers()
+            return
         node = self.target(kind)
         if kind.startswith("kill"):
             node.kill()
