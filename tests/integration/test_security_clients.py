@@ -445,3 +445,68 @@ def test_hot_read_service_uses_the_listener_security(secure_node: SecureNode) ->
             with pytest.raises(grpc.RpcError) as refused:
                 list(call(request, timeout=30, metadata=metadata))
         assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_fuzz_malformed_tls_and_sasl_leaves_the_node_serving(secure_node: SecureNode) -> None:
+    import random
+    import socket
+    import ssl
+
+    from sparklog.protocol.headers import encode_request
+    from sparklog.protocol.messages import API_BY_NAME
+    from sparklog.protocol.types import join_chunks
+
+    rng = random.Random(17)
+    context = ssl.create_default_context(cafile=str(secure_node.tls.ca_pem))
+
+    def drain(sock: socket.socket) -> None:
+        sock.settimeout(10)
+        try:
+            while sock.recv(65536):
+                pass
+        except OSError:
+            pass
+
+    def frame(api: str, version: int, body: dict[str, Any]) -> bytes:
+        return join_chunks(encode_request(API_BY_NAME[api], version, 1, "fuzz", body))
+
+    for _ in range(30):  # garbage instead of a TLS ClientHello, on both TLS listeners
+        port = rng.choice([secure_node.sasl_port, secure_node.ssl_port])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+            raw.sendall(rng.randbytes(rng.randrange(1, 2048)))
+            drain(raw)
+    tokens = [
+        b"",
+        b"n,,n=alice,r=" + rng.randbytes(40),
+        b"n,,n=" + b"=" * 300 + b",r=abc",
+        b"y,a=bob,n=alice,r=abc,tokenauth=true",
+        b"\x00" * 3,
+        b"\x00alice\x00",
+        rng.randbytes(5000),
+    ]
+    for index in range(60):  # valid TLS, then malformed SASL or an unauthenticated request
+        with (
+            socket.create_connection(("127.0.0.1", secure_node.sasl_port), timeout=10) as raw,
+            context.wrap_socket(raw, server_hostname="127.0.0.1") as sock,
+        ):
+            choice = index % 4
+            if choice == 0:
+                sock.sendall(frame("Metadata", 12, {"topics": None}))
+            elif choice == 1:
+                sock.sendall(rng.randbytes(rng.randrange(1, 512)))
+            else:
+                mechanism = rng.choice(["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN", "X" * 200])
+                sock.sendall(frame("SaslHandshake", 1, {"mechanism": mechanism}))
+                for token in rng.sample(tokens, 2):
+                    sock.sendall(frame("SaslAuthenticate", rng.choice([0, 1, 2]),
+                                       {"auth_bytes": token}))  # fmt: skip
+            drain(sock)
+    assert secure_node.is_running()
+    log_text = secure_node.log_path.read_text(errors="replace")
+    assert "internal error" not in log_text and "Traceback" not in log_text
+    # Still serving: a real client produces and consumes over both secured listeners.
+    for config in (secure_node.confluent_sasl(), secure_node.confluent_mtls()):
+        topic = unique_topic("after-fuzz")
+        create(config, topic, partitions=1)
+        produce_txn(config, topic, 3)
+        assert len(consume_group(config, topic, 3)) == 3
