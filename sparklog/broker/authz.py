@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sparklog.broker.authz_groups import GROUP_RULES
+from sparklog.broker.authz_share import SHARE_RULES
 from sparklog.broker.authz_support import (
     Check,
     Rule,
@@ -362,6 +363,7 @@ RULES: dict[int, Rule] = {
     18: _unrestricted,
 }
 RULES.update(GROUP_RULES)
+RULES.update(SHARE_RULES)
 _FAIL_CLOSED = _Simple(Op.ALTER)
 
 

@@ -54,6 +54,20 @@ def _all_partitions(topics: list[dict[str, Any]], code: ErrorCode) -> dict[str, 
     }
 
 
+async def _topics_read(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+    """Committed or deleted offsets of a topic need READ on it (per partition)."""
+    return await per_topic(
+        check,
+        request,
+        serve,
+        Op.READ,
+        req_partitions="partitions",
+        req_index="partition_index",
+        rsp_index="partition_index",
+        extra={},
+    )
+
+
 def _offset_commit(txn: bool) -> Rule:
     async def rule(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
         body = request.body
@@ -62,16 +76,7 @@ def _offset_commit(txn: bool) -> Rule:
             return _all_partitions(topics, TXN_DENIED)
         if not check.allowed(Op.READ, Res.GROUP, body["group_id"]):
             return _all_partitions(topics, GROUP_DENIED)
-        return await per_topic(
-            check,
-            request,
-            serve,
-            Op.READ,
-            req_partitions="partitions",
-            req_index="partition_index",
-            rsp_index="partition_index",
-            extra={},
-        )
+        return await _topics_read(check, request, serve)
 
     return rule
 
@@ -153,7 +158,7 @@ async def _find_coordinator(check: Check, request: Request, serve: Serve) -> dic
     return response
 
 
-def _per_group(operation: Op, req_key: str, rsp_key: str) -> Rule:
+def per_group(operation: Op, req_key: str, rsp_key: str) -> Rule:
     """DescribeGroups, ConsumerGroupDescribe, DeleteGroups: a result per group id."""
 
     async def rule(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
@@ -189,19 +194,10 @@ async def _list_groups(check: Check, request: Request, serve: Serve) -> dict[str
 async def _offset_delete(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
     if not check.allowed(Op.DELETE, Res.GROUP, request.body["group_id"]):
         return {"throttle_time_ms": 0, "error_code": int(GROUP_DENIED), "topics": []}
-    return await per_topic(
-        check,
-        request,
-        serve,
-        Op.READ,
-        req_partitions="partitions",
-        req_index="partition_index",
-        rsp_index="partition_index",
-        extra={},
-    )
+    return await _topics_read(check, request, serve)
 
 
-async def _consumer_group_heartbeat(
+async def consumer_group_heartbeat(
     check: Check, request: Request, serve: Serve
 ) -> dict[str, Any] | None:
     body = request.body
@@ -322,17 +318,17 @@ GROUP_RULES: dict[int, Rule] = {
     12: _group_top_level(Op.READ),
     13: _group_top_level(Op.READ),
     14: _group_top_level(Op.READ),
-    15: _per_group(Op.DESCRIBE, "groups", "groups"),
+    15: per_group(Op.DESCRIBE, "groups", "groups"),
     16: _list_groups,
     22: _init_producer_id,
     24: _add_partitions_to_txn,
     25: _add_offsets_to_txn,
     26: _end_txn,
     28: _offset_commit(txn=True),
-    42: _per_group(Op.DELETE, "groups_names", "results"),
+    42: per_group(Op.DELETE, "groups_names", "results"),
     47: _offset_delete,
     65: _describe_transactions,
     66: _list_transactions,
-    68: _consumer_group_heartbeat,
-    69: _per_group(Op.DESCRIBE, "group_ids", "groups"),
+    68: consumer_group_heartbeat,
+    69: per_group(Op.DESCRIBE, "group_ids", "groups"),
 }

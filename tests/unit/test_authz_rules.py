@@ -1,0 +1,176 @@
+"""Per-API authorization (sparklog.broker.authz) with a scripted handler: the codes Kafka's
+KafkaApis answers for each kind of request, what reaches the handler, and what comes back."""
+
+from __future__ import annotations
+
+import asyncio
+from types import MappingProxyType
+from typing import Any
+
+from sparklog.broker.authz import RULES, authorized_call
+from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.headers import Request, RequestHeader
+from sparklog.protocol.messages import API_BY_KEY
+from sparklog.security.acls import (
+    CLUSTER_NAME,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    StandardAcl,
+)
+from sparklog.security.authorizer import StandardAuthorizer
+from sparklog.security.principal import KafkaPrincipal, SessionContext
+
+Op = AclOperation
+ALICE = "User:alice"
+
+
+def allow(rtype: ResourceType, name: str, op: AclOperation) -> StandardAcl:
+    return StandardAcl(rtype, name, PatternType.LITERAL, ALICE, "*", op, AclPermissionType.ALLOW)
+
+
+def run(
+    key: int, body: dict[str, Any], *acls: StandardAcl, version: int | None = None
+) -> tuple[Any, list[dict[str, Any]]]:
+    """(response, the bodies the handler saw)."""
+    mapping = MappingProxyType({bytes([i]) * 16: a for i, a in enumerate(acls)})
+    authorizer = StandardAuthorizer(lambda: mapping)
+    session = SessionContext("PLAINTEXT", client_host="127.0.0.1")
+    session.principal = KafkaPrincipal.parse(ALICE)
+    api = API_BY_KEY[key]
+    request = Request(RequestHeader(key, version or api.max_version, 1, "c"), api, body)
+    seen: list[dict[str, Any]] = []
+
+    async def serve(allowed: Request) -> dict[str, Any] | None:
+        seen.append(allowed.body)
+        return {"throttle_time_ms": 0, "error_code": 0, "topics": [], "responses": []}
+
+    response = asyncio.run(authorized_call(authorizer, session, request, serve, lambda _: None))
+    return response, seen
+
+
+def codes(response: dict[str, Any], topics: str, partitions: str) -> dict[str, list[int]]:
+    return {
+        t.get("name") or t.get("topic"): [p["error_code"] for p in t[partitions]]
+        for t in response[topics]
+    }
+
+
+def test_produce_per_topic_and_transactional_id() -> None:
+    body = {
+        "transactional_id": None,
+        "acks": -1,
+        "topic_data": [
+            {"name": "ok", "partition_data": [{"index": 0, "records": b""}]},
+            {"name": "no", "partition_data": [{"index": 0}, {"index": 1}]},
+        ],
+    }
+    response, seen = run(0, body, allow(ResourceType.TOPIC, "ok", Op.WRITE))
+    assert [t["name"] for t in seen[0]["topic_data"]] == ["ok"]
+    assert codes(response, "responses", "partition_responses") == {"no": [29, 29]}
+    txn = {**body, "transactional_id": "t"}
+    response, seen = run(0, txn, allow(ResourceType.TOPIC, "ok", Op.WRITE))
+    assert not seen
+    assert codes(response, "responses", "partition_responses") == {"ok": [53], "no": [53, 53]}
+    assert run(0, {**body, "acks": 0})[0] is None
+
+
+def test_fetch_replica_needs_cluster_action() -> None:
+    body = {"replica_id": -1, "replica_state": {"replica_id": 2}, "topics": []}
+    response, seen = run(1, body)
+    assert response["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED and not seen
+    cluster = allow(ResourceType.CLUSTER, CLUSTER_NAME, Op.CLUSTER_ACTION)
+    assert run(1, body, cluster)[1]
+
+
+def test_consumer_fetch_denied_partitions_have_empty_records() -> None:
+    body = {"replica_id": -1, "topics": [{"topic": "t", "partitions": [{"partition": 3}]}]}
+    response, seen = run(1, body)
+    partition = response["responses"][0]["partitions"][0]
+    assert partition["error_code"] == 29 and partition["records"] == b""
+    assert partition["partition_index"] == 3 and not seen
+
+
+def test_metadata_hides_and_names() -> None:
+    async_body = {"topics": [{"name": "secret"}, {"name": "mine"}]}
+    response, seen = run(3, async_body, allow(ResourceType.TOPIC, "mine", Op.READ))
+    assert seen[0]["topics"] == [{"name": "mine"}]
+    assert response["topics"] == [
+        {
+            "error_code": 29,
+            "name": "secret",
+            "topic_id": bytes(16),
+            "is_internal": False,
+            "partitions": [],
+        }
+    ]
+
+
+def test_groups() -> None:
+    join = {"group_id": "g"}
+    assert run(11, join)[0]["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    assert run(11, join, allow(ResourceType.GROUP, "g", Op.READ))[1] == [join]
+    commit = {"group_id": "g", "topics": [{"name": "t", "partitions": [{"partition_index": 0}]}]}
+    assert codes(run(8, commit)[0], "topics", "partitions") == {"t": [30]}
+    group_only = run(8, commit, allow(ResourceType.GROUP, "g", Op.READ))[0]
+    assert codes(group_only, "topics", "partitions") == {"t": [29]}
+    described = run(15, {"groups": ["g", "h"]}, allow(ResourceType.GROUP, "g", Op.DESCRIBE))
+    assert described[1] == [{"groups": ["g"]}]
+    deleted = run(42, {"groups_names": ["g"]}, allow(ResourceType.GROUP, "g", Op.READ))[0]
+    assert deleted["results"][0]["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    coordinator = run(10, {"key_type": 0, "coordinator_keys": ["g"]}, version=4)[0]
+    assert coordinator["coordinators"][0]["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+def test_transactions_and_idempotence() -> None:
+    init = {"transactional_id": "t"}
+    assert run(22, init)[0]["error_code"] == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert run(22, init, allow(ResourceType.TRANSACTIONAL_ID, "t", Op.WRITE))[1]
+    idempotent = {"transactional_id": None}
+    refused = run(22, idempotent)[0]
+    assert refused["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert run(22, idempotent, allow(ResourceType.TOPIC, "any", Op.WRITE))[1]
+    offsets = {"transactional_id": "t", "group_id": "g"}
+    txn_only = run(25, offsets, allow(ResourceType.TRANSACTIONAL_ID, "t", Op.WRITE))[0]
+    assert txn_only["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    add = {
+        "v3_and_below_transactional_id": "t",
+        "v3_and_below_topics": [{"name": "a", "partitions": [0]}, {"name": "b", "partitions": [1]}],
+    }
+    response = run(24, add, allow(ResourceType.TRANSACTIONAL_ID, "t", Op.WRITE),
+                   allow(ResourceType.TOPIC, "a", Op.WRITE), version=3)[0]  # fmt: skip
+    results = {
+        t["name"]: t["results_by_partition"][0]["partition_error_code"]
+        for t in response["results_by_topic_v3_and_below"]
+    }
+    assert results == {"a": ErrorCode.OPERATION_NOT_ATTEMPTED, "b": 29}
+
+
+def test_share_groups_and_scram() -> None:
+    fetch = {"group_id": "s", "topics": []}
+    assert run(78, fetch)[0]["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    assert run(78, fetch, allow(ResourceType.GROUP, "s", Op.READ))[1] == [fetch]
+    scram = {"deletions": [{"name": "bob"}], "upsertions": [{"name": "carol"}]}
+    results = run(51, scram)[0]["results"]
+    assert [(r["user"], r["error_code"]) for r in results] == [("bob", 31), ("carol", 31)]
+    state = {"group_id": "s", "topics": [{"topic_id": bytes(16), "partitions": [{"partition": 0}]}]}
+    refused = run(84, state)[0]["results"][0]["partitions"][0]
+    assert refused["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_admin_requests() -> None:
+    create = {"topics": [{"name": "a"}, {"name": "b"}]}
+    response, seen = run(19, create, allow(ResourceType.TOPIC, "a", Op.CREATE))
+    assert [t["name"] for t in seen[0]["topics"]] == ["a"]
+    assert response["topics"][-1]["error_code"] == 29
+    configs = {"resources": [{"resource_type": 4, "resource_name": "1"}]}
+    denied = run(44, configs)[0]
+    assert denied["responses"][0]["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    elect = run(43, {"topic_partitions": []})[0]
+    assert elect["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    # an API without a rule needs ALTER on the cluster
+    unknown_rule = min(k for k in API_BY_KEY if k not in RULES)
+    refused = run(unknown_rule, {})
+    assert not refused[1]
+    assert run(unknown_rule, {}, allow(ResourceType.CLUSTER, CLUSTER_NAME, Op.ALTER))[1]
