@@ -30,7 +30,7 @@ batches at once, so numpy's fixed cost per call is paid once per run, not per ba
 column is read one byte per record when every value is below 0x80, two when below 0x4000,
 and otherwise through a window with a continuation mask. Headers are read in rounds (round
 ``j`` reads the ``j``-th header of every record that has one). Keys and values are copied out
-by Arrow from one binary array whose elements alternate field and gap (:func:`_gather`).
+by Arrow from the records region (:mod:`.region_arrays`), or pointed at in it as binary_view.
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ from sparklog.protocol.records import (
     CorruptRecordError,
 )
 
+from .region_arrays import binary_array, view_array
+
 __all__ = ["BatchRecords", "RecordArrays", "decode_records", "empty_arrays"]
 
 _INT32_MAX: Final = 0x7FFFFFFF
@@ -67,10 +69,7 @@ _COLUMNS: Final = np.arange(10, dtype=np.int64)
 # and a run shorter than ``_SHORT_RUN`` means sizes vary, so the rest is walked record by record.
 _MAX_RUNS: Final = 8
 _SHORT_RUN: Final = 16
-_BINARY: Final = pa.binary()
 _BINARY_VIEW: Final = pa.binary_view()
-_INLINE_VIEW_BYTES: Final = 12  # a binary_view element this short lives in its view
-_VIEW_COLUMNS: Final = np.arange(_INLINE_VIEW_BYTES, dtype=np.int64)
 _CHECK_HEADERS_TYPE: Final = pa.list_(
     pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())])
 )
@@ -399,105 +398,6 @@ def _varints(u8: Bytes, pos: Int64s, max_bytes: int) -> tuple[Int64s, Int64s] | 
     return _zigzag(raw64), pos + 1 + last
 
 
-def _gather(region: Bytes, starts: Int64s, sizes: Int64s) -> tuple[pa.Buffer, Int64s]:
-    """The fields ``region[starts[i] : starts[i] + sizes[i]]`` concatenated (in increasing
-    order, not overlapping) and their end offsets."""
-    ends = np.cumsum(sizes)
-    count = len(starts)
-    if not count or not ends[-1]:
-        return pa.py_buffer(b""), ends
-    # One Arrow binary array over the region whose elements alternate field, gap (up to the
-    # next field); Arrow's take of the even elements copies the fields in C (far faster than
-    # numpy's boolean indexing of bytes or joining slices).
-    offsets = np.empty(2 * count + 1, dtype=np.int32)
-    offsets[0 : 2 * count : 2] = starts
-    offsets[1 : 2 * count : 2] = starts + sizes
-    offsets[2 * count] = len(region)
-    elements = pa.Array.from_buffers(
-        pa.binary(), 2 * count, [None, pa.py_buffer(offsets), pa.py_buffer(region)]
-    )
-    picked = elements.take(pa.array(np.arange(0, 2 * count, 2, dtype=np.int32)))
-    # Read where the picked bytes begin rather than assume 0: Arrow may answer with a slice.
-    _, picked_offsets, data = picked.buffers()
-    begin = int(np.frombuffer(picked_offsets, dtype=np.int32)[picked.offset])
-    return data.slice(begin, int(ends[-1])), ends
-
-
-def _binary(
-    region: Bytes, starts: Int64s, lengths: Int64s, type_: pa.DataType = _BINARY
-) -> pa.Array:
-    """A binary (or string) array of the fields; a negative length is null."""
-    nulls = lengths < 0
-    data, ends = _gather(region, starts, np.maximum(lengths, 0))
-    offsets = np.zeros(len(starts) + 1, dtype=np.int32)
-    offsets[1:] = ends
-    null_count = _count(nulls)
-    validity = None
-    if null_count:
-        validity = pa.py_buffer(np.packbits(~nulls, bitorder="little"))
-    return pa.Array.from_buffers(
-        type_, len(starts), [validity, pa.py_buffer(offsets), data], null_count=null_count
-    )
-
-
-def _views(region: Bytes, starts: Int64s, lengths: Int64s) -> pa.Array:
-    """A binary_view array of the fields ``region[starts[i] : starts[i] + lengths[i]]`` that
-    points into ``region`` (a negative length is null). Each 16-byte view is four uint32
-    words: the length, then, up to 12 bytes, the bytes themselves zero-padded, else a 4-byte
-    prefix, buffer index 0 and the offset (Arrow's layout). Words are read at any byte
-    offset through an overlapping uint32 view of the region."""
-    count = len(starts)
-    nulls = lengths < 0
-    sizes = np.maximum(lengths, 0)
-    views = np.zeros((count, 4), dtype=np.uint32)
-    views[:, 0] = sizes
-    inline = sizes <= _INLINE_VIEW_BYTES
-    inlined = _count(inline)
-    if len(region) >= _INLINE_VIEW_BYTES + 4:
-        words = np.ndarray((len(region) - 3,), dtype="<u4", buffer=region, strides=(1,))
-        # Fields near the region's end would read past it: clipped here, redone below.
-        tail = np.flatnonzero(starts + _INLINE_VIEW_BYTES > len(region))
-        last_word = len(words) - 1
-        # (Fancy indexing: ``take`` on this strided view is an order of magnitude slower.)
-        first = words[np.minimum(starts, last_word)]
-        if inlined:
-            widest = int(sizes[inline].max())
-            for word in range(3):
-                if 4 * word >= widest:
-                    break
-                kept = np.clip(sizes - 4 * word, 0, 4).astype(np.uint64) * 8
-                mask = ((np.uint64(1) << kept) - np.uint64(1)).astype(np.uint32)
-                value = first if word == 0 else words[np.minimum(starts + 4 * word, last_word)]
-                views[:, 1 + word] = np.where(inline, value & mask, 0)
-        if inlined != count:
-            long_ = ~inline
-            views[:, 1] = np.where(long_, first, views[:, 1])
-            views[:, 3] = np.where(long_, starts.astype(np.uint32), views[:, 3])
-    else:
-        tail = np.arange(count)
-    if len(tail):
-        as_bytes = views.view(np.uint8)
-        as_bytes[tail, 4:] = 0
-        for i in tail.tolist():
-            size = int(sizes[i])
-            start = int(starts[i])
-            if size <= _INLINE_VIEW_BYTES:
-                as_bytes[i, 4 : 4 + size] = region[start : start + size]
-            else:
-                as_bytes[i, 4:8] = region[start : start + 4]
-                views[i, 3] = start
-    null_count = _count(nulls)
-    validity = None
-    if null_count:
-        validity = pa.py_buffer(np.packbits(~nulls, bitorder="little"))
-    return pa.Array.from_buffers(
-        _BINARY_VIEW,
-        count,
-        [validity, pa.py_buffer(views), pa.py_buffer(region)],
-        null_count=null_count,
-    )
-
-
 def _overflowed(left: Int64s, right: Int64s, total: Int64s) -> bool:
     """Whether any int64 ``left + right`` wrapped around to give ``total``."""
     return bool(_count(((left ^ total) & (right ^ total)) < 0))
@@ -612,8 +512,8 @@ def _vector(
         batch_rows=np.bincount(batch_index, minlength=len(batches)).astype(np.int64),
         offsets=offsets,
         timestamps=timestamps,
-        keys=(_views if views else _binary)(region, key_starts, key_lengths),
-        values=(_views if views else _binary)(region, value_starts, value_lengths),
+        keys=(view_array if views else binary_array)(region, key_starts, key_lengths),
+        values=(view_array if views else binary_array)(region, value_starts, value_lengths),
         headers=header_lists,
     )
 
@@ -659,9 +559,9 @@ def _headers(
     if _count(cursor != record_ends):
         return None
     struct_type = headers_type.value_type
-    keys = _binary(region, key_starts, key_lengths, struct_type.field("key").type)
+    keys = binary_array(region, key_starts, key_lengths, struct_type.field("key").type)
     keys.validate(full=True)  # UTF-8; ArrowInvalid sends the run to the exact path
-    values = _binary(region, value_starts, value_lengths, struct_type.field("value").type)
+    values = binary_array(region, value_starts, value_lengths, struct_type.field("value").type)
     structs = pa.StructArray.from_arrays([keys, values], fields=list(struct_type))
     return pa.ListArray.from_arrays(
         pa.array(list_offsets.astype(np.int32)),
