@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("confluent_kafka")
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from tests.integration import wire
 from tests.integration.ck_helpers import create_topic
@@ -206,3 +206,44 @@ def test_max_connections_per_ip_refuses_the_next_connection(node_factory: NodeFa
         for sock in opened:
             sock.close()
     assert "Too many connections from /127.0.0.1 (maximum = 3)" in node.log_path.read_text()
+
+
+def test_consumer_held_near_its_byte_rate(node_factory: NodeFactory) -> None:
+    node = node_factory.create({"quota.window.num": QUOTA_WINDOWS, "quota.window.size.seconds": 1})
+    topic = unique_topic("quota-fetch")
+    create_topic(node, topic, 1)
+    count = 3000  # 3 MB at a 200 KB/s consumer_byte_rate: about 15 s
+    producer = Producer({"bootstrap.servers": node.bootstrap, "linger.ms": 20})
+    for _ in range(count):
+        producer.produce(topic, RECORD)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    tool(node.bootstrap, "configs", "--alter", "--add-config",
+         f"consumer_byte_rate={QUOTA_BYTES_PER_S}", "--client", "slow-consumer")  # fmt: skip
+    consumer = Consumer(
+        {
+            "bootstrap.servers": node.bootstrap,
+            "client.id": "slow-consumer",
+            "group.id": "quota-fetch",
+            "auto.offset.reset": "earliest",
+            "fetch.max.bytes": 1_100_000,
+            "max.partition.fetch.bytes": 100_000,
+        }
+    )
+    received: list[float] = []
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 120
+        while len(received) < count and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                received.append(time.monotonic())
+    finally:
+        consumer.close()
+    assert len(received) == count
+    # after the first windows' burst the steady rate shows
+    start = received[0] + WARMUP_S
+    steady = [at for at in received if at >= start]
+    rate = len(steady) * len(RECORD) / max(received[-1] - start, 1e-3)
+    print(f"\nconsumer_byte_rate {QUOTA_BYTES_PER_S} B/s: consumer held at {rate:,.0f} B/s")
+    assert rate < 1.5 * QUOTA_BYTES_PER_S
