@@ -143,6 +143,8 @@ def materialise(pieces: Sequence[HotPiece], local_master: bool) -> list[str] | N
     missing = [p for p in pieces if _key(p) not in cached]
     if not missing:
         return [path for p in pieces if (path := cached[_key(p)][0]) is not None]
+    if used >= CACHE_BYTES:
+        return None
     budget = _Budget(min(MAX_BYTES, CACHE_BYTES - used))
     with ThreadPoolExecutor(min(_THREADS, len(missing))) as pool:
         futures = [pool.submit(_write, piece, budget) for piece in missing]
