@@ -11,8 +11,9 @@ Describe is DescribeConfigs (32) with synonyms; alter is IncrementalAlterConfigs
 they are. Output is Kafka's: ``Dynamic configs for topic t are:`` (``All configs`` with
 ``--all``) and ``  key=value sensitive=false synonyms={SOURCE:key=value, ...}`` lines;
 ``Completed updating config for topic t.`` after an alter. ``--add-config`` values holding
-commas are written in brackets (``k=[a,b]``), as in Kafka. The ACL and SCRAM parts of the
-Kafka tool come with security.
+commas are written in brackets (``k=[a,b]``), as in Kafka. Client quotas (``--entity-type
+users|clients|ips``, ``--user``/``--client``/``--ip`` and their ``-defaults``) are
+:mod:`sparklog.cli.configs_quotas`; ACLs are ``sparklog acls``.
 """
 
 from __future__ import annotations
