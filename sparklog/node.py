@@ -342,6 +342,7 @@ class Node:
         queued = int(config.get("queued.max.requests"))
         # one count across the broker listeners: max.connections is broker-wide
         connection_quotas = ConnectionQuotas.from_config(config, config.inter_broker_listener_name)
+        connection_quotas.client_quotas = lambda: plane.loader.image.client_quotas
         for listener in config.broker_listeners:
             server = KafkaServer(
                 listener.name,

@@ -14,6 +14,9 @@ Contract:
   as Kafka's sampled rate (``quota.window.num`` windows of ``quota.window.size.seconds``); a
   connection over the rate is held (not read from) for the throttle time Kafka would delay
   its accept by.
+- The ``connection_creation_rate`` client quota of an ``ip`` entity (the address's own, else
+  the ip default; AlterClientQuotas, KIP-612) caps new connections per second from one address;
+  one over it is closed at once.
 - Defaults (2147483647) mean no limit, and then nothing is counted but the per-address tally.
 """
 
@@ -74,6 +77,10 @@ class ConnectionQuotas:
     admitted: dict[int, tuple[str, str]] = field(default_factory=dict)
     broker_rate: SampledRate | None = None
     rejected_total: int = 0
+    # the image's client quotas (a ClientQuotasImage: net does not import metadata), for ip
+    # entities' connection_creation_rate
+    client_quotas: Callable[[], Any] | None = None
+    ip_rates: dict[str, SampledRate] = field(default_factory=dict)
 
     @staticmethod
     def from_config(config: Any, protected_listener: str | None) -> ConnectionQuotas:
@@ -119,6 +126,10 @@ class ConnectionQuotas:
         if self.per_ip.get(ip, 0) >= limit:
             self.rejected_total += 1
             return f"Too many connections from /{ip} (maximum = {limit})"
+        refusal = self._ip_rate_refusal(ip)
+        if refusal is not None:
+            self.rejected_total += 1
+            return refusal
         self.per_ip[ip] = self.per_ip.get(ip, 0) + 1
         state = self._listener(listener)
         delay_ms = self._creation_delay_ms(state)
@@ -128,6 +139,26 @@ class ConnectionQuotas:
             log.info("Listener %s is at max.connections: %s waits for a free slot", listener, ip)
             return None
         self._admit(conn, listener, ip, transport, delay_ms, paused=False)
+        return None
+
+    def _ip_rate_refusal(self, ip: str) -> str | None:
+        if self.client_quotas is None:
+            return None
+        entities = self.client_quotas().entities
+        if not entities:
+            return None
+        values = entities.get((("ip", ip),)) or entities.get((("ip", None),)) or {}
+        bound = values.get("connection_creation_rate")
+        if bound is None:
+            return None
+        rate = self.ip_rates.get(ip)
+        if rate is None:
+            rate = self.ip_rates[ip] = SampledRate(self.quota_config)
+        now = self.clock_ms()
+        rate.record(1, now)
+        if rate.rate_per_second(now) > bound:
+            rate.record(-1, now)  # a refused connection does not count (Kafka unrecords it)
+            return f"Connection from /{ip} is over its connection_creation_rate of {bound:g}/s"
         return None
 
     def _full(self, state: _Listener, listener: str) -> bool:

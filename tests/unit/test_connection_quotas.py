@@ -86,3 +86,20 @@ def test_creation_rate_holds_a_burst() -> None:
 
     # 2 per second over at least one window: the first two pass, the rest are held
     assert asyncio.run(run()) == [False, False, True, True, True]
+
+
+def test_ip_connection_creation_rate_quota() -> None:
+    from types import MappingProxyType
+
+    from sparklog.metadata.security_image import ClientQuotasImage
+
+    image = ClientQuotasImage(
+        MappingProxyType({(("ip", None),): MappingProxyType({"connection_creation_rate": 1.0})})
+    )
+    quotas = ConnectionQuotas(quota_config=QuotaConfig(2, 1000), clock_ms=lambda: 0.0)
+    quotas.client_quotas = lambda: image
+    assert quotas.on_accept(object(), "PLAINTEXT", "10.0.0.1", Transport()) is None
+    refusal = quotas.on_accept(object(), "PLAINTEXT", "10.0.0.1", Transport())
+    assert refusal is not None and "connection_creation_rate" in refusal
+    # another address has its own rate
+    assert quotas.on_accept(object(), "PLAINTEXT", "10.0.0.2", Transport()) is None
