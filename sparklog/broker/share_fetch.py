@@ -172,7 +172,7 @@ async def _acquire(
                 min_one_batch=True,
             )
             data = b"".join(s.read_bytes() for s in result.slices)
-            aborted = (
+            aborted: list[tuple[int, int, int | None]] = (
                 [
                     (t.producer_id, t.first_offset, t.last_offset)
                     for t in partition.log.aborted_transactions_for_read(offset, result, upper)
@@ -185,11 +185,13 @@ async def _acquire(
                 break
             remote = await ctx.remote_fetch(partition, offset, max_bytes, read_committed)
             data = bytes(remote.records)
-            aborted = []
-            if read_committed:
-                # Remote reads only give (producer, first offset): treat the producer's
-                # transactional data from there to the read's end as aborted.
-                aborted = [(p, first, upper) for p, first in remote.aborted_transactions]
+            # Remote reads give (producer, first offset) only: such a range ends at the
+            # producer's next marker.
+            aborted = (
+                [(p, first, None) for p, first in remote.aborted_transactions]
+                if read_committed
+                else []
+            )
         if not data:
             break
         batches = classify_batches(data, aborted)

@@ -57,3 +57,18 @@ def test_control_and_aborted_batches_are_not() -> None:
 def test_a_partial_trailing_batch_is_left_out() -> None:
     data = batch(0, 2) + batch(2, 2)[:-5]
     assert classify_batches(data) == [FetchedBatch(0, 1)]
+
+
+def test_an_aborted_range_without_an_end_closes_at_the_producers_marker() -> None:
+    data = (
+        batch(0, 2, producer_id=7, txn=True)
+        + marker(2, 7)
+        + batch(3, 2, producer_id=7, txn=True)  # the next transaction, committed
+        + marker(5, 7)
+    )
+    assert classify_batches(data, [(7, 0, None)]) == [
+        FetchedBatch(0, 1, False),
+        FetchedBatch(2, 2, False),
+        FetchedBatch(3, 4, True),
+        FetchedBatch(5, 5, False),
+    ]
