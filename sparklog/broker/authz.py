@@ -109,12 +109,22 @@ def _is_replica(body: dict[str, Any]) -> bool:
     return int(body.get("replica_id", -1)) >= 0 or int(state.get("replica_id", -1)) >= 0
 
 
+# Kafka sends empty records, not null, with an error: librdkafka rejects a null set.
+_DENIED_FETCH_PARTITION = {
+    "high_watermark": -1,
+    "last_stable_offset": -1,
+    "log_start_offset": -1,
+    "preferred_read_replica": -1,
+    "records": b"",
+}
+
+
 async def _fetch(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
     if _is_replica(request.body):
         if check.cluster(Op.CLUSTER_ACTION):
             return await serve(request)
         return {"throttle_time_ms": 0, "error_code": int(CLUSTER_DENIED), "responses": []}
-    return await per_topic(
+    response = await per_topic(
         check,
         request,
         serve,
@@ -126,15 +136,22 @@ async def _fetch(check: Check, request: Request, serve: Serve) -> dict[str, Any]
         rsp_name="topic",
         rsp_partitions="partitions",
         rsp_index="partition_index",
-        # Kafka sends empty records, not null, with an error: librdkafka rejects a null set.
-        extra={
-            "high_watermark": -1,
-            "last_stable_offset": -1,
-            "log_start_offset": -1,
-            "preferred_read_replica": -1,
-            "records": b"",
-        },
+        extra=_DENIED_FETCH_PARTITION,
     )
+    if response is not None and request.body.get("session_epoch", -1) > 0:
+        # An incremental fetch answers for partitions of its session the request does not
+        # name: an ACL removed since they were added still applies (Kafka checks them all).
+        for topic in response.get("responses") or ():
+            if not check.topic(Op.READ, topic, "topic"):
+                topic["partitions"] = [
+                    {
+                        **_DENIED_FETCH_PARTITION,
+                        "partition_index": p["partition_index"],
+                        "error_code": int(TOPIC_DENIED),
+                    }
+                    for p in topic.get("partitions") or ()
+                ]
+    return response
 
 
 async def _offset_for_leader_epoch(

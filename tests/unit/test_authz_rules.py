@@ -31,7 +31,11 @@ def allow(rtype: ResourceType, name: str, op: AclOperation) -> StandardAcl:
 
 
 def run(
-    key: int, body: dict[str, Any], *acls: StandardAcl, version: int | None = None
+    key: int,
+    body: dict[str, Any],
+    *acls: StandardAcl,
+    version: int | None = None,
+    answer: dict[str, Any] | None = None,
 ) -> tuple[Any, list[dict[str, Any]]]:
     """(response, the bodies the handler saw)."""
     mapping = MappingProxyType({bytes([i]) * 16: a for i, a in enumerate(acls)})
@@ -44,6 +48,8 @@ def run(
 
     async def serve(allowed: Request) -> dict[str, Any] | None:
         seen.append(allowed.body)
+        if answer is not None:
+            return answer
         return {"throttle_time_ms": 0, "error_code": 0, "topics": [], "responses": []}
 
     response = asyncio.run(authorized_call(authorizer, session, request, serve, lambda _: None))
@@ -90,6 +96,16 @@ def test_consumer_fetch_denied_partitions_have_empty_records() -> None:
     partition = response["responses"][0]["partitions"][0]
     assert partition["error_code"] == 29 and partition["records"] == b""
     assert partition["partition_index"] == 3 and not seen
+
+
+def test_incremental_fetch_rechecks_session_partitions() -> None:
+    cached = {"topic": "was-allowed", "partitions": [{"partition_index": 0, "records": b"x"}]}
+    answer = {"error_code": 0, "session_id": 5, "responses": [cached]}
+    body = {"replica_id": -1, "session_epoch": 3, "topics": []}
+    response, seen = run(1, body, answer=answer)
+    assert seen == [body]
+    partition = response["responses"][0]["partitions"][0]
+    assert partition["error_code"] == 29 and partition["records"] == b""
 
 
 def test_metadata_hides_and_names() -> None:
