@@ -31,7 +31,8 @@ from tests.integration.security_support import (
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, KafkaException, Producer  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
+from confluent_kafka.cimpl import NewTopic  # noqa: E402
 
 pytestmark = pytest.mark.integration
 TIMEOUT_S = 60.0
@@ -85,7 +86,9 @@ def consume_group(config: dict[str, Any], topic: str, count: int) -> list[bytes]
                 continue
             if message.error():
                 raise KafkaException(message.error())
-            values.append(message.value())
+            value = message.value()
+            assert value is not None
+            values.append(value)
         consumer.commit(asynchronous=False)
     finally:
         consumer.close()
@@ -351,7 +354,7 @@ def test_kcat(secure_node: SecureNode, mtls: bool) -> None:
 
 
 def test_scram_users_managed_with_kip554_apis(secure_node: SecureNode) -> None:
-    from confluent_kafka.admin import (
+    from confluent_kafka.admin._scram import (
         ScramCredentialInfo,
         ScramMechanism,
         UserScramCredentialDeletion,
@@ -365,7 +368,8 @@ def test_scram_users_managed_with_kip554_apis(secure_node: SecureNode) -> None:
     )
     for future in admin.alter_user_scram_credentials([upsert]).values():
         future.result(TIMEOUT_S)
-    described = admin.describe_user_scram_credentials(["bob"])["bob"].result(TIMEOUT_S)
+    futures: Any = admin.describe_user_scram_credentials(["bob"])
+    described = futures["bob"].result(TIMEOUT_S)
     infos = described.scram_credential_infos
     assert [(i.mechanism, i.iterations) for i in infos] == [(ScramMechanism.SCRAM_SHA_256, 8192)]
 
@@ -389,7 +393,8 @@ def test_scram_users_managed_with_kip554_apis(secure_node: SecureNode) -> None:
         assert time.monotonic() < deadline, "bob still logs in after his credential was deleted"
         time.sleep(0.2)
     with pytest.raises(KafkaException) as info:
-        admin.describe_user_scram_credentials(["bob"])["bob"].result(TIMEOUT_S)
+        again: Any = admin.describe_user_scram_credentials(["bob"])
+        again["bob"].result(TIMEOUT_S)
     assert "RESOURCE_NOT_FOUND" in str(info.value) or "does not exist" in str(info.value)
 
 

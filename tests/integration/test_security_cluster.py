@@ -26,7 +26,8 @@ from tests.integration.security_support import ADMIN_PASSWORD, KEY_PASSWORD, SEC
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Producer  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
+from confluent_kafka.cimpl import NewTopic  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 CONTROLLER_PASSWORD = "ctrl-S3cret-Pw"
@@ -156,10 +157,13 @@ def test_sasl_ssl_cluster_replicates_and_refuses_a_wrong_password(
     wait_until("both replicas in the ISR", isr_full, timeout_s=90, tolerate=(Exception,))
     producer = Producer({**config, "acks": "all", "enable.idempotence": True})
     errors: list[Any] = []
+
+    def on_delivery(error: Any, _message: Any) -> None:
+        if error is not None:
+            errors.append(error)
+
     for index in range(50):
-        producer.produce(
-            topic, value=f"v{index}".encode(), on_delivery=lambda e, _m: e and errors.append(e)
-        )
+        producer.produce(topic, value=f"v{index}".encode(), on_delivery=on_delivery)
     assert producer.flush(60) == 0 and not errors
     assert isr_full()
 
