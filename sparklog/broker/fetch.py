@@ -342,14 +342,30 @@ def _group_by_topic(results: _Results, by_id: bool) -> list[dict[str, Any]]:
     return topics
 
 
-def _upper(ctx: BrokerContext, want: FetchPartition, isolation_level: int, follower: bool) -> int:
-    """The readable end of a partition, or -1 when it is gone or not led here."""
+def _upper(
+    ctx: BrokerContext, want: FetchPartition, isolation_level: int, follower: bool
+) -> int | tuple[int, int]:
+    """The readable end of a partition, or -1 when it is gone or not led here. A follower's is
+    its log end offset and its high watermark: a held follower fetch also completes when the HW
+    moves, so followers learn it at once (Kafka's DelayedFetch case H, KIP-392) rather than
+    with the next record or at ``replica.fetch.wait.max.ms``."""
     partition = ctx.replica_manager.partitions.get((want.topic, want.partition))
     if partition is None or not partition.is_leader:
         return -1
     if follower:
-        return partition.log_end_offset
+        return partition.log_end_offset, partition.high_watermark
     return partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
+
+
+def _hw_moved(
+    ctx: BrokerContext, wanted: list[FetchPartition], seen: list[int | tuple[int, int]]
+) -> bool:
+    """Whether a held follower fetch's high watermark moved since ``seen`` (then it answers)."""
+    for want, mark in zip(wanted, seen, strict=True):
+        now = _upper(ctx, want, 0, True)
+        if isinstance(now, tuple) and isinstance(mark, tuple) and now[1] != mark[1]:
+            return True
+    return False
 
 
 def _forgotten(body: dict[str, Any], by_id: bool) -> list[PartitionKey]:
@@ -415,7 +431,7 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
         # Wake when any partition's readable end moves past what the last read saw.
         seen = [_upper(ctx, w, isolation_level, follower) for w in wanted]
 
-        def has_new_data(seen: list[int] = seen) -> bool:
+        def has_new_data(seen: list[int | tuple[int, int]] = seen) -> bool:
             return any(
                 _upper(ctx, w, isolation_level, follower) != mark
                 for w, mark in zip(wanted, seen, strict=True)
@@ -423,7 +439,7 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
 
         woke = await ctx.replica_manager.fetch_waiters.wait_until(keys, has_new_data, remaining)
         results, total, errored = await read_once()
-        if not woke:
+        if not woke or (follower and _hw_moved(ctx, wanted, seen)):
             break
     error, session_id, results = ctx.fetch_sessions.complete(session, results, _now_ms())
     ctx.topic_metrics.fetched_partitions(results, follower=follower)
