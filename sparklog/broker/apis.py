@@ -112,8 +112,8 @@ HANDLERS.update(TXN_HANDLERS)
 HANDLERS.update(SHARE_GROUP_HANDLERS)
 HANDLERS.update(SHARE_STATE_HANDLERS)
 HANDLERS.update(SHARE_OFFSETS_HANDLERS)
-HANDLERS[78] = _simple(handle_share_fetch)
-HANDLERS[79] = _simple(handle_share_acknowledge)
+HANDLERS[78] = handle_share_fetch
+HANDLERS[79] = handle_share_acknowledge
 
 # ApiVersions (18) is answered by BrokerApis itself, per listener.
 SERVED: dict[int, Api] = {key: API_BY_KEY[key] for key in sorted({18, *HANDLERS})}

@@ -241,7 +241,9 @@ def _top_level_error(code: ErrorCode, message: str | None, lock_ms: int) -> dict
     }
 
 
-async def handle_share_fetch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+async def handle_share_fetch(
+    ctx: BrokerContext, request: Request, listener: str = ""
+) -> dict[str, Any]:
     body = request.body
     mgr = manager(ctx)
     group_id, member_id = body.get("group_id"), body.get("member_id")
@@ -307,7 +309,38 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> dict[str, 
             break
         await _wait_for_records(ctx, group_id, session.partitions, min(remaining, _WAIT_SLICE_S))
     _count_fetches(ctx, session.partitions, results)
-    return _response(results, lock_ms)
+    response = _response(results, lock_ms)
+    response["node_endpoints"] = _node_endpoints(
+        ctx, listener, [r for t in response["responses"] for r in t["partitions"]]
+    )
+    return response
+
+
+def _node_endpoints(
+    ctx: BrokerContext, listener: str, partitions: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The current leaders of the partitions answered NOT_LEADER_OR_FOLLOWER, on ``listener``
+    (KIP-951: the client moves to them without a metadata round trip)."""
+    leaders = {
+        p["current_leader"]["leader_id"]
+        for p in partitions
+        if p["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        and p["current_leader"]["leader_id"] >= 0
+    }
+    out = []
+    for node_id in sorted(leaders):
+        registration = ctx.image.cluster.broker(node_id)
+        endpoint = registration.endpoint(listener) if registration is not None else None
+        if endpoint is not None and registration is not None:
+            out.append(
+                {
+                    "node_id": node_id,
+                    "host": endpoint.host,
+                    "port": endpoint.port,
+                    "rack": registration.rack,
+                }
+            )
+    return out
 
 
 def _count_fetches(
@@ -433,7 +466,9 @@ def _response(results: dict[TopicPartitionKey, dict[str, Any]], lock_ms: int) ->
     }
 
 
-async def handle_share_acknowledge(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+async def handle_share_acknowledge(
+    ctx: BrokerContext, request: Request, listener: str = ""
+) -> dict[str, Any]:
     body = request.body
     mgr = manager(ctx)
     group_id, member_id = body.get("group_id"), body.get("member_id")
@@ -490,5 +525,7 @@ async def handle_share_acknowledge(ctx: BrokerContext, request: Request) -> dict
         "error_message": None,
         "acquisition_lock_timeout_ms": lock_ms,
         "responses": [{"topic_id": t, "partitions": parts} for t, parts in topics.items()],
-        "node_endpoints": [],
+        "node_endpoints": _node_endpoints(
+            ctx, listener, [p for parts in topics.values() for p in parts]
+        ),
     }
