@@ -101,6 +101,19 @@ def test_an_acknowledged_offset_holding_another_value_is_counted() -> None:
     assert counts["vanished_reads"] == 1  # rc-reader saw p1:1 at offset 0
 
 
+def test_an_ack_without_an_offset_claims_only_its_partition() -> None:
+    s = healthy()
+    s.op("p1", "invoke", "send", ["k", "p1:3"])
+    s.op("p1", "ok", "send", ["k", "p1:3", 0, None])  # librdkafka's implicit ack
+    s.final([*LOG, [Q, 0, 2, "p1:3"]], [*COMMITTED, [Q, 0, 2, "p1:3"]])
+    assert anomalies(s) == {}
+    s = healthy()
+    s.op("p1", "invoke", "send", ["k", "p1:3"])
+    s.op("p1", "ok", "send", ["k", "p1:3", 1, None])
+    s.final([*LOG, [Q, 0, 2, "p1:3"]], [*COMMITTED, [Q, 0, 2, "p1:3"]])
+    assert anomalies(s) == {"offset_mismatch": 1}
+
+
 def test_an_aborted_read_is_counted_in_polls_and_in_the_final_read() -> None:
     s = healthy()
     s.op("rc-reader", "ok", "poll", [[T, 0, 2, "t1:2:0"]])
