@@ -23,7 +23,7 @@ from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator, pa
 from sparklog.coordinator.group_metadata import GroupState
 from sparklog.coordinator.offsets import CommitPartition
 from sparklog.coordinator.rebalance import JoinRequest, SyncRequest, TopicPartition
-from sparklog.coordinator.share_apis import led_share_groups
+from sparklog.coordinator.share_apis import find_share_group, led_share_groups
 from sparklog.coordinator.share_offsets_apis import delete_share_group
 from sparklog.coordinator.txn_coordinator import TRANSACTION_STATE_TOPIC
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
@@ -519,7 +519,11 @@ async def handle_describe_groups(
         if group is None:
             if version >= 6:
                 entry["error_code"] = int(ErrorCode.GROUP_ID_NOT_FOUND)
-                entry["error_message"] = f"Group {group_id} not found."
+                entry["error_message"] = (
+                    f"Group {group_id} is not a classic group."
+                    if find_share_group(ctx, group_id) is not None
+                    else f"Group {group_id} not found."
+                )
             described.append(entry)
             continue
         stable = group.state is GroupState.STABLE

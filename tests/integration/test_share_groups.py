@@ -34,6 +34,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
+from sparklog.cli.admin_client import AdminClient as SparklogAdmin
 from sparklog.cli.metrics_tool import fetch_metrics
 from tests.integration.ck_helpers import create_topic, make_producer
 from tests.integration.cli_support import tool
@@ -274,6 +275,12 @@ def test_share_groups_tool_lists_describes_resets_and_deletes(share_node: Node) 
         assert members.status == 0, members.err
         rows = [line.split() for line in members.out.splitlines() if line.startswith(group)]
         assert len(rows) == 2, members.out
+        with SparklogAdmin(bootstrap) as admin:  # DescribeGroups is for classic groups
+            described_classic = admin.coordinator(group).request(
+                "DescribeGroups", {"groups": [group], "include_authorized_operations": False}
+            )["groups"][0]
+        assert described_classic["error_code"] == 69, described_classic  # GROUP_ID_NOT_FOUND
+        assert described_classic["error_message"] == f"Group {group} is not a classic group."
         refused = tool(bootstrap, "share-groups", "--reset-offsets", "--group", group,
                        "--topic", topic, "--to-earliest", "--execute")  # fmt: skip
         assert refused.status == 1 and "not empty" in refused.err, refused.err
