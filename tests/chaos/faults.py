@@ -13,10 +13,11 @@ Contract:
   without waiting: it is a target again once it answers ApiVersions (or ``restart_failed``
   after ``READY_TIMEOUT_S``). ``beat`` is called on every turn of the loop (the watchdog).
 - Limits that keep the cluster recoverable: a fault that takes a broker down (``kill_leader``,
-  ``torn_tail``, ``disk_full``) only while at most one other broker is impaired (under a fault,
+  ``torn_tail``, ``disk_full``) only while at most one other broker is impaired (down,
   restarting, back from a broker-down fault less than ``SETTLE_S`` ago, or missing from some
-  partition's ISR per the Metadata of any healthy broker), so one broker always holds every
-  partition in sync; a controller fault only while every controller is healthy.
+  partition's ISR per the Metadata of any healthy broker; a paused or cut-off broker keeps its
+  in-sync copy), so one broker always holds every partition in sync; a controller fault only
+  while every controller is healthy.
 - Kinds: ``kill_leader`` (SIGKILL of a partition leader found with Metadata, restarted after
   the hold), ``kill_controller`` (SIGKILL of the active controller found with DescribeQuorum),
   ``pause`` (SIGSTOP/SIGCONT of any node), ``torn_tail`` (SIGKILL of a leader, then its active
@@ -70,6 +71,7 @@ ENOSPC_TEXT = "No space left on device"
 # Faults that take a broker down (a restart follows); pauses and cuts, held for less than
 # replica.lag.time.max.ms, impair a broker only while they are in force.
 BROKER_DOWN_KINDS = frozenset({"kill_leader", "torn_tail", "disk_full"})
+SOFT_KINDS = frozenset({"pause", "partition"})
 
 
 @dataclass
@@ -202,9 +204,13 @@ class Nemesis:
         return [n for n in nodes if n.is_running() and not n.paused and n.node_id not in busy]
 
     def _impaired_brokers(self) -> set[int]:
-        """Brokers under a fault, (re)starting, or missing from some partition's ISR."""
+        """Brokers down, (re)starting, settling, or missing from some partition's ISR. A
+        broker only paused or cut off (for less than replica.lag.time.max.ms) keeps its
+        in-sync copy and is not counted unless it dropped out of an ISR."""
         healthy = self._healthy(self.cluster.brokers)
+        soft = {f.node.node_id for _, f in self._active if f.kind in SOFT_KINDS}
         impaired = {b.node_id for b in self.cluster.brokers} - {b.node_id for b in healthy}
+        impaired -= soft
         now = time.monotonic()
         impaired |= {n for n, until in self._settling.items() if until > now}
         # Every healthy broker is asked: one that has just restarted may still serve metadata
@@ -222,7 +228,8 @@ class Nemesis:
         impaired = self._impaired_brokers()
         if len(impaired) > 1:
             return []
-        return [b for b in self._healthy(self.cluster.brokers) if b.node_id not in impaired]
+        healthy = self._healthy(self.cluster.brokers)  # excludes paused and cut-off brokers
+        return [b for b in healthy if b.node_id not in impaired]
 
     def _controllers_ok(self) -> bool:
         """A controller fault only while every controller is healthy: one at a time."""
