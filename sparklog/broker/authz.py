@@ -41,6 +41,7 @@ from sparklog.broker.authz_support import (
 )
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.headers import Request
+from sparklog.security.acls import CLUSTER_NAME
 from sparklog.security.acls import AclOperation as Op
 from sparklog.security.acls import ResourceType as Res
 from sparklog.security.authorizer import StandardAuthorizer
@@ -215,6 +216,16 @@ async def _metadata(check: Check, request: Request, serve: Serve) -> dict[str, A
         for t in response.get("topics") or ()
         if t.get("name") not in denied_names and check.topic(Op.DESCRIBE, t, "name")
     ]
+    if body.get("include_topic_authorized_operations"):
+        for topic in response["topics"]:
+            if topic.get("name"):
+                topic["topic_authorized_operations"] = check.authorized_operations(
+                    Res.TOPIC, topic["name"]
+                )
+    if body.get("include_cluster_authorized_operations"):
+        response["cluster_authorized_operations"] = check.authorized_operations(
+            Res.CLUSTER, CLUSTER_NAME
+        )
     for topic in denied:
         response["topics"].append(
             {
@@ -338,6 +349,15 @@ async def _unrestricted(check: Check, request: Request, serve: Serve) -> dict[st
     return await serve(request)
 
 
+async def _describe_cluster(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+    response = await serve(request)
+    if response is not None and request.body.get("include_cluster_authorized_operations"):
+        response["cluster_authorized_operations"] = check.authorized_operations(
+            Res.CLUSTER, CLUSTER_NAME
+        )
+    return response
+
+
 RULES: dict[int, Rule] = {
     0: _produce,
     1: _fetch,
@@ -368,7 +388,7 @@ RULES: dict[int, Rule] = {
     48: _Simple(Op.DESCRIBE_CONFIGS),
     49: _Simple(Op.ALTER_CONFIGS),
     55: _Simple(Op.DESCRIBE),
-    60: _unrestricted,
+    60: _describe_cluster,
     61: _topic_partitions_rule(Op.READ, "partition_indexes", None, "partition_index"),
     74: _Simple(Op.DESCRIBE_CONFIGS),
     75: _describe_topic_partitions,

@@ -171,6 +171,11 @@ def per_group(operation: Op, req_key: str, rsp_key: str) -> Rule:
             response = {"throttle_time_ms": 0, rsp_key: []}
         if response is None:
             return None
+        if body.get("include_authorized_operations"):
+            for group in response.get(rsp_key) or ():
+                group["authorized_operations"] = check.authorized_operations(
+                    Res.GROUP, group["group_id"]
+                )
         for group_id in denied:
             response.setdefault(rsp_key, []).append(
                 {"group_id": group_id, "error_code": int(GROUP_DENIED), "error_message": None}

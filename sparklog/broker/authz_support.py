@@ -21,6 +21,37 @@ from sparklog.security.authorizer import StandardAuthorizer
 from sparklog.security.principal import KafkaPrincipal
 
 Serve = Callable[[Request], Awaitable[dict[str, Any] | None]]
+
+# The operations each resource type supports (Kafka's AclEntry.supportedOperations), for the
+# authorized-operations bit fields of KIP-430.
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (
+        AclOperation.READ,
+        AclOperation.WRITE,
+        AclOperation.CREATE,
+        AclOperation.DESCRIBE,
+        AclOperation.DELETE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    ),
+    ResourceType.GROUP: (
+        AclOperation.READ,
+        AclOperation.DESCRIBE,
+        AclOperation.DELETE,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    ),
+    ResourceType.CLUSTER: (
+        AclOperation.CREATE,
+        AclOperation.CLUSTER_ACTION,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE,
+    ),
+}
 T = TypeVar("T")
 _NO_ID = bytes(16)
 
@@ -52,6 +83,14 @@ class Check:
         return self.authorizer.authorize_by_resource_type(
             self.principal, self.host, operation, resource_type
         )
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
+        """KIP-430's bit field: bit ``op`` set for each supported operation allowed."""
+        bits = 0
+        for operation in SUPPORTED_OPERATIONS[resource_type]:
+            if self.allowed(operation, resource_type, name):
+                bits |= 1 << int(operation)
+        return bits
 
     def topic(self, operation: AclOperation, entry: dict[str, Any], name_key: str = "name") -> bool:
         name = entry.get(name_key)

@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("confluent_kafka")
 pytest.importorskip("kafka")
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclBinding,
     AclBindingFilter,
@@ -228,6 +228,20 @@ def test_metadata_hides_topics_without_describe(acl_node: Node) -> None:
     named = admin.list_topics(topic=hidden, timeout=TIMEOUT_S).topics[hidden]
     assert named.error is not None
     assert named.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_authorized_operations(acl_node: Node) -> None:
+    topic = unique_topic("acl-ops")
+    create_topic(acl_node, topic, 1)
+    allow_all_and_deny(acl_node, topic, AclOperation.WRITE)
+    admin = AdminClient({"bootstrap.servers": acl_node.bootstrap})
+    futures = admin.describe_topics(
+        TopicCollection([topic]), include_authorized_operations=True, request_timeout=TIMEOUT_S
+    )
+    described = futures[topic].result(timeout=TIMEOUT_S)
+    operations = {op.name for op in described.authorized_operations}
+    assert "WRITE" not in operations
+    assert {"READ", "DESCRIBE", "DELETE", "ALTER", "CREATE"} <= operations
 
 
 def test_group_read_denied(acl_node: Node) -> None:

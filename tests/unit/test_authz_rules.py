@@ -190,3 +190,26 @@ def test_admin_requests() -> None:
     refused = run(unknown_rule, {})
     assert not refused[1]
     assert run(unknown_rule, {}, allow(ResourceType.CLUSTER, CLUSTER_NAME, Op.ALTER))[1]
+
+
+def test_authorized_operations_bit_fields() -> None:
+    body = {
+        "topics": [{"name": "t"}],
+        "include_topic_authorized_operations": True,
+        "include_cluster_authorized_operations": True,
+    }
+    answer = {"topics": [{"name": "t", "error_code": 0, "partitions": []}]}
+    response, _ = run(3, body, allow(ResourceType.TOPIC, "t", Op.WRITE), version=10, answer=answer)
+    # WRITE, and DESCRIBE which WRITE implies
+    assert response["topics"][0]["topic_authorized_operations"] == (1 << 4) | (1 << 8)
+    assert response["cluster_authorized_operations"] == 0
+    groups = run(
+        15,
+        {"groups": ["g"], "include_authorized_operations": True},
+        allow(ResourceType.GROUP, "g", Op.ALL),
+        answer={"groups": [{"group_id": "g", "error_code": 0}]},
+    )[0]
+    assert groups["groups"][0]["authorized_operations"] == sum(
+        1 << int(op) for op in (Op.READ, Op.DESCRIBE, Op.DELETE, Op.DESCRIBE_CONFIGS,
+                                Op.ALTER_CONFIGS)
+    )  # fmt: skip
