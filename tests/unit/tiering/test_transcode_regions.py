@@ -7,11 +7,13 @@ values are written as binary_view arrays pointing into it, and the file is the l
 - Transcoding with tiny regions and runs (batches that do not fit, batches larger than a
   region, codec none mixed in) still rebuilds every segment byte for byte.
 - The footer's Arrow schema is the layout's: readers get ``binary`` columns, never views.
+- Copier threads transcoding at once keep their regions apart (distinct bytes per record).
 """
 
 from __future__ import annotations
 
 import base64
+from concurrent.futures import ThreadPoolExecutor
 from unittest import mock
 
 import pyarrow as pa
@@ -137,3 +139,25 @@ def test_the_footer_holds_the_layout_schema() -> None:
             theirs = again.metadata.row_group(group).column(column)
             assert ours.total_compressed_size == theirs.total_compressed_size
             assert ours.statistics == theirs.statistics
+
+
+def test_parallel_transcodes_keep_their_regions_apart() -> None:
+    segments = []
+    for seed in range(4):
+        records = [
+            RecordInput(b"%d" % i, b"%d-%d-" % (seed, i) * (5 + i % 7), (), i) for i in range(3000)
+        ]
+        segment = b""
+        for base in range(0, 3000, 100):
+            segment += build_batch(records[base : base + 100], base_offset=base, compression=4)
+        segments.append(segment)
+    with (
+        mock.patch.object(transcode, "_RUN_BYTES", 20_000),
+        ThreadPoolExecutor(4) as pool,
+    ):
+        results = list(
+            pool.map(lambda s: segment_to_parquet(s, row_group_rows=500)[0], segments * 3)
+        )
+    for segment, data in zip(segments * 3, results, strict=True):
+        assert isinstance(data, bytes)
+        assert parquet_to_batches(data, 0, 1 << 30) == segment
