@@ -471,6 +471,9 @@ class GroupCoordinator:
                     for topic, partition in shard.offsets.pop(group_id, {}):
                         fx.records.append((offset_key(group_id, topic, partition), None))
                 return code
+            # Sessions whose deadline has passed expire first, as Kafka's timer would have
+            # fired already: a static member closed session.timeout.ms ago is gone.
+            shard.tick(fx)
             group = shard.groups.get(group_id)
             if group is None:
                 return ErrorCode.GROUP_ID_NOT_FOUND
