@@ -277,7 +277,11 @@ class Node:
         # The hot read service (gRPC) publishes the address it bound through the config
         # DescribeConfigs serves (sparklog.readservice documents it).
         self.read_service = await start_read_service(
-            config, replica_manager, lambda: self.remote_log_manager, self._scram_credential
+            config,
+            replica_manager,
+            lambda: self.remote_log_manager,
+            self._scram_credential,
+            authorizer=StandardAuthorizer.from_config(config, lambda: plane.loader.image.acls.acls),
         )
         if self.read_service is not None:
             config = self.config = self.read_service.config

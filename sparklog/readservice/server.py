@@ -37,12 +37,14 @@ from sparklog.broker.partition import Partition
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.config import ServerConfig
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.security.authorizer import StandardAuthorizer
 from sparklog.security.grpc_security import read_service_security
 from sparklog.security.sasl_server import ScramLookup
 from sparklog.storage.errors import OffsetMovedToTieredStorageError, OffsetOutOfRangeError
 
 from . import hot_read_pb2 as pb
 from . import hot_read_pb2_grpc as pb_grpc
+from .authz import ReadAuthorizer
 from .chunk_wire import encode_chunk
 from .chunks import LISTENER_KEY, aborted_ranges, bind_address, data_batches, published_address
 from .chunks import status_for as _status_name
@@ -89,10 +91,13 @@ class HotReadServicer(pb_grpc.HotReadServicer):
         replica_manager: ReplicaManager,
         remote: Callable[[], RemoteFetch | None],
         executor: ThreadPoolExecutor,
+        read_authorizer: ReadAuthorizer | None = None,
     ) -> None:
         self._replicas = replica_manager
         self._remote = remote
         self._executor = executor
+        # READ on the topic, as a Fetch (sparklog.readservice.authz); None: no authorizer
+        self._read_authorizer = read_authorizer
 
     def _leader(self, request: Any) -> Partition:
         try:
@@ -137,6 +142,10 @@ class HotReadServicer(pb_grpc.HotReadServicer):
         return partition.log.collect_aborted_transactions(start, upper)
 
     async def ReadRange(self, request: Any, context: Any) -> AsyncIterator[bytes]:
+        if self._read_authorizer is not None:
+            refusal = self._read_authorizer.refusal(context, request.topic)
+            if refusal is not None:
+                await context.abort(grpc.StatusCode.PERMISSION_DENIED, refusal)
         try:
             try:
                 async for chunk in self._stream(request):
@@ -251,6 +260,7 @@ async def start_read_service(
     replica_manager: ReplicaManager,
     remote: Callable[[], RemoteFetch | None] = lambda: None,
     scram_lookup: ScramLookup | None = None,
+    authorizer: StandardAuthorizer | None = None,
 ) -> ReadService | None:
     """Start the service on the running loop, or return None when it is disabled."""
     where = bind_address(config)
@@ -265,7 +275,12 @@ async def start_read_service(
         options=[("grpc.max_send_message_length", -1), ("grpc.so_reuseport", 0)],
         interceptors=security.interceptors() if security is not None else None,
     )
-    _add_servicer(HotReadServicer(replica_manager, remote, executor), server)
+    read_authorizer = None
+    if authorizer is not None:
+        ssl_settings = security.listener.ssl if security is not None else None
+        rules = ssl_settings.principal_mapping_rules if ssl_settings is not None else None
+        read_authorizer = ReadAuthorizer(authorizer, rules)
+    _add_servicer(HotReadServicer(replica_manager, remote, executor, read_authorizer), server)
     bind_host = "[::]" if host in ("", "::") else (f"[{host}]" if ":" in host else host)
     if credentials is not None:
         bound_port = server.add_secure_port(f"{bind_host}:{port}", credentials)

@@ -402,3 +402,33 @@ def test_acls_tool_errors(acl_node: Node, module_node: Node) -> None:
     assert disabled.status == 1
     assert "SECURITY_DISABLED" in disabled.err
     assert "Traceback" not in disabled.err
+
+
+def test_hot_read_service_checks_read(acl_node: Node) -> None:
+    import grpc
+
+    from sparklog.connector import hot
+    from sparklog.connector.hot import read_service_address
+    from sparklog.readservice import hot_read_pb2 as pb
+    from sparklog.readservice import hot_read_pb2_grpc as pb_grpc
+
+    denied, allowed = unique_topic("acl-hot-no"), unique_topic("acl-hot-ok")
+    for topic in (denied, allowed):
+        create_topic(acl_node, topic, 1)
+        assert produce_error(acl_node, topic) is None
+    allow_all_and_deny(acl_node, denied, AclOperation.READ)
+    hot._addresses.clear()
+    address = read_service_address(acl_node.bootstrap)
+    assert address is not None
+    with grpc.insecure_channel(address) as channel:
+        stub = pb_grpc.HotReadStub(channel)  # type: ignore[no-untyped-call]
+
+        def read(topic: str) -> list[Any]:
+            request = pb.ReadRangeRequest(topic=topic, partition=0, start_offset=0, end_offset=1)
+            return list(stub.ReadRange(request, timeout=TIMEOUT_S))
+
+        assert len(read(allowed)) == 1
+        with pytest.raises(grpc.RpcError) as failure:
+            read(denied)
+    assert failure.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert failure.value.details().startswith("TOPIC_AUTHORIZATION_FAILED")
