@@ -1,10 +1,11 @@
-"""A KRaft cluster with every listener on SASL_SSL: 1 controller + 2 brokers, then a broker
+"""A KRaft cluster with every listener on SASL_SSL: 3 controllers + 3 brokers, then a broker
 with a wrong password that must not join.
 
 Controller listener: SASL_SSL with PLAIN (KRaft controllers cannot use SCRAM among themselves:
 the credentials live in the log they replicate, as in Kafka). Broker listener: SASL_SSL with
 SCRAM-SHA-512, also between brokers (replica fetchers, transaction markers). A topic with
-replication factor 2 fills its ISR only if the replica fetcher authenticated.
+replication factor 3 fills its ISR only if the replica fetchers authenticated; the controllers'
+quorum (Vote, Fetch) runs over SASL_SSL too.
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 
 class SecureCluster(Cluster):
-    def __init__(self, root: Path, brokers: int = 2) -> None:
+    def __init__(self, root: Path, controllers: int = 3, brokers: int = 3) -> None:
         self.tls = make_tls(root / "tls")
-        super().__init__(root, controllers=1, brokers=brokers)
+        super().__init__(root, controllers=controllers, brokers=brokers)
 
     def _properties(self, node: ClusterNode) -> dict[str, str]:
         props = super()._properties(node)
@@ -137,7 +138,7 @@ def cluster(tmp_path: Path) -> Iterator[SecureCluster]:
     for node in secure.nodes:
         assert_no_lost_task(node.log_path)
         text = node.log_path.read_text(errors="replace")
-        for secret in (*SECRETS, CONTROLLER_PASSWORD):
+        for secret in (*SECRETS, CONTROLLER_PASSWORD, "wrong-password"):
             assert secret not in text, f"a password reached {node.name}'s log"
 
 
@@ -147,14 +148,14 @@ def test_sasl_ssl_cluster_replicates_and_refuses_a_wrong_password(
     config = cluster.client()
     admin = AdminClient(config)
     topic = "secured-replicated"
-    admin.create_topics([NewTopic(topic, 1, 2)])[topic].result(60)
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(60)
 
     def isr_full() -> bool:
         metadata = admin.list_topics(topic, timeout=10)
         partition = metadata.topics[topic].partitions.get(0)
-        return partition is not None and len(partition.isrs) == 2
+        return partition is not None and len(partition.isrs) == 3
 
-    wait_until("both replicas in the ISR", isr_full, timeout_s=90, tolerate=(Exception,))
+    wait_until("all three replicas in the ISR", isr_full, timeout_s=90, tolerate=(Exception,))
     producer = Producer({**config, "acks": "all", "enable.idempotence": True})
     errors: list[Any] = []
 
@@ -184,4 +185,4 @@ def test_sasl_ssl_cluster_replicates_and_refuses_a_wrong_password(
     )
     time.sleep(3)
     brokers = {b.id for b in admin.list_topics(timeout=10).brokers.values()}
-    assert brokers == {101, 102}
+    assert brokers == {101, 102, 103}
