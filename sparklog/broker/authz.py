@@ -143,7 +143,7 @@ async def _fetch(check: Check, request: Request, serve: Serve) -> dict[str, Any]
         # An incremental fetch answers for partitions of its session the request does not
         # name: an ACL removed since they were added still applies (Kafka checks them all).
         for topic in response.get("responses") or ():
-            if not check.topic(Op.READ, topic, "topic"):
+            if not check.topic(Op.READ, topic, "topic", quiet=True):
                 topic["partitions"] = [
                     {
                         **_DENIED_FETCH_PARTITION,
@@ -214,7 +214,7 @@ async def _metadata(check: Check, request: Request, serve: Serve) -> dict[str, A
     response["topics"] = [
         t
         for t in response.get("topics") or ()
-        if t.get("name") not in denied_names and check.topic(Op.DESCRIBE, t, "name")
+        if t.get("name") not in denied_names and check.topic(Op.DESCRIBE, t, "name", quiet=True)
     ]
     if body.get("include_topic_authorized_operations"):
         for topic in response["topics"]:
@@ -247,7 +247,7 @@ async def _describe_topic_partitions(
         return None
     topics = []
     for topic in response.get("topics") or ():
-        if check.topic(Op.DESCRIBE, topic, "name"):
+        if check.topic(Op.DESCRIBE, topic, "name", quiet=True):
             topics.append(topic)
         elif request.body.get("topics"):
             topics.append({**topic, "error_code": int(TOPIC_DENIED), "partitions": []})
@@ -262,7 +262,7 @@ def _per_topic_named(operation: Op, rsp_topics: str, alt_create: bool = False) -
         body = request.body
 
         def ok(topic: dict[str, Any]) -> bool:
-            if alt_create and check.cluster(Op.CREATE):
+            if alt_create and check.cluster(Op.CREATE, quiet=True):
                 return True
             return check.topic(operation, topic, "name")
 
@@ -412,7 +412,7 @@ async def authorized_call(
     topic_name: Callable[[bytes], str | None],
 ) -> dict[str, Any] | None:
     """Serve ``request`` for ``session``'s principal as the module docstring says."""
-    check = Check(authorizer, session.principal, session.client_host, topic_name)
+    check = Check(authorizer, session.principal, session.client_host, topic_name, request.api.name)
     if authorizer.is_super_user(session.principal):
         return await serve(request)
     rule = RULES.get(request.api.key, _FAIL_CLOSED)

@@ -86,7 +86,7 @@ def _filter_fetched_topics(
 ) -> list[dict[str, Any]]:
     kept = []
     for topic in topics:
-        if check.topic(Op.DESCRIBE, topic):
+        if check.topic(Op.DESCRIBE, topic, quiet=True):
             kept.append(topic)
         elif requested:
             partitions = [
@@ -187,11 +187,11 @@ def per_group(operation: Op, req_key: str, rsp_key: str) -> Rule:
 
 async def _list_groups(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
     response = await serve(request)
-    if response is not None and not check.cluster(Op.DESCRIBE):
+    if response is not None and not check.cluster(Op.DESCRIBE, quiet=True):
         response["groups"] = [
             g
             for g in response.get("groups") or ()
-            if check.allowed(Op.DESCRIBE, Res.GROUP, g["group_id"])
+            if check.allowed(Op.DESCRIBE, Res.GROUP, g["group_id"], quiet=True)
         ]
     return response
 
@@ -226,7 +226,7 @@ async def _init_producer_id(check: Check, request: Request, serve: Serve) -> dic
         if check.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, txn):
             return await serve(request)
         code = TXN_DENIED
-    elif check.cluster(Op.IDEMPOTENT_WRITE) or check.by_type(Op.WRITE, Res.TOPIC):
+    elif check.cluster(Op.IDEMPOTENT_WRITE, quiet=True) or check.by_type(Op.WRITE, Res.TOPIC):
         return await serve(request)
     else:
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -310,7 +310,7 @@ async def _list_transactions(check: Check, request: Request, serve: Serve) -> di
         response["transaction_states"] = [
             t
             for t in response.get("transaction_states") or ()
-            if check.allowed(Op.DESCRIBE, Res.TRANSACTIONAL_ID, t["transactional_id"])
+            if check.allowed(Op.DESCRIBE, Res.TRANSACTIONAL_ID, t["transactional_id"], quiet=True)
         ]
     return response
 

@@ -5,10 +5,15 @@
 - :func:`per_topic` is the common "topics with partitions" shape: unauthorized topics leave the
   request and come back in the response with the denial code on each of their partitions.
 - :func:`error_response` is a whole request refused with one code, in the place a client reads.
+- A refusal the client asked for (not a filter such as Metadata's topic list) is logged at INFO
+  on the ``sparklog.authorizer`` logger in the shape of Kafka's ``kafka.authorizer.logger``:
+  ``Principal = User:bob is Denied operation = WRITE from host = 10.0.0.7 on resource =
+  Topic:LITERAL:orders for request = Produce``.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
@@ -21,6 +26,13 @@ from sparklog.security.authorizer import StandardAuthorizer
 from sparklog.security.principal import KafkaPrincipal
 
 Serve = Callable[[Request], Awaitable[dict[str, Any] | None]]
+audit_log = logging.getLogger("sparklog.authorizer")
+_RESOURCE_NAMES = {
+    ResourceType.TOPIC: "Topic",
+    ResourceType.GROUP: "Group",
+    ResourceType.CLUSTER: "Cluster",
+    ResourceType.TRANSACTIONAL_ID: "TransactionalId",
+}
 
 # The operations each resource type supports (Kafka's AclEntry.supportedOperations), for the
 # authorized-operations bit fields of KIP-430.
@@ -68,16 +80,34 @@ class Check:
     principal: KafkaPrincipal
     host: str
     topic_name: Callable[[bytes], str | None]
+    request_name: str = ""
 
     def allowed(
-        self, operation: AclOperation, resource_type: ResourceType, name: str | None
+        self,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str | None,
+        *,
+        quiet: bool = False,
     ) -> bool:
-        return self.authorizer.authorize(
-            self.principal, self.host, operation, resource_type, name or CLUSTER_NAME
-        )
+        resource = name or CLUSTER_NAME
+        if self.authorizer.authorize(self.principal, self.host, operation, resource_type, resource):
+            return True
+        if not quiet:
+            audit_log.info(
+                "Principal = %s is Denied operation = %s from host = %s on resource = %s:LITERAL:%s"
+                " for request = %s",
+                self.principal,
+                operation.name,
+                self.host,
+                _RESOURCE_NAMES.get(resource_type, resource_type.name),
+                resource,
+                self.request_name,
+            )
+        return False
 
-    def cluster(self, operation: AclOperation) -> bool:
-        return self.allowed(operation, ResourceType.CLUSTER, CLUSTER_NAME)
+    def cluster(self, operation: AclOperation, *, quiet: bool = False) -> bool:
+        return self.allowed(operation, ResourceType.CLUSTER, CLUSTER_NAME, quiet=quiet)
 
     def by_type(self, operation: AclOperation, resource_type: ResourceType) -> bool:
         return self.authorizer.authorize_by_resource_type(
@@ -88,11 +118,18 @@ class Check:
         """KIP-430's bit field: bit ``op`` set for each supported operation allowed."""
         bits = 0
         for operation in SUPPORTED_OPERATIONS[resource_type]:
-            if self.allowed(operation, resource_type, name):
+            if self.allowed(operation, resource_type, name, quiet=True):
                 bits |= 1 << int(operation)
         return bits
 
-    def topic(self, operation: AclOperation, entry: dict[str, Any], name_key: str = "name") -> bool:
+    def topic(
+        self,
+        operation: AclOperation,
+        entry: dict[str, Any],
+        name_key: str = "name",
+        *,
+        quiet: bool = False,
+    ) -> bool:
         name = entry.get(name_key)
         if not name:
             topic_id = bytes(entry.get("topic_id") or _NO_ID)
@@ -101,7 +138,7 @@ class Check:
             name = self.topic_name(topic_id)
             if name is None:
                 return True
-        return self.allowed(operation, ResourceType.TOPIC, name)
+        return self.allowed(operation, ResourceType.TOPIC, name, quiet=quiet)
 
 
 def split(items: list[T], ok: Callable[[T], bool]) -> tuple[list[T], list[T]]:

@@ -4,8 +4,11 @@ KafkaApis answers for each kind of request, what reaches the handler, and what c
 from __future__ import annotations
 
 import asyncio
+import logging
 from types import MappingProxyType
 from typing import Any
+
+import pytest
 
 from sparklog.broker.authz import RULES, authorized_call
 from sparklog.protocol.errors import ErrorCode
@@ -61,6 +64,18 @@ def codes(response: dict[str, Any], topics: str, partitions: str) -> dict[str, l
         t.get("name") or t.get("topic"): [p["error_code"] for p in t[partitions]]
         for t in response[topics]
     }
+
+
+def test_refusals_are_audited_filters_are_not(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="sparklog.authorizer")
+    run(11, {"group_id": "g"})
+    assert caplog.messages == [
+        "Principal = User:alice is Denied operation = READ from host = 127.0.0.1 on resource = "
+        "Group:LITERAL:g for request = JoinGroup"
+    ]
+    caplog.clear()
+    run(16, {}, answer={"groups": [{"group_id": "g"}]})
+    assert caplog.messages == []
 
 
 def test_produce_per_topic_and_transactional_id() -> None:
