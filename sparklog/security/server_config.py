@@ -113,6 +113,8 @@ class SslSettings:
     truststore_certificates: str | None = None
     client_auth: str = "none"
     enabled_protocols: tuple[str, ...] = SUPPORTED_TLS_VERSIONS
+    # ssl.protocol: TLSv1.2 caps the version at 1.2 (a Java TLSv1.2 context); TLSv1.3/TLS do not.
+    protocol: str = "TLSv1.3"
     principal_mapping_rules: str = "DEFAULT"
     endpoint_identification_algorithm: str = "https"
 
@@ -177,6 +179,7 @@ def ssl_settings_from(get: Any) -> SslSettings:
         truststore_certificates=get("ssl.truststore.certificates"),
         client_auth=str(get("ssl.client.auth")),
         enabled_protocols=tuple(get("ssl.enabled.protocols")),
+        protocol=str(get("ssl.protocol")),
         principal_mapping_rules=str(get("ssl.principal.mapping.rules")),
         endpoint_identification_algorithm=str(get("ssl.endpoint.identification.algorithm")),
     )
@@ -237,6 +240,10 @@ def _check_ssl(listener: str, ssl: SslSettings) -> None:
                 f"ssl.enabled.protocols of {where}: {version} is not supported "
                 f"(use {', '.join(SUPPORTED_TLS_VERSIONS)})"
             )
+    if ssl.protocol not in (*SUPPORTED_TLS_VERSIONS, "TLS"):
+        raise ConfigError(
+            f"ssl.protocol={ssl.protocol} of {where} is not supported (use TLSv1.3, TLSv1.2 or TLS)"
+        )
     if not ssl.enabled_protocols:
         raise ConfigError(f"ssl.enabled.protocols of {where} is empty")
     if not ssl.has_keystore:

@@ -8,8 +8,9 @@ Contract:
   ``ssl.keystore.password``). Truststores: PEM (file or inline ``ssl.truststore.certificates``)
   or PKCS12. Key material that must pass through a file to reach OpenSSL is written to a
   private (0700) temporary directory and removed before the call returns.
-- ``ssl.enabled.protocols`` bounds the TLS versions; ``ssl.client.auth`` none/requested/
-  required maps to CERT_NONE/CERT_OPTIONAL/CERT_REQUIRED. A client verifies the server against
+- ``ssl.enabled.protocols`` bounds the TLS versions (``ssl.protocol=TLSv1.2`` caps them at
+  1.2); ``ssl.client.auth`` none/requested/required maps to CERT_NONE/CERT_OPTIONAL/
+  CERT_REQUIRED. A client verifies the server against
   its truststore (the system's when none is set) and checks the host name unless
   ``ssl.endpoint.identification.algorithm`` is empty.
 - Any problem is a :class:`ConfigError` naming the key, never echoing a secret.
@@ -145,6 +146,8 @@ def _load_truststore(context: ssl.SSLContext, settings: SslSettings, purpose: ss
 
 def _bound_versions(context: ssl.SSLContext, settings: SslSettings) -> None:
     versions = sorted(_VERSIONS[v] for v in settings.enabled_protocols if v in _VERSIONS)
+    if settings.protocol == "TLSv1.2":
+        versions = [v for v in versions if v <= ssl.TLSVersion.TLSv1_2]
     if not versions:
         raise ConfigError("ssl.enabled.protocols names no supported version (TLSv1.2, TLSv1.3)")
     context.minimum_version = versions[0]

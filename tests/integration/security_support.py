@@ -60,6 +60,7 @@ class SecureNode(Node):
         self.tls = make_tls(workdir / "tls")
         self.sasl_port = free_port()
         self.ssl_port = free_port()
+        self.metrics_port = free_port()
         super().__init__(workdir, overrides)
 
     @property
@@ -89,6 +90,7 @@ class SecureNode(Node):
                 "listener.name.ssl.ssl.client.auth": "required",
                 "ssl.principal.mapping.rules": "RULE:^CN=([^,]*),.*$/$1/,DEFAULT",
                 "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
+                "sparklog.metrics.listener": f"{host}:{self.metrics_port}",
                 "listener.name.sasl_ssl.plain.sasl.jaas.config": (
                     "org.apache.kafka.common.security.plain.PlainLoginModule required "
                     f'username="plainuser" password="{PLAIN_PASSWORD}" '

@@ -12,6 +12,7 @@ import base64
 import shutil
 import subprocess
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +45,14 @@ def secure_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureNode
     node.start()
     try:
         yield node
+        # Metrics and logs never hold a password (the node served every test below by now).
+        url = f"http://127.0.0.1:{node.metrics_port}"
+        for path in ("/metrics", "/metrics.json"):
+            with urllib.request.urlopen(url + path, timeout=30) as response:
+                metrics = response.read().decode(errors="replace")
+            assert "kafka_server" in metrics or "kafka.server" in metrics
+            for secret in SECRETS:
+                assert secret not in metrics, f"a password is in {path}"
     finally:
         node.stop()
     text = node.log_path.read_text(errors="replace")

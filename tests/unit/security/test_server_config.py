@@ -93,6 +93,14 @@ SSL_LISTENERS = "PLAINTEXT://:9092,CONTROLLER://:9093,SSL://:9094"
             },
             "ssl.enabled.protocols of listener SSL: TLSv1.1 is not supported",
         ),
+        (
+            {
+                "ssl.keystore.location": "/k.p12",
+                "ssl.keystore.type": "PKCS12",
+                "ssl.protocol": "SSLv3",
+            },
+            "ssl.protocol=SSLv3 of listener SSL is not supported",
+        ),
     ],
 )
 def test_tls_listener_checks(

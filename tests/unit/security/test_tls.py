@@ -134,6 +134,8 @@ def test_client_rejects_untrusted_server_and_tls_version_bounds(
             connect(harness.port, client(stores, truststore_location=str(other)))
         with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
             connect(harness.port, client(stores, enabled_protocols=("TLSv1.2",)))
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+            connect(harness.port, client(stores, protocol="TLSv1.2"))
         # Garbage instead of a ClientHello closes that connection only.
         with socket.create_connection(("127.0.0.1", harness.port), timeout=30) as raw:
             raw.sendall(b"\x00\x00\x00\x10" + b"\x00" * 16)
