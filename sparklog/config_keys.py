@@ -245,6 +245,7 @@ DEFS: dict[str, ConfigDef] = {
         _d("share.coordinator.state.topic.segment.bytes", "int", 104857600, minimum=1),
         _d("share.coordinator.snapshot.update.records.per.snapshot", "int", 500, minimum=0),
         _d("share.coordinator.write.timeout.ms", "int", 5000, minimum=1),
+        _d("share.coordinator.state.topic.prune.interval.ms", "long", 300000, minimum=1),
         _d("broker.heartbeat.interval.ms", "int", 2000),
         _d("broker.session.timeout.ms", "int", 9000),
         _d("initial.broker.registration.timeout.ms", "int", 60000),

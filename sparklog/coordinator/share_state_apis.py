@@ -10,8 +10,9 @@ Contract:
   coordinator for it, any other broker answers NOT_COORDINATOR.
 - The topic is created on first use from the ``share.coordinator.state.topic.*`` keys, like
   ``__consumer_offsets``: replicated, ``min.insync.replicas`` from the min.isr key, unclean
-  election off, ``cleanup.policy=delete`` with no time or size retention (snapshots make older
-  records redundant; they are never cleaned here).
+  election off, ``cleanup.policy=delete`` with no time or size retention: the coordinator
+  deletes the records that every key's newer snapshot made redundant, at most once per
+  ``share.coordinator.state.topic.prune.interval.ms`` (as Kafka's share coordinator prunes).
 - A leader loads its partition by replaying it (:mod:`sparklog.coordinator.log_replay`) the
   first time it is asked after becoming leader (or after its leader epoch changed). Every
   change is appended with ``acks=all`` before it is applied and answered, so an answered write
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +104,7 @@ class _Loaded:
     leader_epoch: int
     store: ShareStateStore
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    pruned_at: float = 0.0
 
 
 @dataclass
@@ -127,7 +130,7 @@ class ShareStateCoordinator:
         for _header, records in replay_batches(rm, partition, name, control=False):
             for record in records:
                 try:
-                    store.replay(record.key, record.value)
+                    store.replay(record.key, record.value, record.offset)
                 except ShareRecordError as exc:
                     log.warning("Skipping record %d of %s: %s", record.offset, name, exc)
         log.info(
@@ -146,9 +149,32 @@ class ShareStateCoordinator:
         if not records:
             return
         batch = build_batch([RecordInput(k, v) for k, v in records])
-        await self.ctx.replica_manager.append(SHARE_STATE_TOPIC, index, bytearray(batch), -1)
-        for key, value in records:
-            loaded.store.replay(key, value)
+        outcome = await self.ctx.replica_manager.append(
+            SHARE_STATE_TOPIC, index, bytearray(batch), -1
+        )
+        for delta, (key, value) in enumerate(records):
+            loaded.store.replay(key, value, outcome.base_offset + delta)
+        self._maybe_prune(index, loaded)
+
+    def _maybe_prune(self, index: int, loaded: _Loaded) -> None:
+        """Delete the records every key's newer snapshot made redundant, at most once per
+        ``share.coordinator.state.topic.prune.interval.ms``."""
+        now = time.monotonic()
+        interval_s = int(self.ctx.config.get("share.coordinator.state.topic.prune.interval.ms"))
+        if now - loaded.pruned_at < interval_s / 1000:
+            return
+        loaded.pruned_at = now
+        partition = self.ctx.replica_manager.partitions.get((SHARE_STATE_TOPIC, index))
+        if partition is None:
+            return
+        target = min(loaded.store.redundant_before(), partition.high_watermark)
+        if target <= partition.log_start_offset:
+            return
+        try:
+            self.ctx.replica_manager.delete_records(SHARE_STATE_TOPIC, index, target)
+            log.debug("Pruned %s-%d below offset %d", SHARE_STATE_TOPIC, index, target)
+        except KafkaApiError as exc:
+            log.info("Could not prune %s-%d: %s", SHARE_STATE_TOPIC, index, exc.message)
 
     async def run(
         self, group_id: str, topic_id: bytes, partition: int, op: str, **args: Any

@@ -16,7 +16,9 @@ Rules kept here:
 - A write or read naming a leader epoch older than the highest seen for its key is
   FENCED_LEADER_EPOCH: a deposed leader can never overwrite its successor's state. A write
   naming another state epoch than the current one is FENCED_STATE_EPOCH.
-- Replaying the records in log order gives back exactly the state the writes produced.
+- Replaying the records in log order gives back exactly the state the writes produced, and
+  every record below :meth:`ShareStateStore.redundant_before` (the oldest of the keys' latest
+  snapshots) can be deleted without changing what a replay gives.
 """
 
 from __future__ import annotations
@@ -147,13 +149,27 @@ class ShareStateStore:
     updates_per_snapshot: int = 500
     states: dict[StateKey, ShareState] = field(default_factory=dict)
     updates_since_snapshot: dict[StateKey, int] = field(default_factory=dict)
+    # offset of each key's latest snapshot, and the offset after the last record replayed
+    snapshot_offsets: dict[StateKey, int] = field(default_factory=dict)
+    next_offset: int = 0
 
-    def replay(self, key: bytes | None, value: bytes | None) -> None:
+    def redundant_before(self) -> int:
+        """Every record below this offset is superseded by a later snapshot or tombstone: the
+        partition may be pruned up to it (Kafka's share coordinator does the same)."""
+        return min(self.snapshot_offsets.values(), default=self.next_offset)
+
+    def replay(self, key: bytes | None, value: bytes | None, offset: int = -1) -> None:
+        """Apply one record (at ``offset`` in the partition, -1 when unknown)."""
+        if offset >= 0:
+            self.next_offset = max(self.next_offset, offset + 1)
         state_key, snapshot, v = decode_record(key, value)
         if v is None:
             self.states.pop(state_key, None)
             self.updates_since_snapshot.pop(state_key, None)
+            self.snapshot_offsets.pop(state_key, None)
             return
+        if snapshot and offset >= 0:
+            self.snapshot_offsets[state_key] = offset
         batches = tuple(
             (b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
             for b in v["state_batches"]

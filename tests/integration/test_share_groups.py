@@ -60,6 +60,8 @@ def share_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
                 "group.share.delivery.count.limit": DELIVERY_LIMIT,
                 "group.share.heartbeat.interval.ms": 1000,
                 "sparklog.metrics.listener": f"127.0.0.1:{free_port()}",
+                "share.coordinator.snapshot.update.records.per.snapshot": 10,
+                "share.coordinator.state.topic.prune.interval.ms": 1,
             }
         )
     finally:

@@ -51,6 +51,9 @@ SETTINGS = {
     "share.coordinator.state.topic.num.partitions": STATE_PARTITIONS,
     "share.coordinator.state.topic.replication.factor": 3,
     "share.coordinator.state.topic.min.isr": 2,
+    # Snapshots and pruning often, so recovery reads a pruned log.
+    "share.coordinator.snapshot.update.records.per.snapshot": 10,
+    "share.coordinator.state.topic.prune.interval.ms": 1,
 }
 TOPIC = "work"
 GROUP = "queue"

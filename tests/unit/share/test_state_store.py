@@ -87,3 +87,29 @@ def test_delete_writes_a_tombstone() -> None:
     apply(store, store.delete(KEY))
     assert KEY not in store.states
     assert store.read(KEY, 1) == (ErrorCode.NONE, None, [])
+
+
+@settings(max_examples=60)
+@given(
+    ops=st.lists(
+        st.tuples(st.integers(0, 2), st.integers(0, 1000), st.booleans()), min_size=1, max_size=40
+    ),
+    per_snapshot=st.integers(0, 3),
+)
+def test_pruning_below_redundant_before_keeps_the_state(
+    ops: list[tuple[int, int, bool]], per_snapshot: int
+) -> None:
+    store = ShareStateStore(per_snapshot)
+    log: list[tuple[bytes, bytes | None]] = []
+    for which, start, delete in ops:
+        key = ("g", b"\x01" * 16, which)
+        records = store.delete(key) if delete else store.write(key, 0, 1, start, ())[1]
+        for k, v in records:
+            store.replay(k, v, len(log))
+            log.append((k, v))
+    prune = store.redundant_before()
+    assert 0 <= prune <= len(log)
+    pruned = ShareStateStore(per_snapshot)
+    for offset in range(prune, len(log)):
+        pruned.replay(*log[offset], offset)
+    assert pruned.states == store.states
