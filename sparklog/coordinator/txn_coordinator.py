@@ -523,6 +523,9 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_REQUEST
         shard = self._shard(transactional_id)
         async with shard.lock:
+            if not self._current(shard):
+                # The partition moved while this request waited: its state is stale.
+                return ErrorCode.NOT_COORDINATOR
             meta = shard.txns.get(transactional_id)
             if meta is None:
                 return ErrorCode.INVALID_PRODUCER_ID_MAPPING

@@ -6,7 +6,7 @@ timeout, 14 s message timeout) runs transactions back to back, each writing to a
 partitions (led by all three brokers) and then committing or aborting, while a seeded fault
 thread SIGKILLs (and restarts) or SIGSTOPs (short, and past the broker session timeout) the
 coordinator's broker or a partition leader, or SIGSTOPs both other brokers past
-replica.lag.time.max.ms (NOT_ENOUGH_REPLICAS for the transaction log and the markers), one
+replica.lag.time.max.ms (the transaction log and the markers wait on the ISR), one
 fault at a time, waiting for a full ISR in between. The producer handles errors as an
 application must: a retriable commit is retried, an abortable error is followed by
 ``abort_transaction``. Asserted:
@@ -108,9 +108,9 @@ class Nemesis(threading.Thread):
         return self.cluster.broker(self.rng.choice(others))
 
     def stop_followers(self) -> None:
-        """Both brokers but the coordinator's paused past replica.lag.time.max.ms: the ISRs
-        shrink below min.insync.replicas, so appends to ``__transaction_state`` and markers
-        fail with NOT_ENOUGH_REPLICAS until they are back (kept under the message timeout:
+        """Both brokers but the coordinator's paused past replica.lag.time.max.ms: appends to
+        ``__transaction_state`` and markers wait on the ISR, or fail with NOT_ENOUGH_REPLICAS
+        once it shrank, until they are back (kept under the message timeout:
         a transaction whose partitions cannot be added before its records time out ends
         INVALID_TXN_STATE after a commit, in Kafka too)."""
         coordinator = find_coordinator(self.cluster, TID)

@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 
+from sparklog.coordinator.txn_coordinator import TRANSACTION_STATE_TOPIC
 from sparklog.coordinator.txn_records import TxnState
 from sparklog.coordinator.txn_state import TxnError, TxnMetadata, new_metadata
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from tests.unit.coordinator.test_txn_coordinator import Setup, init, settle
+from tests.unit.coordinator.txn_support import set_leader
 
 PID, EPOCH = 1000, 3
 TP = ("t", 0)
@@ -184,5 +186,24 @@ def test_complete_is_retried_until_written(tmp_path: Path, appended: bool) -> No
                 break
         assert state_of(s) is TxnState.COMPLETE_COMMIT
         assert s.fresh().describe("tx") == c.describe("tx")
+
+    asyncio.run(run())
+
+
+def test_request_waiting_while_leadership_moves_is_not_coordinator(tmp_path: Path) -> None:
+    """A request queued behind another on the shard's lock while this broker stops leading
+    the partition (a resumed SIGSTOPped coordinator) must not answer from the stale state:
+    NOT_COORDINATOR, as Kafka once the partition is unloaded (it was INVALID_TXN_STATE)."""
+
+    async def run() -> None:
+        s = Setup(tmp_path)
+        c = s.coordinator
+        await init(c)
+        shard = c._shard("tx")
+        async with shard.lock:
+            waiting = asyncio.get_running_loop().create_task(c.end_txn("tx", PID, 0, False))
+            await asyncio.sleep(0.05)
+            set_leader(s.replicas, TRANSACTION_STATE_TOPIC, 2, 1)
+        assert await waiting == ErrorCode.NOT_COORDINATOR
 
     asyncio.run(run())
