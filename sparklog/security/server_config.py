@@ -3,7 +3,8 @@
 Contract:
 - :func:`listener_security` resolves one listener's settings: ``listener.name.<name>.<key>``
   (name lower-cased, as Kafka) overrides ``<key>``; SASL login modules come only from
-  ``listener.name.<name>.<mechanism>.sasl.jaas.config``.
+  ``listener.name.<name>.<mechanism>.sasl.jaas.config``. A SASL_SSL listener asks for client
+  certificates only with a listener-prefixed ``ssl.client.auth`` (KIP-684).
 - :func:`validate_security` runs at configuration load (before anything touches disk) and
   raises :class:`ConfigError` naming the key for anything asked for that this node does not do:
   an SSL/SASL_SSL listener without a usable keystore, a JKS store, a SASL mechanism other than
@@ -17,7 +18,7 @@ Contract:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sparklog.config_keys import DEFS, ConfigError, parse_config_value
@@ -190,6 +191,10 @@ def listener_security(config: ServerConfig, name: str) -> ListenerSecurity:
     ssl = None
     if protocol in SSL_PROTOCOLS:
         ssl = ssl_settings_from(lambda key: _value(config, name, key))
+        prefixed_auth = f"listener.name.{name.lower()}.ssl.client.auth"
+        if protocol == "SASL_SSL" and prefixed_auth not in config.props:
+            # KIP-684: SASL_SSL asks for client certificates only when the listener says so.
+            ssl = replace(ssl, client_auth="none")
     mechanisms: tuple[str, ...] = ()
     jaas: dict[str, JaasModule] = {}
     if protocol in SASL_PROTOCOLS:

@@ -195,3 +195,22 @@ def test_jaas_parser() -> None:
         with pytest.raises(ValueError) as info:
             parse_jaas_config(bad)
         assert "b" not in str(info.value).split(":")[-1] or "sasl.jaas.config" in str(info.value)
+
+
+def test_sasl_ssl_client_auth_only_when_listener_prefixed(monkeypatch: pytest.MonkeyPatch) -> None:
+    tls_and_sasl(monkeypatch)
+    props = {
+        "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093,SASL_SSL://:9094,SSL://:9095",
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": "/k.p12",
+        "ssl.client.auth": "required",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+    }
+    config = load(**props)
+    sasl_ssl = server_config.listener_security(config, "SASL_SSL").ssl
+    ssl = server_config.listener_security(config, "SSL").ssl
+    assert sasl_ssl is not None and sasl_ssl.client_auth == "none"
+    assert ssl is not None and ssl.client_auth == "required"
+    config = load(**props, **{"listener.name.sasl_ssl.ssl.client.auth": "requested"})
+    sasl_ssl = server_config.listener_security(config, "SASL_SSL").ssl
+    assert sasl_ssl is not None and sasl_ssl.client_auth == "requested"
