@@ -52,7 +52,7 @@ from sparklog.broker.fetch_session import FetchSessionCache
 from sparklog.broker.lifecycle import BrokerLifecycleManager
 from sparklog.broker.log_dir_failure import log_dir_of
 from sparklog.broker.producer_ids import ProducerIdManager
-from sparklog.broker.quotas import QuotaManagers
+from sparklog.broker.quotas import QuotaManagers, register_quota_metrics
 from sparklog.broker.remote_log_manager import RemoteLogManager
 from sparklog.broker.remote_metrics import register_remote_storage_metrics
 from sparklog.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -347,6 +347,8 @@ class Node:
         # one count across the broker listeners: max.connections is broker-wide
         connection_quotas = ConnectionQuotas.from_config(config, config.inter_broker_listener_name)
         connection_quotas.client_quotas = lambda: plane.loader.image.client_quotas
+        if ctx.quotas is not None:
+            register_quota_metrics(self.metrics, ctx.quotas, connection_quotas)
         for listener in config.broker_listeners:
             server = KafkaServer(
                 listener.name,

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Final
 
 from sparklog.metadata.security_image import ClientQuotasImage, QuotaEntity
+from sparklog.metrics import MetricName, MetricsRegistry
 from sparklog.security.sampled_rate import QuotaConfig, SampledRate
 
 PRODUCE: Final = "producer_byte_rate"
@@ -78,6 +79,7 @@ class ClientQuotaManager:
         self._quotas = quotas
         self._sensors: dict[SensorKey, SampledRate] = {}
         self.throttled_ms_total = 0
+        self.throttled_requests = 0
 
     def record(self, user: str, client_id: str, value: float, now_ms: float) -> int:
         """Record ``value`` for the entity and return the throttle time in ms (0: within)."""
@@ -94,6 +96,7 @@ class ClientQuotaManager:
             return 0
         throttle = round((rate - bound) / bound * sensor.window_ms(now_ms))
         self.throttled_ms_total += throttle
+        self.throttled_requests += 1
         return int(throttle)
 
 
@@ -116,4 +119,38 @@ class QuotaManagers:
         return QuotaManagers(
             QuotaConfig(int(get("quota.window.num")), int(get("quota.window.size.seconds")) * 1000),
             quotas,
+        )
+
+
+def register_quota_metrics(
+    registry: MetricsRegistry, quotas: QuotaManagers, connections: object | None = None
+) -> None:
+    """``sparklog:type=client-quotas``: per quota type (``produce``, ``fetch``, ``request``) the
+    requests throttled and the throttle time given since start; with ``connections`` (the
+    listeners' ConnectionQuotas) the connections refused and open."""
+
+    def counts(manager: ClientQuotaManager) -> tuple[Callable[[], int], Callable[[], int]]:
+        return (lambda: manager.throttled_requests), (lambda: manager.throttled_ms_total)
+
+    for label, manager in (
+        ("produce", quotas.produce),
+        ("fetch", quotas.fetch),
+        ("request", quotas.request),
+    ):
+        requests, throttle_ms = counts(manager)
+        registry.gauge(
+            MetricName.kafka("sparklog", "client-quotas", f"{label}-throttled-requests"), requests
+        )
+        registry.gauge(
+            MetricName.kafka("sparklog", "client-quotas", f"{label}-throttle-time-ms-total"),
+            throttle_ms,
+        )
+    if connections is not None:
+        registry.gauge(
+            MetricName.kafka("sparklog", "connection-quotas", "connections-refused"),
+            lambda: getattr(connections, "rejected_total", 0),
+        )
+        registry.gauge(
+            MetricName.kafka("sparklog", "connection-quotas", "connections-counted"),
+            lambda: getattr(connections, "total", 0),
         )

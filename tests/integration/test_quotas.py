@@ -9,9 +9,11 @@ quota, the other producer at more than 80% of its pace.
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
+import urllib.request
 from typing import Any
 
 import pytest
@@ -23,7 +25,7 @@ from tests.integration import wire
 from tests.integration.ck_helpers import create_topic
 from tests.integration.cli_support import sparklog, tool
 from tests.integration.conftest import NodeFactory, unique_topic
-from tests.integration.node_harness import Node
+from tests.integration.node_harness import Node, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -136,8 +138,13 @@ class _Meter:
 def test_producer_held_near_its_byte_rate_other_client_unaffected(
     node_factory: NodeFactory,
 ) -> None:
+    metrics_port = free_port()
     module_node = node_factory.create(
-        {"quota.window.num": QUOTA_WINDOWS, "quota.window.size.seconds": 1}
+        {
+            "quota.window.num": QUOTA_WINDOWS,
+            "quota.window.size.seconds": 1,
+            "sparklog.metrics.listener": f"127.0.0.1:{metrics_port}",
+        }
     )
     throttled_topic, free_topic = unique_topic("quota-slow"), unique_topic("quota-free")
     create_topic(module_node, throttled_topic, 1)
@@ -168,6 +175,10 @@ def test_producer_held_near_its_byte_rate_other_client_unaffected(
         f"B/s over the same {MEASURE_S:.0f} s"
     )
     assert slow.throttle_events > 0
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics.json", timeout=30) as r:
+        quotas = json.load(r)["sparklog:type=client-quotas"]
+    assert quotas["produce-throttled-requests"] > 0
+    assert quotas["produce-throttle-time-ms-total"] > 0
     assert 0.5 * QUOTA_BYTES_PER_S < slow_rate < 1.5 * QUOTA_BYTES_PER_S
     assert free_rate > 0.8 * FREE_BYTES_PER_S
 
