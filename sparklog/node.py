@@ -58,6 +58,7 @@ from sparklog.broker.remote_metrics import register_remote_storage_metrics
 from sparklog.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.broker.share_metrics import ShareMetrics
+from sparklog.broker.share_partitions import in_flight
 from sparklog.broker.topic_metrics import BrokerTopicMetrics
 from sparklog.broker.txn_marker_channel import TxnMarkerChannel
 from sparklog.broker.txn_markers import write_txn_markers
@@ -309,6 +310,7 @@ class Node:
         ctx.topic_metrics = BrokerTopicMetrics(self.metrics)
         ctx.share_metrics = ShareMetrics(self.metrics)
         ctx.share_metrics.watch_groups(lambda: [g.state for g in led_share_groups(ctx)])
+        ctx.share_metrics.watch_partitions(lambda: in_flight(ctx))
         ctx.groups = GroupCoordinator.from_config(config, replica_manager)
         register_consumer_lag(
             self.metrics, ctx.groups.committed_offsets, local_high_watermark(replica_manager)

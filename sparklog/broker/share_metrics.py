@@ -7,6 +7,9 @@
 - ``kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType=<Accept|
   Release|Reject|Renew>``: records acknowledged, per type; ``name=PartitionLoadTimeMs``: a
   histogram of the time a share-partition's state took to load from the share coordinator.
+- ``kafka.server:type=SharePartitionMetrics,name=InFlightMessageCount`` / ``InFlightBatchCount``
+  with ``group``, ``topic``, ``partition`` keys: the in-flight window of each share-partition
+  this broker leads (records, and runs of one state and delivery count).
 - ``kafka.server:type=group-coordinator-metrics,protocol=share,name=group-count`` and
   ``...,name=share-group-count,state=<Empty|Stable>``: share groups this coordinator holds.
 
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sparklog.metrics import Histogram, Meter, MetricName, MetricsRegistry
+from sparklog.metrics import Histogram, Meter, MetricName, MetricsRegistry, Sample
 from sparklog.share.share_partition import AcknowledgeType
 
 DOMAIN = "kafka.server"
@@ -70,6 +73,29 @@ class ShareMetrics:
         meter = self.acknowledgements.get(AcknowledgeType(ack_type)) if ack_type else None
         if meter is not None:
             meter.mark(records)
+
+    def watch_partitions(
+        self, in_flight: Callable[[], list[tuple[str, str, int, int, int]]]
+    ) -> None:
+        """Export ``SharePartitionMetrics`` ``InFlightMessageCount`` and ``InFlightBatchCount``
+        (KIP-1103) of every share-partition this broker leads; ``in_flight`` lists
+        ``(group, topic, partition, messages, batches)``."""
+        if self._registry is None:
+            return
+
+        def samples() -> list[Sample]:
+            out = []
+            for group, topic, partition, messages, batches in in_flight():
+                tags = {"group": group, "topic": topic, "partition": str(partition)}
+                for name, value in (
+                    ("InFlightMessageCount", messages),
+                    ("InFlightBatchCount", batches),
+                ):
+                    metric = MetricName.tagged(DOMAIN, "SharePartitionMetrics", name, tags, "Value")
+                    out.append(Sample(metric, "gauge", value))
+            return out
+
+        self._registry.collector("SharePartitionMetrics", samples)
 
     def watch_groups(self, states: Callable[[], list[str]]) -> None:
         """Export the share-group gauges; ``states`` lists the state of every share group

@@ -183,6 +183,22 @@ class SharePartitionManager:
         return code
 
 
+def in_flight(ctx: BrokerContext) -> list[tuple[str, str, int, int, int]]:
+    """``(group, topic, partition, in-flight records, in-flight batches)`` of every
+    share-partition this broker leads now (for SharePartitionMetrics)."""
+    found = ctx.shares
+    if not isinstance(found, SharePartitionManager):
+        return []
+    out = []
+    for (group, topic, index), lead in list(found.partitions.items()):
+        partition = ctx.replica_manager.partitions.get((topic, index))
+        if partition is None or not partition.is_leader:
+            continue
+        share = lead.share
+        out.append((group, topic, index, share.in_flight_count(), len(share.state_batches())))
+    return out
+
+
 def manager(ctx: BrokerContext) -> SharePartitionManager:
     found = ctx.shares
     if found is None:

@@ -397,3 +397,8 @@ def test_group_configs_earliest_and_read_committed(share_node: Node) -> None:
     assert accepted["Count"] >= len(wanted), accepted
     groups = metrics["kafka.server:type=group-coordinator-metrics,protocol=share,name=group-count"]
     assert groups["Value"] >= 1, groups
+    window = metrics[
+        "kafka.server:type=SharePartitionMetrics,name=InFlightMessageCount,"
+        f"group={group},topic={topic},partition=0"
+    ]
+    assert window["Value"] == 0, window  # everything acknowledged: nothing in flight
