@@ -11,9 +11,11 @@ Contract:
 - :class:`FetchCursors` holds idle cursors by ``(path, next offset, options)``: a fetch whose
   offset is exactly where a cursor stopped (the offset after its last batch, which is what a
   consumer asks for next) takes it; any other fetch starts afresh. A cursor is used by one
-  fetch at a time (taken out while in use). At most ``max_cursors`` are kept, least recently
-  used closed first, and one idle for ``idle_s`` is closed when the next one is put. A copy or
-  delete of a segment closes its cursors (:meth:`FetchCursors.forget`).
+  fetch at a time (taken out while in use). At most ``max_cursors`` are kept, holding at most
+  ``max_bytes`` by their ``weight`` (the decoded row group a cursor may pin), least recently
+  used closed first (the one just put is always kept), and one idle for ``idle_s`` is closed
+  when the next one is put. A copy or delete of a segment closes its cursors
+  (:meth:`FetchCursors.forget`).
 - The batches a cursor returns are exactly those a fresh fetch from the same offset returns
   (the iterator is the same; only its position is kept). Blocking like the rest of the tier:
   call from worker threads.
@@ -45,8 +47,11 @@ def _next_offset(batch: bytes) -> int:
 class FetchCursor:
     """The rest of one fetch's batches; see the module docstring."""
 
-    def __init__(self, batches: Iterator[bytes], close: Callable[[], None]) -> None:
+    def __init__(
+        self, batches: Iterator[bytes], close: Callable[[], None], weight: int = 0
+    ) -> None:
         self._batches = batches
+        self.weight = weight
         self._close = close
         self._held: bytes | None = None
         self.exhausted = False
@@ -82,15 +87,22 @@ class FetchCursor:
 class FetchCursors:
     """Idle cursors by key; see the module docstring."""
 
-    def __init__(self, max_cursors: int = 16, idle_s: float = 60.0) -> None:
+    def __init__(
+        self, max_cursors: int = 16, idle_s: float = 60.0, max_bytes: int = 256 << 20
+    ) -> None:
         self._max = max_cursors
         self._idle_s = idle_s
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._cursors: OrderedDict[tuple[str, int, Hashable], FetchCursor] = OrderedDict()
         self._lock = threading.Lock()
 
     def take(self, path: str, offset: int, options: Hashable) -> FetchCursor | None:
         with self._lock:
-            return self._cursors.pop((path, offset, options), None)
+            cursor = self._cursors.pop((path, offset, options), None)
+            if cursor is not None:
+                self._bytes -= cursor.weight
+            return cursor
 
     def put(self, path: str, options: Hashable, cursor: FetchCursor) -> None:
         """Keep ``cursor`` for a fetch at its next offset, or close it if it is spent."""
@@ -102,14 +114,19 @@ class FetchCursors:
             key = (path, cursor.next_offset, options)
             old = self._cursors.pop(key, None)
             if old is not None:
+                self._bytes -= old.weight
                 closing.append(old)
             self._cursors[key] = cursor
+            self._bytes += cursor.weight
             stale = time.monotonic() - self._idle_s
             while len(self._cursors) > 1:  # never the one just put
                 first = next(iter(self._cursors.values()))
-                if len(self._cursors) <= self._max and first.used_at >= stale:
+                within = len(self._cursors) <= self._max and self._bytes <= self._max_bytes
+                if within and first.used_at >= stale:
                     break
-                closing.append(self._cursors.popitem(last=False)[1])
+                evicted = self._cursors.popitem(last=False)[1]
+                self._bytes -= evicted.weight
+                closing.append(evicted)
         for spent in closing:
             spent.close()
 
@@ -117,6 +134,7 @@ class FetchCursors:
         with self._lock:
             keys = [key for key in self._cursors if key[0] == path]
             closing = [self._cursors.pop(key) for key in keys]
+            self._bytes -= sum(cursor.weight for cursor in closing)
         for cursor in closing:
             cursor.close()
 

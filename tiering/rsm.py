@@ -370,7 +370,14 @@ class RemoteStorageManager:
             stack.close()
             raise
         stack.callback(batches.close)
-        return FetchCursor(batches, stack.close)
+        metadata = parquet.metadata
+        # What the cursor may pin: one decoded row group (Arrow's size is about Parquet's
+        # uncompressed size).
+        weight = max(
+            (metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups)),
+            default=0,
+        )
+        return FetchCursor(batches, stack.close, weight)
 
     def fetch_leader_epoch_checkpoint(
         self, metadata: RemoteLogSegmentMetadata

@@ -1,7 +1,7 @@
 """Remote fetch cursors: consecutive fetches that resume a cursor return exactly the batches
 fresh fetches return (every record once, in order, whatever the byte limits); a fetch
 elsewhere starts afresh; copies and deletes close a segment's cursors; the idle set is
-bounded by count and age."""
+bounded by count, bytes and age."""
 
 from __future__ import annotations
 
@@ -80,6 +80,13 @@ def test_idle_cursors_are_bounded() -> None:
     stale.put("a", None, cursor(10))
     stale.put("b", None, cursor(11))
     assert len(stale) == 1 and closed[-1] == 10
+    heavy = FetchCursors(max_cursors=5, idle_s=1000.0, max_bytes=100)
+    for i, weight in enumerate([60, 30, 50]):
+        made = cursor(20 + i)
+        made.weight = weight
+        heavy.put(f"h{i}", None, made)
+    assert len(heavy) == 2 and closed[-1] == 20  # 60 + 30 + 50 > 100: the oldest goes
+    assert heavy.take("h1", 1, None) is not None
     spent = cursor(12)
     spent.read(1 << 20)  # reads the rest: nothing left to keep
     stale.put("c", None, spent)
