@@ -326,6 +326,58 @@ def test_log_start_offset_clips_a_store_only_read(env: Env, tmp_path: Path) -> N
     assert committed.load().count() == 14
 
 
+def _scan_files(df: Any) -> list[int]:
+    """Run ``df`` and return the files each of its Parquet scans read (Spark's ``numFiles``
+    metric, after pruning), with adaptive execution off so the plan run is the one asked."""
+    spark = df.sparkSession
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        df.collect()
+        leaves = df._jdf.queryExecution().executedPlan().collectLeaves()
+        found = []
+        for index in range(leaves.size()):
+            metrics = leaves.apply(index).metrics()
+            if metrics.contains("numFiles"):
+                found.append(int(metrics.apply("numFiles").value()))
+        return found
+    finally:
+        spark.conf.set("spark.sql.adaptive.enabled", "true")
+
+
+def test_one_scan_names_the_partitions_of_clean_objects(env: Env, tmp_path: Path) -> None:
+    """Clean objects of several partitions are one Parquet scan whose ``partition`` comes from
+    each file's size; a filter on it still prunes files, and rows carry the right partition.
+    Partitions whose objects share a size fall back to one scan per partition."""
+    builder = StoreBuilder(tmp_path / "store")
+    want = []
+    for partition in range(3):
+        # Different lengths per partition, so sizes differ across partitions.
+        segments = [
+            [StoreRow(o, 1_000 + o) for o in range(s, s + 10 + partition)] for s in range(0, 40, 20)
+        ]
+        builder.add_partition("shared", partition, segments)
+        want += [(partition, r.offset) for rows in segments for r in rows]
+    options = {"subscribe": "shared", "sparklog.store.url": builder.url}
+    options["sparklog.read.from"] = "store"
+    df = native_read(env.spark).options(**options).load()
+    assert [(r["partition"], r["offset"]) for r in df.orderBy("partition", "offset").collect()] == (
+        sorted(want)
+    )
+    scans = [line for line in _plan(df.groupBy().count()).splitlines() if "FileScan" in line]
+    assert len(scans) == 1, scans
+    assert _scan_files(df.where("partition = 1")) == [2]
+    assert _scan_files(df) == [6]
+    twins = StoreBuilder(tmp_path / "twins")
+    for partition in range(2):
+        twins.add_partition("twins", partition, [[StoreRow(o, 1_000 + o) for o in range(10)]])
+    options = {**options, "subscribe": "twins", "sparklog.store.url": twins.url}
+    df = native_read(env.spark).options(**options).load()
+    assert [(r["partition"], r["offset"]) for r in df.orderBy("partition", "offset").collect()] == (
+        [(p, o) for p in range(2) for o in range(10)]
+    )
+    assert len([line for line in _plan(df).splitlines() if "FileScan" in line]) == 2
+
+
 def _group_offsets(env: Env, group: str) -> dict[int, int]:
     from confluent_kafka import ConsumerGroupTopicPartitions
 
