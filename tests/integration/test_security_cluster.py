@@ -186,3 +186,35 @@ def test_sasl_ssl_cluster_replicates_and_refuses_a_wrong_password(
     time.sleep(3)
     brokers = {b.id for b in admin.list_topics(timeout=10).brokers.values()}
     assert brokers == {101, 102, 103}
+
+    # A broker with the right controller password but a wrong inter-broker (SCRAM) password
+    # registers, as in Kafka, but cannot replicate: its fetcher's logins are refused and it
+    # never joins the ISR of a partition it hosts.
+    fetcher = ClusterNode(198, "broker", cluster.root / "broker-198", free_port())
+    fetcher.props = cluster._properties(fetcher)
+    fetcher.props["listener.name.broker.scram-sha-512.sasl.jaas.config"] = (
+        f'{SCRAM} required username="admin" password="wrong-password";'
+    )
+    fetcher.write_properties()
+    cluster._format(fetcher, "--no-initial-controllers")
+    cluster.brokers.append(fetcher)
+    fetcher.launch()
+    wait_until(
+        "broker 198 registered",
+        lambda: 198 in {b.id for b in admin.list_topics(timeout=10).brokers.values()},
+        timeout_s=90,
+        tolerate=(Exception,),
+    )
+    lonely = "secured-wrong-fetcher"
+    admin.create_topics([NewTopic(lonely, 1, replica_assignment=[[101, 198]])])[lonely].result(60)
+    for index in range(20):
+        producer.produce(lonely, value=f"w{index}".encode(), on_delivery=on_delivery)
+    assert producer.flush(60) == 0 and not errors
+    wait_until(
+        "broker 198's refused inter-broker login in its log",
+        lambda: "SASL authentication to" in fetcher.log_path.read_text(errors="replace"),
+        timeout_s=60,
+    )
+    time.sleep(3)
+    partition = admin.list_topics(lonely, timeout=10).topics[lonely].partitions[0]
+    assert list(partition.isrs) == [101]
