@@ -63,7 +63,7 @@ from sparklog.broker.topic_metrics import BrokerTopicMetrics
 from sparklog.broker.txn_marker_channel import TxnMarkerChannel
 from sparklog.broker.txn_markers import write_txn_markers
 from sparklog.cli.storage_tool import StorageToolError, check_formatted
-from sparklog.config import ServerConfig
+from sparklog.config import ConfigError, ServerConfig
 from sparklog.console.routes import Console
 from sparklog.controller.apis import ControllerApis, controller_served_apis
 from sparklog.coordinator.coordinator import GroupCoordinator
@@ -71,7 +71,7 @@ from sparklog.coordinator.share_apis import led_share_groups
 from sparklog.coordinator.txn_coordinator import TransactionCoordinator, TxnConfig
 from sparklog.fault import FaultHandler, halt, install_loop_handler
 from sparklog.metrics import MetricsRegistry
-from sparklog.net.connection_quotas import ConnectionQuotas
+from sparklog.net.connection_quotas import ConnectionQuotas, parse_ip_overrides
 from sparklog.net.metrics_http import MetricsListenerError, MetricsServer, start_metrics_server
 from sparklog.net.request_metrics import RequestMetrics
 from sparklog.net.server import KafkaServer
@@ -170,6 +170,10 @@ class Node:
         controller_apis.authorizer = StandardAuthorizer.from_config(
             config, lambda: plane.loader.image.acls.acls
         )
+        try:  # checked now: a bad value must stop the node before anything runs
+            parse_ip_overrides(str(config.get("max.connections.per.ip.overrides")))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         for listener in config.controller_listeners if config.is_controller else ():
             server = KafkaServer(
                 listener.name,

@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from tests.integration import wire
 from tests.integration.ck_helpers import create_topic
 from tests.integration.cli_support import sparklog, tool
 from tests.integration.conftest import NodeFactory, unique_topic
-from tests.integration.node_harness import Node, free_port
+from tests.integration.node_harness import Node, NodeError, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -258,3 +259,32 @@ def test_consumer_held_near_its_byte_rate(node_factory: NodeFactory) -> None:
     rate = len(steady) * len(RECORD) / max(received[-1] - start, 1e-3)
     print(f"\nconsumer_byte_rate {QUOTA_BYTES_PER_S} B/s: consumer held at {rate:,.0f} B/s")
     assert rate < 1.5 * QUOTA_BYTES_PER_S
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        (
+            "max.connections.per.ip.overrides",
+            "nohost",
+            "Invalid value 'nohost' for configuration max.connections.per.ip.overrides",
+        ),
+        (
+            "authorizer.class.name",
+            "kafka.security.authorizer.AclAuthorizer",
+            "sparklog provides only org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        ),
+    ],
+)
+def test_a_bad_value_stops_the_node_naming_the_key(
+    tmp_path: Path, key: str, value: str, message: str
+) -> None:
+    node = Node(tmp_path / "node", {key: value})
+    try:
+        with pytest.raises(NodeError):
+            node.start()
+    finally:
+        node.close()
+    log = node.log_path.read_text()
+    assert f"Error: {message}" in log
+    assert "Traceback" not in log
