@@ -524,3 +524,33 @@ def test_fuzz_malformed_tls_and_sasl_leaves_the_node_serving(secure_node: Secure
         create(config, topic, partitions=1)
         produce_txn(config, topic, 3)
         assert len(consume_group(config, topic, 3)) == 3
+
+
+def test_librdkafka_reauthenticates_kip368(tmp_path: Path) -> None:
+    """With connections.max.reauth.ms the broker ends sessions; librdkafka re-authenticates on
+    the same connection (KIP-368) and keeps producing past several session lifetimes."""
+    node = SecureNode(tmp_path / "reauth", {"connections.max.reauth.ms": "1500"})
+    node.start()
+    try:
+        config = node.confluent_sasl()
+        topic = unique_topic("reauth")
+        create(config, topic, partitions=1)
+        producer = Producer(config)
+        errors: list[Any] = []
+        sent = 0
+        deadline = time.monotonic() + 7.0
+        while time.monotonic() < deadline:
+            producer.produce(
+                topic,
+                value=f"r{sent}".encode(),
+                on_delivery=lambda error, _m: errors.append(error) if error else None,
+            )
+            sent += 1
+            producer.flush(30)
+            time.sleep(0.05)
+        assert not errors and producer.flush(30) == 0
+        assert len(consume_group(config, topic, sent)) == sent
+        log_text = node.log_path.read_text(errors="replace")
+        assert "SASL session expired" not in log_text
+    finally:
+        node.stop()
