@@ -1,12 +1,13 @@
-"""The share-partition leader's side of share-state persistence (Kafka's Persister): read a
-share-partition's state when this broker starts leading it, write it after every change a
-client was promised (acknowledgements, releases).
+"""A broker's side of share-state persistence (Kafka's Persister): a share-partition leader
+reads its state when it starts leading and writes it after every change a client was promised
+(acknowledgements, releases); the group coordinator reads summaries, initializes (offset
+resets) and deletes state for the share-group offset APIs.
 
 Contract:
 - Each call goes to the share coordinator of the share-partition, the leader of its
   ``__share_group_state`` partition in the current image: in-process when that is this broker,
-  else ReadShareGroupState / WriteShareGroupState v0 over the inter-broker listener (one
-  pipelined connection per broker).
+  else Read/Write/Initialize/DeleteShareGroupState or ReadShareGroupStateSummary v0 over the
+  inter-broker listener (one pipelined connection per broker).
 - What a retry may cure (no coordinator yet, a coordinator that moved or is loading, a lost
   connection, too few in-sync replicas) is retried with backoff until
   ``share.coordinator.write.timeout.ms`` passes; then the last code is returned.

@@ -1,6 +1,6 @@
 """Request handlers of the KIP-932 share-group APIs on the group coordinator:
-ShareGroupHeartbeat (76) and ShareGroupDescribe (77), and the share groups' rows for
-ListGroups and DeleteGroups.
+ShareGroupHeartbeat (76) and ShareGroupDescribe (77), and the lookups ListGroups, DescribeGroups
+and the share-group offset APIs (:mod:`sparklog.coordinator.share_offsets_apis`) use.
 
 The coordinator of a share group is the group coordinator of its id (the leader of its
 ``__consumer_offsets`` partition, found with FindCoordinator key type GROUP); any other broker
