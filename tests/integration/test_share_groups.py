@@ -128,29 +128,35 @@ def warm_up(node: Node, topic: str, consumers: list[Any], explicit: bool = False
 
 
 def test_members_share_one_partition_each_record_once(share_node: Node) -> None:
+    """Rounds of 300 records until every member has received some (members join and fetch at
+    their own pace, so how many rounds that takes is not fixed), then every record produced
+    must have been delivered exactly once."""
     topic = unique_topic("share-once")
     create_topic(share_node, topic, 1)
     group = unique_topic("sg")
     with closing([share_consumer(share_node, group, topic) for _ in range(3)]) as consumers:
         warm_up(share_node, topic, consumers)
-        wanted = [f"r{i}".encode() for i in range(3000)]
+        wanted: list[bytes] = []
         delivered: dict[bytes, int] = {}
         by_member: dict[int, int] = {i: 0 for i in range(len(consumers))}
         deadline = time.monotonic() + DEADLINE_S
-        for start in range(0, len(wanted), 300):
-            produce(share_node, topic, wanted[start : start + 300])
+
+        def poll_all(timeout_s: float) -> None:
             for i, c in enumerate(consumers):
-                for msg in records(c, 0.1):
+                for msg in records(c, timeout_s):
                     if msg.value() != WARMUP:
                         delivered[msg.value()] = delivered.get(msg.value(), 0) + 1
                         by_member[i] += 1
+
+        while len(wanted) < 3000 or not all(by_member.values()):
+            assert time.monotonic() < deadline, f"members got {by_member}"
+            batch = [f"r{i}".encode() for i in range(len(wanted), len(wanted) + 300)]
+            produce(share_node, topic, batch)
+            wanted += batch
+            poll_all(0.1)
         while len(delivered) < len(wanted):
             assert time.monotonic() < deadline, f"{len(wanted) - len(delivered)} never delivered"
-            for i, c in enumerate(consumers):
-                for msg in records(c):
-                    if msg.value() != WARMUP:
-                        delivered[msg.value()] = delivered.get(msg.value(), 0) + 1
-                        by_member[i] += 1
+            poll_all(0.2)
         # Poll on a while: nothing accepted comes back.
         settle = time.monotonic() + 3
         while time.monotonic() < settle:
