@@ -31,6 +31,8 @@ is served by remote fetch); a confluent-kafka consumer then reads each from offs
   consume local          the plain topic, local fetch (sendfile of segment slices)
   consume remote file:// the tiered topic, store on local disk
   consume remote s3 moto the same with the store on a moto S3 server (unless --no-s3)
+Five rounds interleave the topics; each line shows the best and worst time and the node's CPU
+time in its best round, then the remote/local throughput ratio (best of each, and per round).
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ from sparklog.tiering.transcode import (
     parquet_to_batches,
     segment_to_parquet,
 )
+from tests.bench.bench_produce_consume import node_cpu_s
 from tests.conftest import MotoS3
 from tests.integration.node_harness import Node
 from tests.integration.tiering_support import StoreView
@@ -95,7 +98,7 @@ def build_segment(path: Path, records: int, value_bytes: int, codec: int) -> int
 
 _PAYLOAD_BYTES = 0
 _REPEATS = 3
-_CONSUMER_ROUNDS = 3
+_CONSUMER_ROUNDS = 5
 
 
 def timed(label: str, size: int, fn: Callable[[], object], records: int) -> float:
@@ -307,24 +310,33 @@ def consume_through_node(
             300.0,
             lambda: ts.tiering_state(node, store, "tiered"),
         )
-        # Rounds interleave the topics (the machine's load changes); best and worst are shown.
+        # Rounds interleave the topics (the machine's load changes); best and worst are shown,
+        # with the node's CPU time per round (less noisy than the wall time on a shared box).
         times: dict[str, list[float]] = {name: [] for name, _ in topics}
+        cpu: dict[str, list[float]] = {name: [] for name, _ in topics}
         for _ in range(_CONSUMER_ROUNDS):
             for name, topic in topics:
-                start = time.perf_counter()
+                start, node_start = time.perf_counter(), node_cpu_s(node)
                 got = count_consumed(node, topic, records)
                 times[name].append(time.perf_counter() - start)
+                cpu[name].append(node_cpu_s(node) - node_start)
                 assert got == records, f"{name}: consumed {got} of {records}"
         for name, _ in topics:
             best, worst = min(times[name]), max(times[name])
             print(
                 f"{name:<24} {payload / MB / best:8.1f} MB/s of keys+values"
                 f"  {records / best / 1000:8.1f} k records/s  ({best:.2f} s; worst of"
-                f" {_CONSUMER_ROUNDS} {worst:.2f} s)"
+                f" {_CONSUMER_ROUNDS} {worst:.2f} s; node CPU {min(cpu[name]):.2f} s)"
             )
         if with_local:
             local, remote = min(times[topics[0][0]]), min(times[topics[1][0]])
-            print(f"remote / local consumer throughput: {local / remote:.2f}")
+            ratios = sorted(
+                a / b for a, b in zip(times[topics[0][0]], times[topics[1][0]], strict=True)
+            )
+            print(
+                f"remote / local consumer throughput: {local / remote:.2f} (best of each;"
+                f" per round {', '.join(f'{r:.2f}' for r in ratios)})"
+            )
     finally:
         node.stop()
 
