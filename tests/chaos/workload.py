@@ -182,6 +182,11 @@ class TxnProducer(Worker):
                 "transaction.timeout.ms": 15_000,
                 "message.timeout.ms": 14_000,
                 "linger.ms": 5,
+                # The Java client's default (librdkafka's is 10 s): with 10 s a producer can
+                # wait out its message timeout on a restarted former coordinator while the new
+                # one is up, and then abort a transaction the coordinator has completed (a fatal
+                # INVALID_TXN_STATE, as Kafka answers it too).
+                "reconnect.backoff.max.ms": 1000,
                 "log_level": 0,
             }
         )
@@ -212,7 +217,7 @@ class TxnProducer(Worker):
                     KafkaError(KafkaError._TIMED_OUT, "flush timed out", txn_requires_abort=True)
                 )
             if abort:
-                producer.abort_transaction(30)
+                _abort(producer)
                 return "fail", None, False
             for attempt in range(3):
                 try:
@@ -227,12 +232,24 @@ class TxnProducer(Worker):
             text = _err_text(err)
             if err.txn_requires_abort():
                 try:
-                    producer.abort_transaction(30)
+                    _abort(producer)
                     return "fail", text, False
                 except KafkaException as abort_exc:
                     return "info", f"{text}; abort: {_err_text(abort_exc.args[0])}", True
             return "info", text, True
         return "info", "unreachable", True
+
+
+def _abort(producer: Producer) -> None:
+    """abort_transaction, called again while it fails retriably (a timed-out abort is resumed
+    by calling it again, as librdkafka documents); a fatal error is raised."""
+    for attempt in range(3):
+        try:
+            producer.abort_transaction(30)
+            return
+        except KafkaException as exc:
+            if not exc.args[0].retriable() or attempt == 2:
+                raise
 
 
 def _records(messages: Sequence[Any]) -> tuple[list[list[Any]], list[Any]]:
