@@ -17,8 +17,9 @@ Contract:
   when the next one is put. A copy or delete of a segment closes its cursors
   (:meth:`FetchCursors.forget`).
 - The batches a cursor returns are exactly those a fresh fetch from the same offset returns
-  (the iterator is the same; only its position is kept). Blocking like the rest of the tier:
-  call from worker threads.
+  (the iterator is the same; only its position is kept). :meth:`FetchCursor.read_ahead`
+  encodes the next fetch's batches early (the RSM runs it on a worker thread right after a
+  fetch), in the same order. Blocking like the rest of the tier: call from worker threads.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 import struct
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterator
 from typing import Final
 
@@ -45,7 +46,8 @@ def _next_offset(batch: bytes) -> int:
 
 
 class FetchCursor:
-    """The rest of one fetch's batches; see the module docstring."""
+    """The rest of one fetch's batches; see the module docstring. Thread-safe: ``read``,
+    ``read_ahead`` and ``close`` take turns."""
 
     def __init__(
         self, batches: Iterator[bytes], close: Callable[[], None], weight: int = 0
@@ -53,35 +55,67 @@ class FetchCursor:
         self._batches = batches
         self.weight = weight
         self._close = close
-        self._held: bytes | None = None
+        self._ready: deque[bytes] = deque()  # encoded ahead of the next read, in order
+        self._ready_bytes = 0
+        self._error: Exception | None = None
+        self._closed = False
+        self._lock = threading.Lock()
         self.exhausted = False
         self.next_offset = -1
         self.used_at = time.monotonic()
 
+    def _next(self) -> bytes | None:
+        if self._ready:
+            batch = self._ready.popleft()
+            self._ready_bytes -= len(batch)
+            return batch
+        if self._error is not None:
+            raise self._error
+        return next(self._batches, None)
+
     def read(self, max_bytes: int) -> bytes:
         out: list[bytes] = []
         total = 0
-        while True:
-            batch = self._held
-            self._held = None
-            if batch is None:
-                batch = next(self._batches, None)
+        with self._lock:
+            while True:
+                batch = self._next()
                 if batch is None:
                     self.exhausted = True
                     break
-            if out and total + len(batch) > max_bytes:
-                self._held = batch
-                break
-            out.append(batch)
-            total += len(batch)
-            self.next_offset = _next_offset(batch)
-            if total >= max_bytes:
-                break
-        self.used_at = time.monotonic()
+                if out and total + len(batch) > max_bytes:
+                    self._ready.appendleft(batch)
+                    self._ready_bytes += len(batch)
+                    break
+                out.append(batch)
+                total += len(batch)
+                self.next_offset = _next_offset(batch)
+                if total >= max_bytes:
+                    break
+            self.used_at = time.monotonic()
         return b"".join(out)
 
+    def read_ahead(self, max_bytes: int) -> None:
+        """Encode the next ``max_bytes`` of batches now (from a worker thread while the last
+        answer travels and the consumer reads it), so the next read finds them ready. An
+        error is kept and raised by the read that reaches it."""
+        with self._lock:
+            if self._closed or self._error is not None:
+                return
+            try:
+                while self._ready_bytes < max_bytes:
+                    batch = next(self._batches, None)
+                    if batch is None:
+                        return
+                    self._ready.append(batch)
+                    self._ready_bytes += len(batch)
+            except Exception as exc:
+                self._error = exc
+
     def close(self) -> None:
-        self._close()
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._close()
 
 
 class FetchCursors:

@@ -16,7 +16,8 @@ Contract:
 - ``fetch_log_segment`` returns whole Kafka batches re-encoded from the rows (see
   :mod:`sparklog.tiering.transcode`) starting with the batch that holds ``start_offset``,
   compressed at the codecs' fast levels. Decoded row groups are cached (bounded by bytes),
-  and a fetch from where another stopped resumes its encoder (:mod:`.fetch_cursor`).
+  and a fetch from where another stopped resumes its encoder (:mod:`.fetch_cursor`), which
+  a worker thread has already run ahead by one fetch's bytes.
 - ``fetch_transaction_index`` returns the segment's aborted transactions (its ``.txnindex``;
   none when the object is absent, as in stores written before it existed). The small decoded
   indexes are cached (LRU, bounded by entry count); a copy or delete of the segment drops its
@@ -34,6 +35,7 @@ import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -65,6 +67,9 @@ from .transcode import (
     iter_parquet_batches,
     segment_to_parquet,
 )
+
+# Threads encoding the next fetch of sequential remote readers ahead of their request.
+_READ_AHEAD_THREADS = 2
 
 __all__ = [
     "RemoteResourceNotFoundError",
@@ -206,6 +211,7 @@ class RemoteStorageManager:
     ) -> None:
         self._cache = _RowGroupCache(fetch_cache_bytes)
         self._cursors = FetchCursors()
+        self._read_ahead: ThreadPoolExecutor | None = None
         self._txn_indexes = _TxnIndexCache(txn_index_cache_entries)
         self._store = store
         self._cluster_id = cluster_id
@@ -348,7 +354,17 @@ class RemoteStorageManager:
                 f"cannot read {self._store.url}/{path}: {type(exc).__name__}: {exc}"
             ) from exc
         self._cursors.put(path, options, cursor)
+        if not cursor.exhausted:
+            self._read_ahead_pool().submit(cursor.read_ahead, max_bytes)
         return records
+
+    def _read_ahead_pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._read_ahead is None:
+                self._read_ahead = ThreadPoolExecutor(
+                    _READ_AHEAD_THREADS, thread_name_prefix="sparklog-remote-read-ahead"
+                )
+            return self._read_ahead
 
     def _open_cursor(
         self, path: str, start_offset: int, to_offset: int | None, compression: int | None
