@@ -5,8 +5,10 @@ bounded by count, bytes and age."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -91,3 +93,22 @@ def test_idle_cursors_are_bounded() -> None:
     spent.read(1 << 20)  # reads the rest: nothing left to keep
     stale.put("c", None, spent)
     assert closed[-1] == 12
+
+
+def _batch(base: int) -> bytes:
+    return base.to_bytes(8, "big") + bytes(15) + (0).to_bytes(4, "big") + b"x" * 10
+
+
+def test_read_ahead_keeps_the_order_and_defers_errors() -> None:
+    def batches() -> Iterator[bytes]:
+        yield from (_batch(i) for i in range(5))
+        raise ValueError("damaged row group")
+
+    cursor = FetchCursor(batches(), lambda: None)
+    assert cursor.read(1) == _batch(0)
+    cursor.read_ahead(2 * len(_batch(0)))
+    cursor.read_ahead(1 << 20)  # reaches the error: kept, not raised here
+    assert cursor.read(3 * len(_batch(0))) == _batch(1) + _batch(2) + _batch(3)
+    assert cursor.read(1) == _batch(4)
+    with pytest.raises(ValueError, match="damaged"):
+        cursor.read(1)
