@@ -279,6 +279,7 @@ DEFS: dict[str, ConfigDef] = {
         _d("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI"),
         _d("sasl.mechanism.controller.protocol", "string", "GSSAPI"),
         _d("connections.max.reauth.ms", "long", 0, minimum=0),
+        _d("sasl.server.max.receive.size", "int", 524288, minimum=1),
         _d("ssl.protocol", "string", "TLSv1.3"),
         _d("ssl.enabled.protocols", "list", ("TLSv1.2", "TLSv1.3")),
         _d("ssl.keystore.type", "string", "JKS"),

@@ -90,6 +90,11 @@ class Connection(asyncio.Protocol):
         # SASL listeners: authentication state; requests other than SASL's wait for it.
         self._sasl = server.security.new_sasl(self.session) if server.security else None
         self._auth_failed = False
+        if self._sasl is not None and server.security is not None:
+            # sasl.server.max.receive.size: an unauthenticated peer sends small frames only.
+            self._decoder.max_frame_bytes = min(
+                server.max_request_bytes, server.security.security.max_receive_bytes
+            )
 
     # -- asyncio.Protocol callbacks -------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -221,6 +226,8 @@ class Connection(asyncio.Protocol):
             reply = sasl.handshake(request.body)
         else:
             reply = sasl.authenticate(request.body, header.api_version, now_ms)
+            if sasl.authenticated:
+                self._decoder.max_frame_bytes = self._server.max_request_bytes
         if reply.body is not None:
             self._write(
                 encode_response(request.api, header.api_version, header.correlation_id, reply.body)

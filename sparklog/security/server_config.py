@@ -78,7 +78,6 @@ _UNSUPPORTED_EXACT = frozenset(
         "sasl.client.callback.handler.class",
         "sasl.login.callback.handler.class",
         "sasl.login.class",
-        "sasl.server.max.receive.size",
     }
 )
 _UNSUPPORTED_PREFIXES = ("sasl.kerberos.", "sasl.oauthbearer.", "sasl.login.", "delegation.token.")
@@ -138,6 +137,8 @@ class ListenerSecurity:
     mechanisms: tuple[str, ...]
     jaas: dict[str, JaasModule] = field(default_factory=dict, repr=False)
     reauth_ms: int = 0
+    # sasl.server.max.receive.size: the largest frame accepted before authentication.
+    max_receive_bytes: int = 524288
 
     @property
     def uses_sasl(self) -> bool:
@@ -214,6 +215,7 @@ def listener_security(config: ServerConfig, name: str) -> ListenerSecurity:
         mechanisms=mechanisms,
         jaas=jaas,
         reauth_ms=int(_value(config, name, "connections.max.reauth.ms")),
+        max_receive_bytes=int(config.get("sasl.server.max.receive.size")),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import socket
+import struct
 import time
 from collections.abc import Callable, Iterator
 
@@ -197,3 +198,15 @@ def test_scram_rejects_tampering() -> None:
         final = client.final(server.respond(client.first()))
         with pytest.raises(scram.ScramError):
             server.respond(mutate(final))
+
+
+def test_large_frame_before_authentication_closes_the_connection(harness: Harness) -> None:
+    # sasl.server.max.receive.size (512 KiB): an unauthenticated peer cannot make us buffer
+    # up to socket.request.max.bytes.
+    with socket.create_connection(("127.0.0.1", harness.port), timeout=30) as sock:
+        sock.sendall(struct.pack(">i", 600_000) + b"\x00" * 1024)
+        assert closed(sock)
+    with login(harness.port, "PLAIN", "alice", "alice-secret") as conn:
+        # After authentication the listener's own limit applies: a 600 KB request is served.
+        conn.request("Metadata", {"topics": [{"name": "t" * 30_000}] * 20})
+    assert harness.principals[-1] == "User:alice"
