@@ -1,14 +1,21 @@
 """Snapshots in the consensus core (KIP-630): create, serve with FetchSnapshot, download, load.
 
-A mixin of :class:`~sparklog.raft.core.RaftReplica` (it shares the replica's state). Rules, as
-in Kafka's ``KafkaRaftClient`` and ``KafkaMetadataLog``:
+:class:`SnapshotSync`, a component of :class:`~sparklog.raft.core.RaftReplica`. It is given the
+shared :class:`~sparklog.raft.replica_state.ReplicaState`, the
+:class:`~sparklog.raft.replica_state.Messenger` (to answer FetchSnapshot) and the snapshot store;
+it owns the parsed latest snapshot and the download in progress. The follower's fetcher asks
+it which snapshot to download and hands it the chunks (:meth:`SnapshotSync.receive_chunk`); the
+leader's replication asks it which snapshot a fetcher must load
+(:meth:`SnapshotSync.snapshot_for_fetch`). Rules, as in Kafka's ``KafkaRaftClient`` and
+``KafkaMetadataLog``:
 
-- Create: :meth:`SnapshotMixin.create_snapshot` takes the state machine's records for an end
+- Create: :meth:`SnapshotSync.create` takes the state machine's records for an end
   offset that is at most the high watermark and ends a batch; the snapshot's epoch is that
   batch's epoch. It holds the ``VotersRecord`` / ``KRaftVersionRecord`` in force at its end.
-  Once frozen, older snapshots are deleted and the log start offset moves up to it, but never
-  past the slowest registered listener (which would otherwise have to reload the snapshot);
-  the log start catches up as listeners read on.
+  Once frozen, older snapshots are deleted and the log start offset moves up to it
+  (:meth:`SnapshotSync.advance_log_start`), but never past the slowest registered listener
+  (which would otherwise have to reload the snapshot); the log start catches up as listeners
+  read on.
 - Serve (leader): a Fetch whose offset is below the log start, or whose last fetched epoch is
   older than the snapshot at the log start, is answered with the latest ``snapshot_id`` and no
   records; FetchSnapshot returns ``max_bytes`` chunks of a frozen snapshot
@@ -28,14 +35,14 @@ in Kafka's ``KafkaRaftClient`` and ``KafkaMetadataLog``:
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.records import iter_batches
 from sparklog.raft import rpc
+from sparklog.raft.replica_state import Messenger, ReplicaState
 from sparklog.raft.snapshot_format import (
     SnapshotContents,
     SnapshotFormatError,
@@ -44,17 +51,7 @@ from sparklog.raft.snapshot_format import (
 )
 from sparklog.raft.snapshots import SnapshotId, SnapshotNotFoundError, SnapshotStore, read_all
 from sparklog.raft.state import Follower, Leader
-from sparklog.raft.voter_changes import VoterChangeMixin
 from sparklog.raft.voters import ReplicaKey
-
-if TYPE_CHECKING:
-    from sparklog.raft.listeners import ListenerDispatcher
-    from sparklog.raft.log import ReplicatedLog
-
-T = TypeVar("T")
-
-_log = logging.getLogger(__name__)
-_CLUSTER_ID_LOG_INTERVAL_MS = 60_000
 
 
 class SnapshotError(ValueError):
@@ -69,61 +66,51 @@ class _Download:
     data: bytearray = field(default_factory=bytearray)
 
 
-class SnapshotMixin(VoterChangeMixin):
-    log: ReplicatedLog
-    snapshots: SnapshotStore
-    _download: _Download | None
-    _snapshot_cache: SnapshotContents | None
-    _kraft_versions: list[tuple[int, int]]
-    _high_watermark: int
-    _retry_at_ms: int
-    _cluster_id_rejected_logged_ms: int | None
-    _time: Callable[[], int]
-    _listeners: ListenerDispatcher[Any]
+class SnapshotSync:
+    """Create, serve, download and install snapshots of the replicated log."""
 
-    if TYPE_CHECKING:
-
-        def _advance_high_watermark(self, offset: int) -> None: ...
-
-        def _truncate(self, offset: int) -> None: ...
+    def __init__(self, state: ReplicaState, messenger: Messenger, store: SnapshotStore) -> None:
+        self._state = state
+        self._messenger = messenger
+        self.store = store
+        self._download: _Download | None = None
+        self._cache: SnapshotContents | None = None
 
     # -- reading ------------------------------------------------------------------------------
 
     def latest_snapshot(self) -> SnapshotContents | None:
         """The latest frozen snapshot, parsed (cached until a newer one exists)."""
-        snapshot_id = self.snapshots.latest()
+        snapshot_id = self.store.latest()
         if snapshot_id is None:
             return None
-        cached = self._snapshot_cache
+        cached = self._cache
         if cached is None or cached.snapshot_id != snapshot_id:
-            cached = parse_snapshot(snapshot_id, read_all(self.snapshots, snapshot_id))
-            self._snapshot_cache = cached
+            cached = parse_snapshot(snapshot_id, read_all(self.store, snapshot_id))
+            self._cache = cached
         return cached
-
-    @property
-    def latest_snapshot_id(self) -> SnapshotId | None:
-        return self.snapshots.latest()
 
     # -- creating -----------------------------------------------------------------------------
 
-    def create_snapshot(
+    def create(
         self, end_offset: int, values: Iterable[bytes], last_contained_timestamp: int
     ) -> SnapshotId:
-        """Freeze a snapshot of the state after every record below ``end_offset``."""
-        if end_offset > self.high_watermark:
+        """Freeze a snapshot of the state after every record below ``end_offset`` and delete
+        the older ones (the caller then moves the log start up with :meth:`advance_log_start`)."""
+        state = self._state
+        if end_offset > state.high_watermark:
             raise SnapshotError(
                 f"snapshot end offset {end_offset} is beyond the high watermark "
-                f"{self.high_watermark}"
+                f"{state.high_watermark}"
             )
-        latest = self.snapshots.latest()
+        latest = self.store.latest()
         if latest is not None and end_offset <= latest.end_offset:
             raise SnapshotError(f"snapshot {latest} already covers offset {end_offset}")
         epoch = self._epoch_of_batch_ending_at(end_offset)
         snapshot_id = SnapshotId(end_offset, epoch)
         last = end_offset - 1
-        voters = self.voters.at(end_offset) if self.voters.latest_offset >= 0 else None
-        kraft = [v for o, v in self._kraft_versions if o <= last]
-        kraft_version = kraft[-1] if kraft else self.config.kraft_version
+        voters = state.voters.at(end_offset) if state.voters.latest_offset >= 0 else None
+        kraft = [v for o, v in state.kraft_versions if o <= last]
+        kraft_version = kraft[-1] if kraft else state.config.kraft_version
         data = build_snapshot(
             snapshot_id,
             values,
@@ -131,37 +118,38 @@ class SnapshotMixin(VoterChangeMixin):
             kraft_version=kraft_version,
             voters=voters,
         )
-        writer = self.snapshots.begin(snapshot_id)
+        writer = self.store.begin(snapshot_id)
         writer.append(data)
         writer.freeze()
-        self._snapshot_cache = None
-        self.snapshots.delete_before(snapshot_id)
-        self._maybe_advance_log_start()
+        self._cache = None
+        self.store.delete_before(snapshot_id)
         return snapshot_id
 
     def _epoch_of_batch_ending_at(self, end_offset: int) -> int:
-        if end_offset <= self.log.log_start_offset or end_offset > self.log.log_end_offset:
+        log = self._state.log
+        if end_offset <= log.log_start_offset or end_offset > log.log_end_offset:
             raise SnapshotError(
                 f"snapshot end offset {end_offset} is outside the log "
-                f"[{self.log.log_start_offset}, {self.log.log_end_offset}]"
+                f"[{log.log_start_offset}, {log.log_end_offset}]"
             )
-        data = self.log.read(end_offset - 1, 1)
+        data = log.read(end_offset - 1, 1)
         for _, header in iter_batches(data):
             if header.last_offset != end_offset - 1:
                 raise SnapshotError(f"snapshot end offset {end_offset} is inside a batch")
             return header.partition_leader_epoch
         raise SnapshotError(f"no batch holds offset {end_offset - 1}")
 
-    def _maybe_advance_log_start(self) -> None:
-        """Move the log start up to the latest snapshot, as far as every listener has read."""
-        latest = self.snapshots.latest()
-        if latest is None or latest.end_offset <= self.log.log_start_offset:
+    def advance_log_start(self, listener_floor: int | None) -> None:
+        """Move the log start up to the latest snapshot, as far as every listener has read
+        (``listener_floor``: the lowest next offset of the registered listeners, if any)."""
+        log = self._state.log
+        latest = self.store.latest()
+        if latest is None or latest.end_offset <= log.log_start_offset:
             return
-        target = min(latest.end_offset, self.log.log_end_offset, self._high_watermark)
-        floor = self._listeners.min_next_offset()
-        if floor is not None:
-            target = min(target, floor)
-        if target <= self.log.log_start_offset:
+        target = min(latest.end_offset, log.log_end_offset, self._state.high_watermark)
+        if listener_floor is not None:
+            target = min(target, listener_floor)
+        if target <= log.log_start_offset:
             return
         if target == latest.end_offset:
             epoch = latest.epoch
@@ -170,14 +158,15 @@ class SnapshotMixin(VoterChangeMixin):
                 epoch = self._epoch_of_batch_ending_at(target)
             except SnapshotError:
                 return  # a listener mid-way through a batch; try again after it reads on
-        self.log.delete_before(target, epoch)
+        log.delete_before(target, epoch)
 
     # -- installing ---------------------------------------------------------------------------
 
-    def _install_snapshot(self, contents: SnapshotContents) -> None:
+    def install(self, contents: SnapshotContents) -> None:
+        state = self._state
         snapshot_id = contents.snapshot_id
         end = snapshot_id.end_offset
-        log = self.log
+        log = state.log
         starts_there = any(
             header.base_offset == end for _, header in iter_batches(log.read(end, 1))
         )
@@ -190,30 +179,31 @@ class SnapshotMixin(VoterChangeMixin):
             log.delete_before(end, snapshot_id.epoch)
         else:
             log.reset_to(end, snapshot_id.epoch)
-            self.voters.truncate_to(end)
-            self._kraft_versions = [(o, v) for o, v in self._kraft_versions if o < end]
-        self.voters.install_snapshot(end - 1, contents.voters)
-        later = [(o, v) for o, v in self._kraft_versions if o >= end]
+            state.voters.truncate_to(end)
+            state.kraft_versions = [(o, v) for o, v in state.kraft_versions if o < end]
+        state.voters.install_snapshot(end - 1, contents.voters)
+        later = [(o, v) for o, v in state.kraft_versions if o >= end]
         if contents.kraft_version is not None:
             later.insert(0, (end - 1, contents.kraft_version))
-        self._kraft_versions = later
-        self._snapshot_cache = contents
-        self._advance_high_watermark(end)
-        role = self.quorum.role
+        state.kraft_versions = later
+        self._cache = contents
+        state.advance_high_watermark(end)
+        role = state.quorum.role
         if isinstance(role, Leader):
-            role.state.update_voters(self.voters.latest)
+            role.state.update_voters(state.voters.latest)
 
-    def _load_snapshot_on_start(self) -> None:
+    def load_on_start(self) -> None:
+        """Install the latest snapshot (a restart, before the log above it is scanned)."""
         contents = self.latest_snapshot()
         if contents is not None:
-            self._install_snapshot(contents)
+            self.install(contents)
 
     # -- leader side --------------------------------------------------------------------------
 
-    def _snapshot_for_fetch(self, fetch_offset: int, last_fetched_epoch: int) -> SnapshotId | None:
+    def snapshot_for_fetch(self, fetch_offset: int, last_fetched_epoch: int) -> SnapshotId | None:
         """Kafka's ``validateOffsetAndEpoch``: the snapshot a fetcher must load, if any."""
-        latest = self.snapshots.latest()
-        start = self.log.log_start_offset
+        latest = self.store.latest()
+        start = self._state.log.log_start_offset
         if latest is None or start == 0:
             return None
         if fetch_offset < start:
@@ -225,12 +215,14 @@ class SnapshotMixin(VoterChangeMixin):
             return latest
         return None
 
-    def _handle_fetch_snapshot(self, now_ms: int, request: rpc.InboundRequest) -> None:
-        role = self.quorum.role
-        leader_id = self.quorum.leader_id
+    def handle_fetch_snapshot(self, now_ms: int, request: rpc.InboundRequest) -> None:
+        respond = self._messenger.respond
+        quorum = self._state.quorum
+        role = quorum.role
+        leader_id = quorum.leader_id
         p = rpc.partition_of(request.body)
         if p is None:
-            self._respond(
+            respond(
                 request,
                 rpc.fetch_snapshot_response(
                     ErrorCode.INVALID_REQUEST, ErrorCode.NONE, leader_id, role.epoch, (-1, -1)
@@ -248,7 +240,7 @@ class SnapshotMixin(VoterChangeMixin):
         elif not isinstance(role, Leader):
             error = ErrorCode.NOT_LEADER_OR_FOLLOWER
         if error or not isinstance(role, Leader):
-            self._respond(
+            respond(
                 request,
                 rpc.fetch_snapshot_response(ErrorCode.NONE, error, leader_id, role.epoch, snapshot),
             )
@@ -260,9 +252,9 @@ class SnapshotMixin(VoterChangeMixin):
         snapshot_id = SnapshotId(*snapshot)
         position = int(p.get("position", -1))
         try:
-            size = self.snapshots.size(snapshot_id)
+            size = self.store.size(snapshot_id)
         except SnapshotNotFoundError:
-            self._respond(
+            respond(
                 request,
                 rpc.fetch_snapshot_response(
                     ErrorCode.NONE, ErrorCode.SNAPSHOT_NOT_FOUND, leader_id, role.epoch, snapshot
@@ -270,16 +262,17 @@ class SnapshotMixin(VoterChangeMixin):
             )
             return
         if position < 0 or position >= size:
-            self._respond(
+            respond(
                 request,
                 rpc.fetch_snapshot_response(
                     ErrorCode.NONE, ErrorCode.POSITION_OUT_OF_RANGE, leader_id, role.epoch, snapshot
                 ),
             )
             return
-        max_bytes = max(1, min(int(request.body.get("max_bytes", 1)), self.config.max_fetch_bytes))
-        chunk = self.snapshots.read(snapshot_id, position, max_bytes)
-        self._respond(
+        max_fetch_bytes = self._state.config.max_fetch_bytes
+        max_bytes = max(1, min(int(request.body.get("max_bytes", 1)), max_fetch_bytes))
+        chunk = self.store.read(snapshot_id, position, max_bytes)
+        respond(
             request,
             rpc.fetch_snapshot_response(
                 ErrorCode.NONE,
@@ -295,15 +288,15 @@ class SnapshotMixin(VoterChangeMixin):
 
     # -- follower side ------------------------------------------------------------------------
 
-    def _start_download(self, snapshot_id: SnapshotId) -> None:
-        role = self.quorum.role
+    def start_download(self, snapshot_id: SnapshotId) -> None:
+        role = self._state.quorum.role
         assert isinstance(role, Follower)
         self._download = _Download(snapshot_id, role.epoch, role.leader_id)
 
-    def _current_download(self) -> _Download | None:
+    def current_download(self) -> _Download | None:
         """The download in progress, dropped if we no longer follow the leader it came from."""
         download = self._download
-        role = self.quorum.role
+        role = self._state.quorum.role
         if download is None:
             return None
         if not (
@@ -315,69 +308,32 @@ class SnapshotMixin(VoterChangeMixin):
             return None
         return download
 
-    def _fetch_snapshot_body(self, download: _Download) -> rpc.Body:
+    def fetch_snapshot_body(self, download: _Download) -> rpc.Body:
+        state = self._state
         snapshot_id = download.snapshot_id
         return rpc.fetch_snapshot_request(
-            self.config.cluster_id,
-            self.local.id,
-            self.local.directory_id,
+            state.config.cluster_id,
+            state.local.id,
+            state.local.directory_id,
             download.epoch,
             (snapshot_id.end_offset, snapshot_id.epoch),
             len(download.data),
-            self.config.max_fetch_bytes,
+            state.config.max_fetch_bytes,
         )
 
-    def _usable_partition(
-        self, now_ms: int, body: rpc.Body, p: Mapping[str, Any] | None
-    ) -> Mapping[str, Any] | None:
-        """The partition of a Fetch or FetchSnapshot response when it is worth reading on.
-
-        None after a top-level error or a missing partition (the next request waits out the
-        retry backoff), and when the response's current leader moved this replica to another
-        epoch or leader (what was asked of the old one no longer applies).
-        """
-        if body.get("error_code", 0) or p is None:
-            if body.get("error_code", 0) == ErrorCode.INCONSISTENT_CLUSTER_ID:
-                self._log_cluster_id_rejected(now_ms)
-            self._retry_at_ms = now_ms + self.config.retry_backoff_ms
-            return None
-        leader = p.get("current_leader") or {}
-        if self._observe_leader(
-            now_ms, int(leader.get("leader_epoch", -1)), int(leader.get("leader_id", -1))
-        ):
-            return None
-        return p
-
-    def _log_cluster_id_rejected(self, now_ms: int) -> None:
-        """Say why this node never catches up: it was formatted for another cluster. Without
-        this, a broker formatted with the wrong cluster id waits to be unfenced forever and
-        its log never names the cause (issue 19). Logged at once, then once a minute."""
-        last = self._cluster_id_rejected_logged_ms
-        if last is not None and now_ms - last < _CLUSTER_ID_LOG_INTERVAL_MS:
-            return
-        self._cluster_id_rejected_logged_ms = now_ms
-        _log.error(
-            "The controller quorum rejects node %d's cluster id %s (INCONSISTENT_CLUSTER_ID): "
-            "its metadata log directory was formatted for another cluster. Format this node "
-            "again with the quorum's cluster id (sparklog storage format --cluster-id <id> "
-            "--config <server.properties>), or point controller.quorum.bootstrap.servers at "
-            "its own cluster. It cannot join until then.",
-            self.local.id,
-            self.config.cluster_id,
-        )
-
-    def _handle_fetch_snapshot_response(
-        self, now_ms: int, response: rpc.InboundResponse, sent_epoch: int
+    def receive_chunk(
+        self, now_ms: int, source_id: int, sent_epoch: int, p: Mapping[str, Any]
     ) -> None:
-        p = self._usable_partition(now_ms, response.body, rpc.partition_of(response.body))
-        if p is None:
-            return
-        download = self._current_download()
-        role = self.quorum.role
+        """A usable FetchSnapshot answer from ``source_id`` to a request sent in ``sent_epoch``:
+        append its chunk to the download; install the snapshot once it is whole."""
+        state = self._state
+        config = state.config
+        download = self.current_download()
+        role = state.quorum.role
         if (
             download is None
             or not isinstance(role, Follower)
-            or role.leader_id != response.source_id
+            or role.leader_id != source_id
             or role.epoch != sent_epoch
         ):
             return
@@ -398,10 +354,10 @@ class SnapshotMixin(VoterChangeMixin):
             # The leader moved on (a newer snapshot) or the answer is not for this download:
             # start over from a Fetch, which names the snapshot to load now.
             self._download = None
-            self._retry_at_ms = now_ms + self.config.retry_backoff_ms
+            state.retry_at_ms = now_ms + config.retry_backoff_ms
             return
         role.has_fetched = True
-        role.fetch_deadline_ms = now_ms + self.config.fetch_timeout_ms
+        role.fetch_deadline_ms = now_ms + config.fetch_timeout_ms
         download.data += chunk
         if len(download.data) < size:
             return
@@ -409,17 +365,17 @@ class SnapshotMixin(VoterChangeMixin):
         try:
             contents = parse_snapshot(download.snapshot_id, bytes(download.data))
         except SnapshotFormatError:
-            self._retry_at_ms = now_ms + self.config.retry_backoff_ms
+            state.retry_at_ms = now_ms + config.retry_backoff_ms
             return
-        latest = self.snapshots.latest()
+        latest = self.store.latest()
         if latest is not None and latest >= download.snapshot_id:
             # Already held (a restart raced the download): install what we have.
             held = self.latest_snapshot()
             if held is not None:
-                self._install_snapshot(held)
+                self.install(held)
             return
-        writer = self.snapshots.begin(download.snapshot_id)
+        writer = self.store.begin(download.snapshot_id)
         writer.append(bytes(download.data))
         writer.freeze()
-        self.snapshots.delete_before(download.snapshot_id)
-        self._install_snapshot(contents)
+        self.store.delete_before(download.snapshot_id)
+        self.install(contents)
