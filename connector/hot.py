@@ -13,7 +13,7 @@ Two transports (``sparklog.hot.protocol``, the piece's ``hot_protocol``):
   Its address is the ``sparklog.read.listener`` value the leader reports in DescribeConfigs
   (BROKER resource) over its Kafka listener, looked up once per broker and worker process. A
   broker whose service is disabled is read with Kafka Fetch instead. Chunks are decoded with
-  :func:`sparklog.readservice.chunk_wire.decode_chunk`, not the generated message class.
+  :func:`sparklog.readservice_wire.chunk_wire.decode_chunk`, not the generated message class.
 - ``kafka``: Kafka Fetch over :class:`~sparklog.client.connection.KafkaConnection`, the way
   Kafka consumers read (aborted list with first offsets, closed by the ABORT markers).
 
@@ -113,8 +113,8 @@ def _channel(address: str, security: SecurityParams = ()) -> Any:
 
 
 def _stub(address: str, security: SecurityParams = ()) -> Any:
-    from sparklog.readservice import hot_read_pb2 as pb
-    from sparklog.readservice.chunk_wire import decode_chunk
+    from sparklog.readservice_wire import hot_read_pb2 as pb
+    from sparklog.readservice_wire.chunk_wire import decode_chunk
 
     # Chunks are decoded by hand: the generated class copies their megabytes twice.
     return _channel(address, security).unary_stream(
@@ -157,7 +157,7 @@ def read_hot(piece: HotPiece, protocol: str | None = None) -> Iterator[pa.Record
 def _read_grpc(piece: HotPiece, address: str) -> Iterator[pa.RecordBatch]:
     import grpc
 
-    from sparklog.readservice import hot_read_pb2 as pb
+    from sparklog.readservice_wire import hot_read_pb2 as pb
 
     stub = _stub(address, piece.security)
     # The same credentials as the Kafka listener (sparklog.security.grpc_security).

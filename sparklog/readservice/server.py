@@ -11,8 +11,9 @@ Contract of ``ReadRange`` (see ``hot_read.proto``):
   Chunks hold stored batch bytes (no control batches) of at most ``max_chunk_bytes`` (a single
   larger batch is sent whole), and under read_committed the aborted transactions overlapping
   them (the local transaction indexes, or the remote segments' ``.txnindex`` objects for a range
-  read from the store). Chunks are yielded already encoded (:mod:`.chunk_wire`, the bytes the
-  generated ``RecordChunk`` class would write), and the method is registered with a
+  read from the store). Chunks are yielded already encoded
+  (:mod:`~sparklog.readservice_wire.chunk_wire`, the bytes the generated ``RecordChunk`` class
+  would write), and the method is registered with a
   pass-through serializer; the generated message class would copy each chunk twice more.
 - Segment bytes are read on the service's own threads, never on the event loop; the log's
   index lookup (which batch holds an offset) stays on the loop, as in Fetch. Offsets below the
@@ -37,15 +38,15 @@ from sparklog.broker.partition import Partition
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.config import ServerConfig
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.readservice_wire import hot_read_pb2 as pb
+from sparklog.readservice_wire import hot_read_pb2_grpc as pb_grpc
+from sparklog.readservice_wire.chunk_wire import encode_chunk
 from sparklog.security.authorizer import StandardAuthorizer
 from sparklog.security.grpc_security import read_service_security
 from sparklog.security.sasl_server import ScramLookup
 from sparklog.storage.errors import OffsetMovedToTieredStorageError, OffsetOutOfRangeError
 
-from . import hot_read_pb2 as pb
-from . import hot_read_pb2_grpc as pb_grpc
 from .authz import ReadAuthorizer
-from .chunk_wire import encode_chunk
 from .chunks import LISTENER_KEY, aborted_ranges, bind_address, data_batches, published_address
 from .chunks import status_for as _status_name
 
@@ -222,7 +223,8 @@ class HotReadServicer(pb_grpc.HotReadServicer):
 
 def _add_servicer(servicer: HotReadServicer, server: Any) -> None:
     """The generated registration, except that ``ReadRange`` yields chunks already in wire
-    form (:mod:`.chunk_wire`): the message class would copy each chunk's megabytes twice."""
+    form (:mod:`~sparklog.readservice_wire.chunk_wire`): the message class would copy each
+    chunk's megabytes twice."""
     handler = grpc.unary_stream_rpc_method_handler(
         servicer.ReadRange,
         request_deserializer=pb.ReadRangeRequest.FromString,

@@ -409,8 +409,8 @@ def test_hot_read_service_checks_read(acl_node: Node) -> None:
 
     from sparklog.connector import hot
     from sparklog.connector.hot import read_service_address
-    from sparklog.readservice import hot_read_pb2 as pb
-    from sparklog.readservice import hot_read_pb2_grpc as pb_grpc
+    from sparklog.readservice_wire import hot_read_pb2 as pb
+    from sparklog.readservice_wire import hot_read_pb2_grpc as pb_grpc
 
     denied, allowed = unique_topic("acl-hot-no"), unique_topic("acl-hot-ok")
     for topic in (denied, allowed):

@@ -414,7 +414,7 @@ def test_hot_read_service_uses_the_listener_security(secure_node: SecureNode) ->
     from sparklog.connector import hot
     from sparklog.connector.planning import HotPiece
     from sparklog.connector.security import security_params
-    from sparklog.readservice import hot_read_pb2 as pb
+    from sparklog.readservice_wire import hot_read_pb2 as pb
 
     config = secure_node.confluent_sasl()
     topic = unique_topic("hot-sec")

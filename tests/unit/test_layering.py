@@ -38,7 +38,7 @@ _NODE_WIRING = {"node_plane", "node_metrics", "node_faults", "node_limits", "nod
 _BELOW_NODE = {
     "protocol", "metrics", "fault", "config_keys", "config", "storage", "replication", "share",
     "client", "raft", "security", "metadata", "controller", "tiering", "net", "broker",
-    "coordinator", "readservice", "console",
+    "coordinator", "readservice", "readservice_wire", "console",
 }  # fmt: skip
 
 # package -> the sparklog packages it may import (besides itself)
@@ -66,8 +66,9 @@ ALLOWED: dict[str, set[str]] = {
         "config_keys", "metrics", "net", "security", "share", "tiering", "fault", "coordinator",
     },
     "coordinator": {"protocol", "config", "config_keys", "share", "metrics"},
-    "readservice": {"protocol", "storage", "config", "broker", "security"},
-    "connector": {"protocol", "client", "tiering", "readservice", "security"},
+    "readservice_wire": set(),
+    "readservice": {"protocol", "storage", "config", "broker", "security", "readservice_wire"},
+    "connector": {"protocol", "client", "tiering", "readservice_wire", "security"},
     "console": {"protocol", "client", "metadata", "metrics", "cli"},
     **{wiring: _BELOW_NODE | _NODE_WIRING for wiring in _NODE_WIRING},
     "node": _BELOW_NODE | _NODE_WIRING,

@@ -11,8 +11,8 @@ import contextlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparklog.readservice import hot_read_pb2 as pb
-from sparklog.readservice.chunk_wire import ChunkView, decode_chunk, encode_chunk
+from sparklog.readservice_wire import hot_read_pb2 as pb
+from sparklog.readservice_wire.chunk_wire import ChunkView, decode_chunk, encode_chunk
 
 _int64 = st.one_of(st.integers(-(2**63), 2**63 - 1), st.integers(-2, 300))
 _aborted = st.lists(st.tuples(_int64, _int64, _int64), max_size=4)

@@ -21,8 +21,8 @@ from sparklog.connector.hot import read_hot, read_service_address
 from sparklog.connector.planning import HotPiece
 from sparklog.protocol.record_codec import decode_batch
 from sparklog.protocol.records import iter_batches
-from sparklog.readservice import hot_read_pb2 as pb
-from sparklog.readservice import hot_read_pb2_grpc as pb_grpc
+from sparklog.readservice_wire import hot_read_pb2 as pb
+from sparklog.readservice_wire import hot_read_pb2_grpc as pb_grpc
 from tests.integration.ck_helpers import create_topic, make_producer
 from tests.integration.node_harness import Node
 from tests.integration.tiering_support import Rec, consume_confluent, make_records, now_ms

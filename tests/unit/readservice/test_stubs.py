@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import sparklog.readservice
+import sparklog.readservice_wire
 
 ROOT = Path(__file__).resolve().parents[3]
-PACKAGE = Path("sparklog/readservice")
+PACKAGE = Path("sparklog/readservice_wire")
 GENERATED = ("hot_read_pb2.py", "hot_read_pb2.pyi", "hot_read_pb2_grpc.py")
 
 
@@ -21,7 +21,7 @@ GENERATED = ("hot_read_pb2.py", "hot_read_pb2.pyi", "hot_read_pb2_grpc.py")
     importlib.util.find_spec("grpc_tools") is None, reason="grpcio-tools is not installed"
 )
 def test_committed_stubs_are_fresh(tmp_path: Path) -> None:
-    doc = sparklog.readservice.__doc__ or ""
+    doc = sparklog.readservice_wire.__doc__ or ""
     assert "python -m grpc_tools.protoc -I. --python_out=. --pyi_out=. --grpc_python_out=." in doc
     (tmp_path / PACKAGE).mkdir(parents=True)
     shutil.copy(ROOT / PACKAGE / "hot_read.proto", tmp_path / PACKAGE / "hot_read.proto")
@@ -44,4 +44,4 @@ def test_committed_stubs_are_fresh(tmp_path: Path) -> None:
         for name in GENERATED
         if (tmp_path / PACKAGE / name).read_bytes() != (ROOT / PACKAGE / name).read_bytes()
     ]
-    assert not stale, f"regenerate {stale} with the command in sparklog/readservice/__init__.py"
+    assert not stale, f"regenerate {stale} as sparklog/readservice_wire/__init__.py says"

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from sparklog.readservice import hot_read_pb2 as sparklog_dot_readservice_dot_hot__read__pb2
+from sparklog.readservice_wire import hot_read_pb2 as sparklog_dot_readservice__wire_dot_hot__read__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in sparklog/readservice/hot_read_pb2_grpc.py depends on'
+        + ' but the generated code in sparklog/readservice_wire/hot_read_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,8 +36,8 @@ class HotReadStub:
         """
         self.ReadRange = channel.unary_stream(
                 '/sparklog.readservice.HotRead/ReadRange',
-                request_serializer=sparklog_dot_readservice_dot_hot__read__pb2.ReadRangeRequest.SerializeToString,
-                response_deserializer=sparklog_dot_readservice_dot_hot__read__pb2.RecordChunk.FromString,
+                request_serializer=sparklog_dot_readservice__wire_dot_hot__read__pb2.ReadRangeRequest.SerializeToString,
+                response_deserializer=sparklog_dot_readservice__wire_dot_hot__read__pb2.RecordChunk.FromString,
                 _registered_method=True)
 
 
@@ -58,8 +58,8 @@ def add_HotReadServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'ReadRange': grpc.unary_stream_rpc_method_handler(
                     servicer.ReadRange,
-                    request_deserializer=sparklog_dot_readservice_dot_hot__read__pb2.ReadRangeRequest.FromString,
-                    response_serializer=sparklog_dot_readservice_dot_hot__read__pb2.RecordChunk.SerializeToString,
+                    request_deserializer=sparklog_dot_readservice__wire_dot_hot__read__pb2.ReadRangeRequest.FromString,
+                    response_serializer=sparklog_dot_readservice__wire_dot_hot__read__pb2.RecordChunk.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -87,8 +87,8 @@ class HotRead:
             request,
             target,
             '/sparklog.readservice.HotRead/ReadRange',
-            sparklog_dot_readservice_dot_hot__read__pb2.ReadRangeRequest.SerializeToString,
-            sparklog_dot_readservice_dot_hot__read__pb2.RecordChunk.FromString,
+            sparklog_dot_readservice__wire_dot_hot__read__pb2.ReadRangeRequest.SerializeToString,
+            sparklog_dot_readservice__wire_dot_hot__read__pb2.RecordChunk.FromString,
             options,
             channel_credentials,
             insecure,
