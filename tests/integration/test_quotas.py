@@ -99,6 +99,9 @@ class _Meter:
                 "acks": 1,
                 "enable.idempotence": False,
                 "queue.buffering.max.kbytes": 4096,
+                # small requests: after a throttle librdkafka would otherwise send one batch
+                # of up to 1 MB (5 s of this quota), and a 20 s average would count whole MBs
+                "batch.size": 16384,
                 "statistics.interval.ms": 0,
                 "throttle_cb": self._throttled,
             }
@@ -239,7 +242,7 @@ def test_consumer_held_near_its_byte_rate(node_factory: NodeFactory) -> None:
             "group.id": "quota-fetch",
             "auto.offset.reset": "earliest",
             "fetch.max.bytes": 1_100_000,
-            "max.partition.fetch.bytes": 100_000,
+            "max.partition.fetch.bytes": 16_384,  # fine-grained, as the producer's batches
         }
     )
     received: list[float] = []
