@@ -15,7 +15,8 @@ or ``spark.dataSource.register(SparklogDataSource)``.
 
 - The fast batch path (:mod:`.native`): ``sparklog.connector.read(spark).option(...).load()``
   takes the same options and reads the tiered ranges with Spark's own Parquet scan, unioned
-  with the hot tail read by the data source.
+  with the hot tail read by the data source (or, under a local master, read once on the
+  driver and scanned as Parquet too: :mod:`.hot_tail`).
 
 Nothing here imports pyspark until the data source is asked for.
 """
