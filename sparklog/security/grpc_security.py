@@ -179,7 +179,8 @@ class ReadServiceSecurity:
         return [_basic_auth_interceptor(self.check_password)]
 
 
-def _parse_basic(metadata: Any) -> tuple[str, str] | None:
+def basic_login(metadata: Any) -> tuple[str, str] | None:
+    """(user, password) of a call's ``authorization: Basic`` metadata, or None."""
     for key, value in metadata or ():
         if key.lower() != "authorization" or not isinstance(value, str):
             continue
@@ -213,7 +214,7 @@ def _basic_auth_interceptor(check: Callable[[str, str], bool]) -> Any:
             continuation: Callable[[Any], Awaitable[Any]],
             handler_call_details: Any,
         ) -> Any:
-            login = _parse_basic(handler_call_details.invocation_metadata)
+            login = basic_login(handler_call_details.invocation_metadata)
             if login is not None:
                 user, password = login
                 digest = hashlib.sha256(password.encode()).digest()
