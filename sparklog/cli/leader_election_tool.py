@@ -17,8 +17,10 @@ import json
 import sys
 from typing import Any
 
+from sparklog.cli.admin_client import CliError, command_security, read_command_config
 from sparklog.client.connection import KafkaConnection
 from sparklog.protocol.errors import ErrorCode
+from sparklog.security.client_security import ClientSecurity
 
 ELECTION_TYPES = {"PREFERRED": 0, "UNCLEAN": 1}
 
@@ -34,6 +36,11 @@ def add_leader_election_parser(sub: Any) -> None:
         description="Trigger leader election for topic partitions (ElectLeaders).",
     )
     parser.add_argument("--bootstrap-server", required=True, help="HOST:PORT of a broker")
+    parser.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="a properties file of client settings (security.protocol, sasl.*, ssl.*)",
+    )
     parser.add_argument(
         "--election-type",
         help="PREFERRED: make the first replica lead where it is in sync; UNCLEAN: elect a "
@@ -152,6 +159,11 @@ def elect(conn: KafkaConnection, election_type: str, targets: list[dict[str, Any
     return len(failed)
 
 
+def _security(args: argparse.Namespace) -> ClientSecurity | None:
+    """TLS/SASL from --command-config (Kafka's client security keys)."""
+    return command_security(read_command_config(args.command_config))
+
+
 def run_leader_election(args: argparse.Namespace) -> int:
     try:
         if args.election_type is None:
@@ -162,13 +174,13 @@ def run_leader_election(args: argparse.Namespace) -> int:
                 f"Invalid election type {args.election_type!r}: expected PREFERRED or UNCLEAN"
             )
         targets = _targets(args)
-        with KafkaConnection.connect(args.bootstrap_server) as conn:
+        with KafkaConnection.connect(args.bootstrap_server, security=_security(args)) as conn:
             failures = elect(conn, election_type, targets)
         if failures:
             print(f"{failures} replica(s) could not be elected", file=sys.stderr)
             return 1
         return 0
-    except LeaderElectionError as exc:
+    except (LeaderElectionError, CliError) as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:

@@ -28,8 +28,10 @@ import json
 import sys
 from typing import Any
 
+from sparklog.cli.admin_client import CliError, command_security, read_command_config
 from sparklog.client.connection import KafkaConnection
 from sparklog.protocol.errors import ErrorCode
+from sparklog.security.client_security import ClientSecurity
 
 TopicPartition = tuple[str, int]
 
@@ -45,6 +47,11 @@ def add_reassign_partitions_parser(sub: Any) -> None:
         description="Start, verify, cancel and list partition reassignments.",
     )
     parser.add_argument("--bootstrap-server", required=True, help="HOST:PORT of a broker")
+    parser.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="a properties file of client settings (security.protocol, sasl.*, ssl.*)",
+    )
     parser.add_argument(
         "--reassignment-json-file",
         help='{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}',
@@ -295,9 +302,14 @@ def _run_generate(args: argparse.Namespace) -> int:
     text = _read(args.topics_to_move_json_file)
     topics = parse_topics_to_move(text, args.topics_to_move_json_file)
     brokers = parse_broker_list(args.broker_list)
-    with KafkaConnection.connect(args.bootstrap_server) as conn:
+    with KafkaConnection.connect(args.bootstrap_server, security=_security(args)) as conn:
         generate(conn, topics, brokers)
     return 0
+
+
+def _security(args: argparse.Namespace) -> ClientSecurity | None:
+    """TLS/SASL from --command-config (Kafka's client security keys)."""
+    return command_security(read_command_config(args.command_config))
 
 
 def run_reassign_partitions(args: argparse.Namespace) -> int:
@@ -317,7 +329,7 @@ def run_reassign_partitions(args: argparse.Namespace) -> int:
                 raise ReassignError("Missing required argument --reassignment-json-file")
             text = _read(args.reassignment_json_file)
             targets = parse_reassignment(text, args.reassignment_json_file)
-        with KafkaConnection.connect(args.bootstrap_server) as conn:
+        with KafkaConnection.connect(args.bootstrap_server, security=_security(args)) as conn:
             if args.execute:
                 execute(conn, targets, args.additional)
             elif args.verify:
@@ -327,7 +339,7 @@ def run_reassign_partitions(args: argparse.Namespace) -> int:
             else:
                 list_reassignments(conn)
         return 0
-    except ReassignError as exc:
+    except (ReassignError, CliError) as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:

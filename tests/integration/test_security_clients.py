@@ -182,6 +182,11 @@ def test_cli_command_config_over_sasl_ssl(secure_node: SecureNode, tmp_path: Pat
         "--max-messages", "2", "--command-config", config,
     )  # fmt: skip
     assert consumed.lines() == ["one", "two"], consumed.err
+    listing = tool(bootstrap, "reassign-partitions", "--list", "--command-config", config)
+    assert listing.status == 0, listing.err
+    elected = tool(bootstrap, "leader-election", "--election-type", "PREFERRED",
+                   "--topic", topic, "--partition", "0", "--command-config", config)  # fmt: skip
+    assert "SASL" not in elected.err and "cannot reach" not in elected.err, elected.err
     wrong = command_config(secure_node, tmp_path / "wrong.properties", "not-it")
     refused = tool(bootstrap, "topics", "--list", "--command-config", wrong)
     assert refused.status == 1
