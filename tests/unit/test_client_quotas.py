@@ -124,3 +124,41 @@ def test_alter_and_describe_client_quotas() -> None:
     )
     assert response["entries"][0]["error_code"] == 0
     assert len(image.client_quotas.entities) == 1
+
+
+def test_enforcement_answers_throttle_time_and_mutes_the_connection() -> None:
+    import asyncio
+    import time
+
+    from sparklog.broker.quota_enforcement import serve_with_quotas, wait_while_muted
+    from sparklog.broker.quotas import QuotaManagers
+    from sparklog.protocol.headers import Request, RequestHeader
+    from sparklog.protocol.messages import API_BY_KEY
+    from sparklog.security.principal import SessionContext
+
+    class Conn:
+        session = SessionContext("PLAINTEXT")
+
+    image = quotas(({"client-id": "app"}, 1000.0))
+    managers = QuotaManagers(QuotaConfig(2, 1000), lambda: image)
+    api = API_BY_KEY[0]
+    body = {"topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b"x" * 3000}]}]}
+    request = Request(RequestHeader(0, api.max_version, 1, "app"), api, body)
+    conn = Conn()
+
+    async def serve() -> dict[str, Any]:
+        return {"responses": [], "throttle_time_ms": 0}
+
+    async def scenario() -> tuple[int, float]:
+        response = await serve_with_quotas(managers, request, conn, serve)
+        assert response is not None
+        started = time.monotonic()
+        await wait_while_muted(conn)
+        return response["throttle_time_ms"], time.monotonic() - started
+
+    assert managers.active
+    throttle_ms, waited_s = asyncio.run(scenario())
+    # 3000 B over one window of 1 s against 1000 B/s: (3000 - 1000) / 1000 * 1000 ms
+    assert throttle_ms == 2000
+    assert waited_s > 1.5
+    assert managers.produce.throttled_requests == 1
