@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparklog.metrics import Histogram, Meter, MetricsRegistry
+from sparklog.metrics import Counter, Histogram, Meter, MetricName, MetricsRegistry
 from sparklog.protocol.errors import ErrorCode
 
 DOMAIN = "kafka.network"
@@ -63,6 +63,21 @@ class RequestMetrics:
         self._requests: dict[tuple[str, int], Meter] = {}
         self._times: dict[str, tuple[Histogram, ...]] = {}
         self._errors: dict[tuple[str, int], Meter] = {}
+        self._authentications: dict[tuple[str, str], Counter] = {}
+
+    def authentication(self, listener: str, outcome: str) -> None:
+        """Count one SASL/TLS authentication outcome of ``listener``: Kafka's
+        ``kafka.server:type=socket-server-metrics,listener=<l>`` ``<outcome>-total`` with
+        outcome ``successful-authentication``, ``failed-authentication``,
+        ``successful-reauthentication`` or ``failed-reauthentication``."""
+        counter = self._authentications.get((listener, outcome))
+        if counter is None:
+            name = MetricName(
+                f"kafka.server:type=socket-server-metrics,listener={listener}", f"{outcome}-total"
+            )
+            counter = self._registry.counter(name)
+            self._authentications[(listener, outcome)] = counter
+        counter.inc()
 
     @staticmethod
     def request_name(api_name: str, api_key: int, body: Any) -> str:

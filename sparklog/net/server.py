@@ -225,9 +225,15 @@ class Connection(asyncio.Protocol):
         if key == SASL_HANDSHAKE:
             reply = sasl.handshake(request.body)
         else:
+            again = sasl.authenticated
             reply = sasl.authenticate(request.body, header.api_version, now_ms)
             if sasl.authenticated:
                 self._decoder.max_frame_bytes = self._server.max_request_bytes
+            metrics = self._server.request_metrics
+            if metrics is not None and (reply.authenticated or reply.close):
+                outcome = "successful" if reply.authenticated else "failed"
+                kind = "reauthentication" if again else "authentication"
+                metrics.authentication(self._server.name, f"{outcome}-{kind}")
         if reply.body is not None:
             self._write(
                 encode_response(request.api, header.api_version, header.correlation_id, reply.body)

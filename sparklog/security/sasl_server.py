@@ -44,6 +44,8 @@ class SaslReply:
     body: dict[str, Any] | None
     close: bool = False
     reason: str = ""
+    # True when this reply completes a (re-)authentication.
+    authenticated: bool = False
 
 
 def _plain_check(token: bytes, users: dict[str, str]) -> str:
@@ -167,7 +169,7 @@ class SaslSession:
         out = self._auth_body(ErrorCode.NONE, None, reply)
         if version >= 1:
             out["session_lifetime_ms"] = lifetime
-        return SaslReply(out)
+        return SaslReply(out, authenticated=True)
 
     def _failed(self, mechanism: str, detail: str) -> SaslReply:
         message = (

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from sparklog.broker.apis import api_versions_body
+from sparklog.metrics import MetricsRegistry
+from sparklog.net.request_metrics import RequestMetrics
 from sparklog.net.server import Connection, KafkaServer
 from sparklog.protocol.headers import Request
 from sparklog.protocol.messages import API_BY_KEY
@@ -21,8 +23,9 @@ from sparklog.security.listener_runtime import ListenerRuntime
 
 
 class Harness:
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: KafkaServer, registry: MetricsRegistry) -> None:
         self.server = server
+        self.registry = registry
         self.principals: list[str] = []
 
     @property
@@ -50,7 +53,9 @@ def serving(
         }
 
     server = KafkaServer("TEST", "127.0.0.1", 0, served, handler, security=runtime)
-    harness = Harness(server)
+    registry = MetricsRegistry()
+    server.request_metrics = RequestMetrics(registry)
+    harness = Harness(server, registry)
     loop = asyncio.new_event_loop()
     started = threading.Event()
 

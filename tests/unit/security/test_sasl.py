@@ -210,3 +210,27 @@ def test_large_frame_before_authentication_closes_the_connection(harness: Harnes
         # After authentication the listener's own limit applies: a 600 KB request is served.
         conn.request("Metadata", {"topics": [{"name": "t" * 30_000}] * 20})
     assert harness.principals[-1] == "User:alice"
+
+
+def test_authentication_metrics(harness: Harness) -> None:
+    with login(harness.port, "SCRAM-SHA-512", "alice", "alice-secret") as conn:
+        authenticate_blocking(
+            lambda api, body, version: conn.request(api, body, version=version),
+            "SCRAM-SHA-512",
+            "alice",
+            "alice-secret",
+        )
+    for _ in range(2):
+        with pytest.raises(SaslAuthenticationError):
+            login(harness.port, "PLAIN", "alice", "wrong")
+    values = {
+        sample.name.attribute: sample.value
+        for sample in harness.registry.samples()
+        if "socket-server-metrics,listener=TEST" in sample.name.mbean
+    }
+    assert values == {
+        "successful-authentication-total": 1,
+        "successful-reauthentication-total": 1,
+        "failed-authentication-total": 2,
+    }
+    assert not any("alice-secret" in str(v) for v in values)
