@@ -31,15 +31,16 @@ Contract and invariants:
 - Transactions (:mod:`sparklog.storage.log_txn`): the log keeps the last stable offset and
   the per-segment transaction indexes; leader appends may not carry control batches when they
   come from a client (``from_client``), markers are written by
-  :meth:`~sparklog.storage.log_txn.LogTransactions.append_control_marker`.
+  :meth:`~sparklog.storage.log_txn.Transactions.append_control_marker`.
 - Not thread-safe: the caller serialises calls per log. Time comes from the injected clock.
 
-:class:`Log` keeps opening, recovery, appends, rolls, reads and truncation here and mixes in
-:class:`~sparklog.storage.log_durability.LogDurability` (flushes, :class:`FlushPlan`),
-:class:`~sparklog.storage.log_retention.LogRetention` (log start offset, retention, deleting
-files) and :class:`~sparklog.storage.log_txn.LogTransactions` (markers, LSO, transaction
-indexes), whose docstrings state their own invariants; all share the state set up in
-:meth:`Log.__init__`.
+:class:`Log` keeps opening, recovery, appends, rolls, reads and truncation here and is composed
+of :class:`~sparklog.storage.log_durability.Durability` (flushes, :class:`FlushPlan`),
+:class:`~sparklog.storage.log_retention.Retention` (log start offset, retention, deleting
+files) and :class:`~sparklog.storage.log_txn.Transactions` (markers, LSO, transaction
+indexes), whose docstrings state their own invariants; they share only the segments and
+offsets of a :class:`~sparklog.storage.log_state.LogState` (and the epoch cache and producer
+state they are handed), and :class:`Log` delegates its public methods to them.
 """
 
 from __future__ import annotations
@@ -51,26 +52,17 @@ import random
 from collections.abc import Callable
 
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.record_codec import decode_batch
 from sparklog.protocol.records import (
-    INVALID_RECORD,
-    TIMESTAMP_CREATE_TIME,
     BatchHeader,
-    CorruptRecordError,
-    RecordValidationError,
     assign_offsets,
     set_log_append_time,
-    validate_batch,
 )
 from sparklog.storage.checkpoint import write_partition_metadata
 from sparklog.storage.config import LogConfig
 from sparklog.storage.epoch_cache import LeaderEpochCache
 from sparklog.storage.errors import (
-    InvalidTimestampError,
     OffsetMovedToTieredStorageError,
     OffsetOutOfRangeError,
-    RecordBatchTooLargeError,
-    RecordTooLargeError,
     StorageError,
     UnexpectedAppendOffsetError,
 )
@@ -82,9 +74,11 @@ from sparklog.storage.loader import (
     segment_bases,
     sweep_temp_files,
 )
-from sparklog.storage.log_durability import FlushPlan, LogDurability
-from sparklog.storage.log_retention import LogRetention
-from sparklog.storage.log_txn import LogTransactions
+from sparklog.storage.log_durability import Durability, FlushPlan
+from sparklog.storage.log_retention import Retention
+from sparklog.storage.log_state import LogState
+from sparklog.storage.log_txn import Transactions
+from sparklog.storage.log_validation import Records, validate_append
 from sparklog.storage.producer_state import ProducerStateManager, duplicate_result
 from sparklog.storage.segment import LogSegment
 from sparklog.storage.slices import (
@@ -93,11 +87,11 @@ from sparklog.storage.slices import (
     LogReadResult,
     TimestampAndOffset,
 )
+from sparklog.storage.txn_index import AbortedTxn
 
 __all__ = ["Clock", "FlushPlan", "Log", "Records"]
 
 Clock = Callable[[], int]
-Records = bytes | bytearray | memoryview
 
 
 _log = logging.getLogger(__name__)
@@ -112,7 +106,7 @@ def _writable(records: Records) -> bytearray | memoryview:
     return bytearray(records)
 
 
-class Log(LogRetention, LogDurability, LogTransactions):
+class Log:
     """A partition log in ``directory``; create with :meth:`open`."""
 
     def __init__(
@@ -129,28 +123,29 @@ class Log(LogRetention, LogDurability, LogTransactions):
         self.directory = directory
         name = parse_log_dir_name(os.path.basename(directory.rstrip(os.sep)))
         self.topic, self.partition = name if name is not None else ("", -1)
-        self.config = config
-        self._clock = clock
-        self._segments = segments
-        self._bases = [s.base_offset for s in segments]
-        self._log_start_offset = log_start_offset
-        self._recovery_point = recovery_point
-        self._high_watermark = high_watermark
+        self._state = LogState(
+            directory,
+            self.topic,
+            self.partition,
+            config,
+            clock,
+            segments,
+            [s.base_offset for s in segments],
+            log_start_offset,
+            recovery_point,
+            high_watermark,
+        )
         self.topic_id = topic_id
-        self._last_flush_ms = clock()
+        self._durability = Durability(self._state)
         # The broker turns this off and runs flush.messages fsyncs off its event loop.
         self.auto_flush = True
-        # Tiered storage (set by the broker's remote log manager): while remote storage holds
-        # part of this log, the log start offset may lie below the first local segment, and
-        # local segments are deleted only once copied (offset <= highest_remote_offset).
-        self.remote_storage = False
-        self.highest_remote_offset = -1
-        self._pending_deletes: list[tuple[int, list[str]]] = []
         # Bumped by every truncation, so work planned before one (a cleaning pass) can tell.
         self.truncations = 0
         self._roll_jitter_ms = self._new_jitter()
         self.epoch_cache = LeaderEpochCache(directory, lambda: self.log_end_offset)
         self.producer_state = ProducerStateManager(directory)
+        self._retention = Retention(self._state, self.epoch_cache, self.producer_state, self.roll)
+        self._txn = Transactions(self._state, self.producer_state, self._append)
 
     # --- opening and recovery ------------------------------------------------------------
 
@@ -212,7 +207,7 @@ class Log(LogRetention, LogDurability, LogTransactions):
         cache.assign_many(new_epochs)
         cache.truncate_from_end(log_end_offset)
         cache.truncate_from_start(start)
-        log._reload_producer_state()
+        log._txn.reload_producer_state()
         return log
 
     def _new_jitter(self) -> int:
@@ -223,117 +218,66 @@ class Log(LogRetention, LogDurability, LogTransactions):
 
     @property
     def log_start_offset(self) -> int:
-        return self._log_start_offset
+        return self._state.log_start_offset
 
     @property
     def log_end_offset(self) -> int:
-        return self._segments[-1].next_offset
+        return self._state.log_end_offset
 
     @property
     def recovery_point(self) -> int:
-        return self._recovery_point
+        return self._state.recovery_point
 
     @property
     def high_watermark(self) -> int:
-        return self._high_watermark
+        return self._state.high_watermark
 
     @high_watermark.setter
     def high_watermark(self, offset: int) -> None:
-        self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
+        state = self._state
+        state.high_watermark = min(max(offset, state.log_start_offset), state.log_end_offset)
         # Forget transactions whose markers are now replicated, so the list stays short.
-        self.producer_state.first_unstable_offset(self._high_watermark)
+        self.producer_state.first_unstable_offset(state.high_watermark)
 
     @property
     def segments(self) -> tuple[LogSegment, ...]:
-        return tuple(self._segments)
+        return tuple(self._state.segments)
 
     @property
     def active_segment(self) -> LogSegment:
-        return self._segments[-1]
+        return self._state.active_segment
 
     @property
     def size_in_bytes(self) -> int:
-        return sum(s.size for s in self._segments)
+        return self._state.size_in_bytes
 
     @property
     def latest_epoch(self) -> int:
         return self.epoch_cache.latest_epoch
 
+    @property
+    def config(self) -> LogConfig:
+        return self._state.config
+
     def update_config(self, config: LogConfig) -> None:
-        self.config = config
+        self._state.config = config
+
+    @property
+    def remote_storage(self) -> bool:
+        """True while remote storage holds part of this log: the log start offset may then lie
+        below the first local segment, and local segments are deleted only once copied."""
+        return self._state.remote_storage
+
+    @property
+    def highest_remote_offset(self) -> int:
+        """The last offset copied to remote storage (-1: none)."""
+        return self._state.highest_remote_offset
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: ``(largest epoch <= epoch, its end offset)`` or (-1, -1)."""
         return self.epoch_cache.end_offset_for_epoch(epoch)
 
     # --- appending -----------------------------------------------------------------------
-
-    def _validate(
-        self, buf: Records, now_ms: int, leader: bool, from_client: bool = False
-    ) -> list[tuple[int, BatchHeader]]:
-        batches: list[tuple[int, BatchHeader]] = []
-        pos = 0
-        limit = self.config.max_message_bytes
-        while pos < len(buf):
-            header = validate_batch(buf, pos)
-            if from_client and header.is_control:
-                raise CorruptRecordError(
-                    f"Clients are not allowed to write control records "
-                    f"(partition {self.topic}-{self.partition})",
-                    INVALID_RECORD,
-                )
-            if header.size_in_bytes > limit:
-                raise RecordTooLargeError(
-                    f"The record batch size in the append to {self.topic}-{self.partition} is "
-                    f"{header.size_in_bytes} bytes which exceeds the maximum configured value "
-                    f"of {limit}."
-                )
-            if leader and not self.config.log_append_time:
-                self._check_timestamp(header, now_ms)
-            if from_client and "compact" in self.config.cleanup_policy:
-                self._check_keys(buf, pos)
-            batches.append((pos, header))
-            pos += header.size_in_bytes
-        if pos > self.config.segment_size:
-            raise RecordBatchTooLargeError(
-                f"Message batch size is {pos} bytes in append to partition "
-                f"{self.topic}-{self.partition} which exceeds the maximum configured segment "
-                f"size of {self.config.segment_size}."
-            )
-        return batches
-
-    def _check_keys(self, buf: Records, pos: int) -> None:
-        """A compacted topic refuses records without a key (Kafka's LogValidator.validateKey)."""
-        _, records = decode_batch(buf, pos, verify_crc=False)
-        missing = [
-            (
-                index,
-                "Compacted topic cannot accept message without key in topic partition "
-                f"{self.topic}-{self.partition}.",
-            )
-            for index, record in enumerate(records)
-            if record.key is None
-        ]
-        if missing:
-            raise RecordValidationError(missing)
-
-    def _check_timestamp(self, header: BatchHeader, now_ms: int) -> None:
-        if header.timestamp_type != TIMESTAMP_CREATE_TIME:
-            return
-        # Only the header is read: the base timestamp stands in for the batch minimum.
-        lowest, highest = header.base_timestamp, header.max_timestamp
-        if highest >= 0 and highest - now_ms > self.config.message_timestamp_after_max_ms:
-            raise InvalidTimestampError(
-                f"Timestamp {highest} of message with offset {header.base_offset} is out of "
-                f"range. The timestamp should be within [{now_ms - self.config.message_timestamp_before_max_ms}, "  # noqa: E501
-                f"{now_ms + self.config.message_timestamp_after_max_ms}]"
-            )
-        if lowest >= 0 and now_ms - lowest > self.config.message_timestamp_before_max_ms:
-            raise InvalidTimestampError(
-                f"Timestamp {lowest} of message with offset {header.base_offset} is out of "
-                f"range. The timestamp should be within [{now_ms - self.config.message_timestamp_before_max_ms}, "  # noqa: E501
-                f"{now_ms + self.config.message_timestamp_after_max_ms}]"
-            )
 
     def append_as_leader(
         self,
@@ -350,9 +294,9 @@ class Log(LogRetention, LogDurability, LogTransactions):
         or :class:`InvalidTimestampError`; nothing is written when it raises. A control batch
         ``from_client`` is INVALID_RECORD.
         """
-        now = self._clock() if now_ms is None else now_ms
+        now = self._state.clock() if now_ms is None else now_ms
         buf = _writable(records)
-        batches = self._validate(buf, now, leader=True, from_client=from_client)
+        batches = validate_append(buf, now, self.config, self._state.name, True, from_client)
         next_offset = self.log_end_offset
         headers: list[BatchHeader] = []
         append_time = now if self.config.log_append_time else -1
@@ -364,15 +308,15 @@ class Log(LogRetention, LogDurability, LogTransactions):
             next_offset = header.next_offset
         check = self.producer_state.check_leader_append(headers, f"{self.topic}-{self.partition}")
         if check.duplicate is not None:
-            return duplicate_result(check.duplicate, self._log_start_offset, append_time >= 0)
+            return duplicate_result(check.duplicate, self._state.log_start_offset, append_time >= 0)
         result = self._append(buf, headers, now, append_time)
         self.producer_state.commit(check.updates, self.log_end_offset)
         return result
 
     def append_as_follower(self, records: Records, now_ms: int | None = None) -> AppendResult:
         """Append batches whose offsets the leader assigned; they must start at the LEO."""
-        now = self._clock() if now_ms is None else now_ms
-        batches = self._validate(records, now, leader=False)
+        now = self._state.clock() if now_ms is None else now_ms
+        batches = validate_append(records, now, self.config, self._state.name, False)
         headers = [h for _, h in batches]
         expected = self.log_end_offset
         for header in headers:
@@ -384,18 +328,18 @@ class Log(LogRetention, LogDurability, LogTransactions):
                 )
             expected = header.next_offset
         result = self._append(records, headers, now, -1)
-        self._track_replicated(records, batches)
+        self._txn.track_replicated(records, batches)
         return result
 
     def _append(
         self, buf: Records, headers: list[BatchHeader], now_ms: int, append_time: int
     ) -> AppendResult:
         if not headers:
-            return AppendResult(-1, -1, append_time, self._log_start_offset, -1, -1, 0, 0)
+            return AppendResult(-1, -1, append_time, self._state.log_start_offset, -1, -1, 0, 0)
         size = sum(h.size_in_bytes for h in headers)
         self._maybe_roll(size, headers, now_ms)
         self.active_segment.append(buf, headers)
-        self._bases[-1] = self.active_segment.base_offset
+        self._state.bases[-1] = self.active_segment.base_offset
         max_ts, offset_of_max = -1, -1
         cache = self.epoch_cache
         for header in headers:
@@ -410,7 +354,7 @@ class Log(LogRetention, LogDurability, LogTransactions):
             first_offset=headers[0].base_offset,
             last_offset=headers[-1].last_offset,
             log_append_time=append_time,
-            log_start_offset=self._log_start_offset,
+            log_start_offset=self._state.log_start_offset,
             max_timestamp=max_ts,
             offset_of_max_timestamp=offset_of_max,
             records_count=sum(h.records_count for h in headers),
@@ -447,11 +391,11 @@ class Log(LogRetention, LogDurability, LogTransactions):
         if active.size == 0:
             # An empty segment at a lower base would overlap nothing but confuse lookups.
             active.delete_now()
-            self._segments.pop()
-            self._bases.pop()
-        segment = LogSegment.create(self.directory, base, self.config, self._clock())
-        self._segments.append(segment)
-        self._bases.append(base)
+            self._state.segments.pop()
+            self._state.bases.pop()
+        segment = LogSegment.create(self.directory, base, self.config, self._state.clock())
+        self._state.segments.append(segment)
+        self._state.bases.append(base)
         self._roll_jitter_ms = self._new_jitter()
         # Every batch below ``base`` is applied, so the state is the one at the new segment.
         self.producer_state.map_end_offset = base
@@ -477,11 +421,11 @@ class Log(LogRetention, LogDurability, LogTransactions):
         before it), stopping before any batch reaching ``max_offset`` and within
         ``max_bytes`` (but at least one batch if ``min_one_batch``)."""
         leo = self.log_end_offset
-        if start_offset < self._log_start_offset or start_offset > leo:
+        if start_offset < self._state.log_start_offset or start_offset > leo:
             raise OffsetOutOfRangeError(
                 f"Received request for offset {start_offset} for partition "
                 f"{self.topic}-{self.partition}, but we only have log segments from offset "
-                f"{self._log_start_offset} up to {leo}."
+                f"{self._state.log_start_offset} up to {leo}."
             )
         if start_offset < self.local_log_start_offset:
             raise OffsetMovedToTieredStorageError(
@@ -490,12 +434,13 @@ class Log(LogRetention, LogDurability, LogTransactions):
             )
 
         def result(slices: tuple[FileSlice, ...] = (), first: int = -1) -> LogReadResult:
-            return LogReadResult(slices, first, self._log_start_offset, leo, self._high_watermark)
+            state = self._state
+            return LogReadResult(slices, first, state.log_start_offset, leo, state.high_watermark)
 
         if start_offset == leo or (max_offset is not None and start_offset >= max_offset):
             return result()
-        index = max(bisect.bisect_right(self._bases, start_offset) - 1, 0)
-        for segment in self._segments[index:]:
+        index = max(bisect.bisect_right(self._state.bases, start_offset) - 1, 0)
+        for segment in self._state.segments[index:]:
             found = segment.read(start_offset, max_bytes, max_offset, min_one_batch)
             if found is None:
                 continue
@@ -511,12 +456,12 @@ class Log(LogRetention, LogDurability, LogTransactions):
         -2 earliest, -3 max timestamp) are the caller's; see :meth:`max_timestamp_offset`."""
         if timestamp < 0:
             raise ValueError(f"timestamp must be >= 0, got {timestamp}")
-        for segment in self._segments:
-            if segment.next_offset <= self._log_start_offset or segment.size == 0:
+        for segment in self._state.segments:
+            if segment.next_offset <= self._state.log_start_offset or segment.size == 0:
                 continue
             if segment.max_timestamp < timestamp:
                 continue
-            found = segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
+            found = segment.find_offset_by_timestamp(timestamp, self._state.log_start_offset)
             if found is not None:
                 return found
         return None
@@ -524,7 +469,7 @@ class Log(LogRetention, LogDurability, LogTransactions):
     def max_timestamp_offset(self) -> TimestampAndOffset | None:
         """ListOffsets MAX_TIMESTAMP (-3): the first record with the largest timestamp."""
         best: LogSegment | None = None
-        for segment in self._segments:
+        for segment in self._state.segments:
             if segment.size and (best is None or segment.max_timestamp > best.max_timestamp):
                 best = segment
         if best is None or best.max_timestamp < 0:
@@ -542,31 +487,32 @@ class Log(LogRetention, LogDurability, LogTransactions):
             # leader assigned and never wrote to; a follower must not keep it (Kafka trims too).
             self.epoch_cache.truncate_from_end(self.log_end_offset)
             return False
-        if offset < self._log_start_offset:
+        if offset < self._state.log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return True
         _log.info("Truncating %s to offset %d", self.directory, offset)
         self.truncations += 1
-        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
-            self._schedule_delete(self._segments.pop())
-            self._bases.pop()
+        while len(self._state.segments) > 1 and self._state.segments[-1].base_offset >= offset:
+            self._retention.schedule_delete(self._state.segments.pop())
+            self._state.bases.pop()
         self.active_segment.truncate_to(offset)
         leo = self.log_end_offset
-        self._recovery_point = min(self._recovery_point, leo)
-        self._high_watermark = min(self._high_watermark, leo)
+        self._state.recovery_point = min(self._state.recovery_point, leo)
+        self._state.high_watermark = min(self._state.high_watermark, leo)
         self.epoch_cache.truncate_from_end(leo)
-        self._reload_producer_state()
+        self._txn.reload_producer_state()
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete everything and restart the log, empty, at ``offset``."""
         _log.info("Truncating %s fully and starting at offset %d", self.directory, offset)
         self.truncations += 1
-        for segment in self._segments:
-            self._schedule_delete(segment)
-        self._segments = [LogSegment.create(self.directory, offset, self.config, self._clock())]
-        self._bases = [offset]
-        self._log_start_offset = self._recovery_point = self._high_watermark = offset
+        state = self._state
+        for segment in state.segments:
+            self._retention.schedule_delete(segment)
+        state.segments = [LogSegment.create(self.directory, offset, state.config, state.clock())]
+        state.bases = [offset]
+        state.log_start_offset = state.recovery_point = state.high_watermark = offset
         self.epoch_cache.clear()
         self.producer_state.delete_all_snapshots()
         self.producer_state.clear(offset)
@@ -576,7 +522,7 @@ class Log(LogRetention, LogDurability, LogTransactions):
     @property
     def local_log_start_offset(self) -> int:
         """The first offset held in local segments (the log start offset without tiering)."""
-        return max(self._log_start_offset, self._segments[0].base_offset)
+        return max(self._state.log_start_offset, self._state.segments[0].base_offset)
 
     def attach_remote(self, remote_log_start_offset: int, highest_remote_offset: int) -> None:
         """Record what remote storage holds: ``[remote_log_start_offset, highest_remote_offset]``.
@@ -584,13 +530,104 @@ class Log(LogRetention, LogDurability, LogTransactions):
         When the remote range reaches the local segments, the log start offset becomes the
         remote one, so offsets below the local log start are served from remote storage.
         """
-        self.remote_storage = True
-        self.highest_remote_offset = max(self.highest_remote_offset, highest_remote_offset)
-        reaches_local = self.highest_remote_offset + 1 >= self.local_log_start_offset
+        state = self._state
+        state.remote_storage = True
+        state.highest_remote_offset = max(state.highest_remote_offset, highest_remote_offset)
+        reaches_local = state.highest_remote_offset + 1 >= self.local_log_start_offset
         if remote_log_start_offset >= 0 and reaches_local:
-            self._log_start_offset = min(self._log_start_offset, remote_log_start_offset)
+            state.log_start_offset = min(state.log_start_offset, remote_log_start_offset)
+
+    # --- durability (Durability) --------------------------------------------------------
+
+    @property
+    def last_flush_ms(self) -> int:
+        return self._durability.last_flush_ms
+
+    @property
+    def needs_flush(self) -> bool:
+        """flush.messages: at least that many messages are not yet fsynced."""
+        return self._durability.needs_flush
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync the offsets in [recovery_point, up_to_offset) (default: the LEO)."""
+        self._durability.flush(up_to_offset)
+
+    def begin_flush(self, up_to_offset: int | None = None) -> FlushPlan | None:
+        """The first half of :meth:`flush`; see :meth:`Durability.begin_flush`."""
+        return self._durability.begin_flush(up_to_offset)
+
+    def complete_flush(self, plan: FlushPlan) -> None:
+        """Advance the recovery point once ``plan`` has run."""
+        self._durability.complete_flush(plan)
+
+    def flush_if_due(self, now_ms: int) -> bool:
+        """Honour flush.ms: flush if unflushed data is older than it. True if flushed."""
+        return self._durability.flush_if_due(now_ms)
+
+    # --- retention (Retention) -----------------------------------------------------------
+
+    def increment_log_start_offset(self, offset: int) -> bool:
+        """Move the log start offset up to ``offset`` and delete segments wholly below it."""
+        return self._retention.increment_log_start_offset(offset)
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords up to ``offset`` (-1: the HW); returns the new log start offset."""
+        return self._retention.delete_records(offset)
+
+    def delete_retention_breached(self, now_ms: int) -> int:
+        """Delete the segments retention lets go; returns how many were deleted."""
+        return self._retention.delete_retention_breached(now_ms)
+
+    def replace_segment(self, old: LogSegment, install: Callable[[], LogSegment]) -> LogSegment:
+        """Swap in a cleaned copy of the closed segment ``old`` (log compaction)."""
+        return self._retention.replace_segment(old, install)
+
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """producer.id.expiration.ms: forget producers idle that long (no open transaction)."""
+        return self._retention.remove_expired_producers(now_ms)
+
+    def delete_expired_files(self, now_ms: int) -> None:
+        """Remove ``*.deleted`` files whose ``file.delete.delay.ms`` has passed."""
+        self._retention.delete_expired_files(now_ms)
+
+    # --- transactions (Transactions) -----------------------------------------------------
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest undecided (or unreplicated) transaction."""
+        return self._txn.first_unstable_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self._txn.last_stable_offset
+
+    def append_control_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        committed: bool,
+        leader_epoch: int,
+        now_ms: int | None = None,
+    ) -> int:
+        """Append a COMMIT or ABORT marker for ``producer_id`` at the log end; its offset."""
+        return self._txn.append_control_marker(
+            producer_id, producer_epoch, coordinator_epoch, committed, leader_epoch, now_ms
+        )
+
+    def collect_aborted_transactions(
+        self, start_offset: int, upper_offset: int
+    ) -> list[AbortedTxn]:
+        """Aborted transactions with a marker at or after ``start_offset`` and data below
+        ``upper_offset``, in marker order."""
+        return self._txn.collect_aborted_transactions(start_offset, upper_offset)
+
+    def aborted_transactions_for_read(
+        self, start_offset: int, result: LogReadResult, max_offset: int | None
+    ) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed fetch returns with ``result``."""
+        return self._txn.aborted_transactions_for_read(start_offset, result, max_offset)
 
     def close(self) -> None:
-        for segment in self._segments:
+        for segment in self._state.segments:
             segment.close()
-

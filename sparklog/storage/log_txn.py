@@ -1,12 +1,14 @@
 """Transactions in a partition log: end-transaction markers, the last stable offset (LSO), the
 per-segment transaction indexes, and the producer-state replay that rebuilds them.
 
-Contract and invariants (for :class:`~sparklog.storage.log.Log`, which mixes this in):
+:class:`Transactions`, a component of :class:`~sparklog.storage.log.Log`, is given the log's
+:class:`~sparklog.storage.log_state.LogState`, its producer state and the log's ``append`` (the
+write path shared with data batches); it keeps no state of its own. Contract and invariants:
 - ``last_stable_offset = min(first_unstable_offset, high_watermark)``; the first unstable offset
   is the earliest first offset of a transaction that is open, or whose marker is not yet below
   the high watermark (Kafka's unreplicated transactions), and never below the log start offset.
   Without transactions the LSO is the high watermark. read_committed readers stop at it.
-- Markers are written only by :meth:`LogTransactions.append_control_marker` (the coordinator's
+- Markers are written only by :meth:`Transactions.append_control_marker` (the coordinator's
   path; client produce requests may not carry control batches) and by replication. Every
   ABORT marker adds an :class:`~sparklog.storage.txn_index.AbortedTxn` to the transaction
   index of the segment that holds the marker, in the same call that writes it.
@@ -15,7 +17,7 @@ Contract and invariants (for :class:`~sparklog.storage.log.Log`, which mixes thi
   log replayed from there, re-adding every ABORT of the stale segments. Any other reload
   (clean open, truncation) loads the newest snapshot below the log end offset. Replay decodes
   only control batches; data batches are read by header.
-- :meth:`LogTransactions.collect_aborted_transactions` returns the aborted transactions whose
+- :meth:`Transactions.collect_aborted_transactions` returns the aborted transactions whose
   marker is at or after ``start_offset`` and whose data begins below ``upper_offset``, scanning
   indexes from the segment holding ``start_offset`` until an entry's stored LSO shows that no
   later abort can reach below ``upper_offset`` (Kafka's ``TxnIndexSearchResult.isComplete``).
@@ -25,7 +27,6 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from sparklog.protocol.record_codec import (
     CONTROL_ABORT,
@@ -34,53 +35,42 @@ from sparklog.protocol.record_codec import (
     build_control_batch,
 )
 from sparklog.protocol.records import BatchHeader, parse_batch_header, set_log_append_time
-from sparklog.storage.config import LogConfig
+from sparklog.storage.log_state import LogState
 from sparklog.storage.producer_state import ProducerStateManager
 from sparklog.storage.segment import LogSegment
 from sparklog.storage.slices import AppendResult, LogReadResult
 from sparklog.storage.txn_index import AbortedTxn, read_control_record
 
-__all__ = ["LogTransactions"]
+__all__ = ["Transactions"]
 
 _Buffer = bytes | bytearray | memoryview
+# The log's write path: (buffer, batch headers, now_ms, log append time or -1) -> result.
+Append = Callable[[_Buffer, list[BatchHeader], int, int], AppendResult]
 
 
-class LogTransactions:
-    """Mixin for :class:`~sparklog.storage.log.Log`: markers, LSO, transaction indexes."""
+class Transactions:
+    """Markers, the last stable offset and the transaction indexes of one partition log."""
 
-    # State owned and initialised by Log.__init__.
-    config: LogConfig
-    producer_state: ProducerStateManager
-    _clock: Callable[[], int]
-    _segments: list[LogSegment]
-    _bases: list[int]
-    _log_start_offset: int
-    _high_watermark: int
-
-    if TYPE_CHECKING:
-        # Implemented by Log; declared so the mixin type-checks on its own.
-        @property
-        def log_end_offset(self) -> int: ...
-
-        @property
-        def active_segment(self) -> LogSegment: ...
-
-        def _append(
-            self, buf: _Buffer, headers: list[BatchHeader], now_ms: int, append_time: int
-        ) -> AppendResult: ...
+    def __init__(
+        self, state: LogState, producer_state: ProducerStateManager, append: Append
+    ) -> None:
+        self._state = state
+        self._producer_state = producer_state
+        self._append = append
 
     # --- the last stable offset ----------------------------------------------------------
 
     @property
     def first_unstable_offset(self) -> int | None:
         """The first offset of the earliest undecided (or unreplicated) transaction."""
-        first = self.producer_state.first_unstable_offset(self._high_watermark)
-        return None if first is None else max(first, self._log_start_offset)
+        state = self._state
+        first = self._producer_state.first_unstable_offset(state.high_watermark)
+        return None if first is None else max(first, state.log_start_offset)
 
     @property
     def last_stable_offset(self) -> int:
         first = self.first_unstable_offset
-        hw = self._high_watermark
+        hw = self._state.high_watermark
         return hw if first is None or first >= hw else first
 
     # --- markers ---------------------------------------------------------------------------
@@ -100,10 +90,11 @@ class LogTransactions:
         epoch below the producer's and TRANSACTION_COORDINATOR_FENCED for a coordinator
         epoch below the last one seen; nothing is written then.
         """
-        self.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
-        now = self._clock() if now_ms is None else now_ms
+        state = self._state
+        self._producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        now = state.clock() if now_ms is None else now_ms
         control_type = CONTROL_COMMIT if committed else CONTROL_ABORT
-        offset = self.log_end_offset
+        offset = state.log_end_offset
         batch = bytearray(
             build_control_batch(
                 control_type,
@@ -116,35 +107,35 @@ class LogTransactions:
             )
         )
         append_time = -1
-        if self.config.log_append_time:
+        if state.config.log_append_time:
             header = set_log_append_time(batch, 0, now)
             append_time = now
         else:
             header = parse_batch_header(batch)
         self._append(batch, [header], now, append_time)
         control = ControlRecord(control_type, 0, coordinator_epoch)
-        self._track_batch(header, control, self.active_segment)
+        self._track_batch(header, control, state.active_segment)
         return offset
 
     def _track_batch(
         self, header: BatchHeader, control: ControlRecord | None, segment: LogSegment
     ) -> None:
         """Apply a written batch to the producer state; index it if it is an ABORT."""
-        state = self.producer_state
-        completed = state.apply_batch(header, control)
+        producers = self._producer_state
+        completed = producers.apply_batch(header, control)
         if completed is not None and completed.aborted:
             segment.txn_index.append(
                 AbortedTxn(
                     completed.producer_id,
                     completed.first_offset,
                     completed.last_offset,
-                    state.last_stable_offset_after(completed),
+                    producers.last_stable_offset_after(completed),
                 )
             )
 
-    def _track_replicated(self, buf: _Buffer, batches: list[tuple[int, BatchHeader]]) -> None:
+    def track_replicated(self, buf: _Buffer, batches: list[tuple[int, BatchHeader]]) -> None:
         """Apply batches just appended to the active segment (follower path)."""
-        segment = self.active_segment
+        segment = self._state.active_segment
         view = memoryview(buf)
         for pos, header in batches:
             control = None
@@ -161,9 +152,9 @@ class LogTransactions:
         ``upper_offset``, in marker order."""
         if upper_offset <= start_offset:
             return []
-        index = max(bisect.bisect_right(self._bases, start_offset) - 1, 0)
+        index = max(bisect.bisect_right(self._state.bases, start_offset) - 1, 0)
         found: list[AbortedTxn] = []
-        for segment in self._segments[index:]:
+        for segment in self._state.segments[index:]:
             entries, complete = segment.txn_index.collect(start_offset, upper_offset)
             found.extend(entries)
             if complete:
@@ -178,24 +169,25 @@ class LogTransactions:
         the batches need, which clients accept)."""
         if not result.slices or result.first_batch_offset < 0:
             return []
-        index = max(bisect.bisect_right(self._bases, result.first_batch_offset) - 1, 0)
-        upper = self._segments[index].next_offset
+        index = max(bisect.bisect_right(self._state.bases, result.first_batch_offset) - 1, 0)
+        upper = self._state.segments[index].next_offset
         if max_offset is not None:
             upper = min(upper, max_offset)
         return self.collect_aborted_transactions(start_offset, upper)
 
     # --- loading ---------------------------------------------------------------------------
 
-    def _reload_producer_state(self) -> None:
+    def reload_producer_state(self) -> None:
         """Load the newest usable snapshot and replay the batches after it, rebuilding the
         transaction index of every stale segment on the way."""
-        state = self.producer_state
-        stale = [s.base_offset for s in self._segments if s.txn_index_stale]
-        end = self.log_end_offset
-        loaded = state.load(end, self._clock(), min(stale) if stale else None)
+        state = self._producer_state
+        segments = self._state.segments
+        stale = [s.base_offset for s in segments if s.txn_index_stale]
+        end = self._state.log_end_offset
+        loaded = state.load(end, self._state.clock(), min(stale) if stale else None)
         start = 0 if loaded is None else loaded
-        for i, segment in enumerate(self._segments):
-            following = self._segments[i + 1].base_offset if i + 1 < len(self._segments) else None
+        for i, segment in enumerate(segments):
+            following = segments[i + 1].base_offset if i + 1 < len(segments) else None
             if following is not None and following <= start:
                 continue
             for pos, header in segment.iter_headers(0):
