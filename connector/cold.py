@@ -28,8 +28,8 @@ from typing import Final
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from sparklog.tiering.segment_reader import parquet_file, read_rows
 from sparklog.tiering.store import ObjectNotFoundError, ObjectStore, open_store
 
 from .offsets import DataLossError
@@ -45,17 +45,6 @@ BATCH_ROWS: Final = 1 << 16
 
 _COLUMNS: Final = ["offset", "timestamp", "timestamp_type", "key", "value", "is_control"]
 _TIMESTAMP_TYPE: Final = pa.timestamp("us", tz="UTC")
-
-
-def _row_groups(meta: pq.FileMetaData, start: int, end: int) -> list[int]:
-    column = meta.schema.names.index("offset")
-    chosen = []
-    for index in range(meta.num_row_groups):
-        stats = meta.row_group(index).column(column).statistics
-        if stats is not None and stats.has_min_max and (stats.max < start or stats.min >= end):
-            continue
-        chosen.append(index)
-    return chosen
 
 
 def read_cold(piece: ColdPiece) -> Iterator[pa.RecordBatch]:
@@ -94,19 +83,8 @@ def _read_object(
         log.warning("failOnDataLoss=false: %s; skipping them", message)
         return
     with handle:
-        parquet = pq.ParquetFile(handle)
-        for group in _row_groups(parquet.metadata, start, end):
-            table = parquet.read_row_group(group, columns=columns)
-            offsets = table.column("offset")
-            mask = pc.and_(
-                pc.and_(pc.greater_equal(offsets, start), pc.less(offsets, end)),
-                pc.invert(table.column("is_control").fill_null(False)),
-            )
-            if piece.read_committed:
-                mask = pc.and_(mask, pc.invert(table.column("aborted").fill_null(False)))
-            # Most row groups keep every row: filtering would copy the value buffers for nothing.
-            if not pc.all(mask).as_py():
-                table = table.filter(mask)
+        parquet = parquet_file(handle)
+        for table in read_rows(parquet, start, end, columns, read_committed=piece.read_committed):
             for batch in table.to_batches(max_chunksize=BATCH_ROWS):
                 if batch.num_rows:
                     yield _output_batch(piece, batch)

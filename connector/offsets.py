@@ -34,13 +34,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
 from sparklog.client.connection import KafkaConnection
 from sparklog.connector.security import client_security, security_params
 from sparklog.tiering.layout import Manifest, partition_dir
 from sparklog.tiering.reader import TieredStoreReader
+from sparklog.tiering.segment_reader import first_at_or_after, open_segment
 
 from .options import EARLIEST, LATEST, OffsetSpec, OptionError, SourceOptions
 
@@ -412,27 +410,17 @@ def store_offset_for_timestamp(
     ``timestamp_ms``, as ListOffsets answers it; None if no tiered record is that late.
 
     The manifest's per-segment ``max_timestamp`` picks the segment; in it, row groups whose
-    ``timestamp`` statistics end below the target are not read.
+    ``timestamp`` statistics end below the target are not read
+    (:func:`sparklog.tiering.segment_reader.first_at_or_after`).
     """
     base = partition_dir(manifest.topic, manifest.topic_id, manifest.partition)
     for segment in store.segments_for_range(manifest, manifest.log_start_offset, None):
         if segment.max_timestamp < timestamp_ms:
             continue
-        with store.store.open_input(f"{base}/{segment.path}") as handle:
-            parquet = pq.ParquetFile(handle)
-            column = parquet.metadata.schema.names.index("timestamp")
-            for index in range(parquet.metadata.num_row_groups):
-                stats = parquet.metadata.row_group(index).column(column).statistics
-                if stats is not None and stats.has_min_max and stats.max < timestamp_ms:
-                    continue
-                table = parquet.read_row_group(index, columns=["offset", "timestamp"])
-                mask = pc.and_(
-                    pc.greater_equal(table.column("timestamp"), timestamp_ms),
-                    pc.greater_equal(table.column("offset"), manifest.log_start_offset),
-                )
-                hits = table.filter(mask).column("offset")
-                if len(hits):
-                    return int(pc.min(hits).as_py())
+        with open_segment(store.store, f"{base}/{segment.path}") as parquet:
+            found = first_at_or_after(parquet, timestamp_ms, manifest.log_start_offset)
+        if found is not None:
+            return found[1]
     return None
 
 

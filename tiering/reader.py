@@ -22,8 +22,6 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from .layout import (
     PARQUET_SCHEMA,
@@ -37,6 +35,7 @@ from .layout import (
     partition_dir,
 )
 from .rsm import RemoteStorageError
+from .segment_reader import open_segment, read_rows
 from .store import ObjectNotFoundError, ObjectStore, StoreError, open_store
 
 __all__ = ["PartitionNotFoundError", "TieredStoreReader", "TopicNotFoundError"]
@@ -187,22 +186,18 @@ class TieredStoreReader:
     def _read_segment(
         self, path: str, start: int, end: int | None, read_committed: bool
     ) -> pa.Table:
-        filters: list[tuple[str, str, Any]] = [("offset", ">=", start), ("is_control", "=", False)]
-        if end is not None:
-            filters.append(("offset", "<", end))
-        if read_committed:
-            filters.append(("aborted", "=", False))
         try:
-            with self._store.open_input(path) as handle:
-                table = pq.read_table(handle, filters=filters, schema=PARQUET_SCHEMA)
+            with open_segment(self._store, path) as parquet:
+                tables = list(read_rows(parquet, start, end, read_committed=read_committed))
         except StoreError as exc:
             raise RemoteStorageError(f"cannot read a tiered segment: {exc}") from exc
         except Exception as exc:
             raise RemoteStorageError(
                 f"cannot read {self._store.url}/{path}: {type(exc).__name__}: {exc}"
             ) from exc
-        # Filters prune row groups by statistics; re-apply them row by row to be exact.
-        mask = pc.greater_equal(table.column("offset"), start)
-        if end is not None:
-            mask = pc.and_(mask, pc.less(table.column("offset"), end))
-        return table.filter(mask)
+        if not tables:
+            return PARQUET_SCHEMA.empty_table()
+        # The objects' schema is the layout's; cast what an older writer may have annotated.
+        return pa.concat_tables(
+            [t if t.schema.equals(PARQUET_SCHEMA) else t.cast(PARQUET_SCHEMA) for t in tables]
+        )

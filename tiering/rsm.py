@@ -34,7 +34,6 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
@@ -60,6 +59,7 @@ from .layout import (
     store_marker_bytes,
 )
 from .metadata import AbortedTxn, CopiedSegment, LogSegmentData, RemoteLogSegmentMetadata
+from .segment_reader import RowGroupReader, parquet_file
 from .store import ObjectNotFoundError, ObjectStore, StoreError, open_store
 from .transcode import (
     DEFAULT_ROW_GROUP_ROWS,
@@ -117,7 +117,7 @@ class _RowGroupCache:
         self._lock = threading.Lock()
         self._metadata: OrderedDict[str, pq.FileMetaData] = OrderedDict()
 
-    def reader(self, path: str) -> Callable[[pq.ParquetFile, int, list[str]], pa.Table]:
+    def reader(self, path: str) -> RowGroupReader:
         def read(parquet: pq.ParquetFile, index: int, columns: list[str]) -> pa.Table:
             key = (path, index, tuple(columns))
             with self._lock:
@@ -372,7 +372,7 @@ class RemoteStorageManager:
         stack = contextlib.ExitStack()
         try:
             handle = stack.enter_context(self._store.open_input(path))
-            parquet = pq.ParquetFile(handle, metadata=self._cache.metadata(path))
+            parquet = parquet_file(handle, self._cache.metadata(path))
             self._cache.put_metadata(path, parquet.metadata)
             batches = iter_parquet_batches(
                 parquet,

@@ -33,7 +33,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import mmap
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, TypeAlias
 
@@ -57,6 +57,7 @@ from .batch_decode import BatchRecords, RecordArrays, decode_records
 from .batch_encode import encode_batches
 from .layout import FORMAT_VERSION, HEADER_TYPE, PARQUET_SCHEMA
 from .metadata import AbortedTxn
+from .segment_reader import RowGroupReader, parquet_file, read_row_group, row_groups
 
 __all__ = [
     "DEFAULT_ROW_GROUP_ROWS",
@@ -422,45 +423,29 @@ def _records_of(header: BatchHeader, payload: Buffer, pos: int, end: int) -> Bat
 ParquetSource: TypeAlias = "pq.ParquetFile | pa.Table | str | bytes | IO[bytes]"
 
 
-RowGroupReader: TypeAlias = "Callable[[pq.ParquetFile, int, list[str]], pa.Table]"
-"""Reads row group ``i`` of a file with the given columns (a cache can stand in)."""
-
 _CHUNK_ROWS = 2048
 _MAX_CHUNK_ROWS = 1 << 16
-
-
-def _read_row_group(parquet: pq.ParquetFile, index: int, columns: list[str]) -> pa.Table:
-    return parquet.read_row_group(index, columns=columns)
 
 
 def _row_group_tables(
     source: ParquetSource,
     from_offset: int,
     columns: list[str],
-    read_row_group: RowGroupReader = _read_row_group,
+    read_row_group: RowGroupReader = read_row_group,
 ) -> Iterator[pa.Table]:
     if isinstance(source, pa.Table):
         yield source.select(columns)
         return
-    if isinstance(source, bytes):
-        source = pa.BufferReader(source)
-    parquet = source if isinstance(source, pq.ParquetFile) else pq.ParquetFile(source)
-    # Statistics are per leaf column: find leaves by path (nested headers add two leaves).
-    leaves = {parquet.schema.column(i).path: i for i in range(len(parquet.schema))}
-    if "offset" not in leaves or "batch_last_offset" not in leaves:
-        raise TranscodeError("Parquet object has no 'offset' column: not a sparklog segment")
+    parquet = parquet_file(source)
     # A group is skipped only when every batch in it ends before from_offset: judged on the
     # batches' last offsets, not the rows', since compaction may leave a batch's last rows
     # below from_offset while the batch (and a fetch from inside it) goes on.
-    last_index = leaves["batch_last_offset"]
-    for i in range(parquet.num_row_groups):
-        if not _ends_before(parquet, i, last_index, from_offset):
-            yield read_row_group(parquet, i, columns)
-
-
-def _ends_before(parquet: pq.ParquetFile, group: int, column: int, offset: int) -> bool:
-    statistics = parquet.metadata.row_group(group).column(column).statistics
-    return statistics is not None and statistics.has_min_max and statistics.max < offset
+    try:
+        groups = row_groups(parquet.metadata, "batch_last_offset", from_offset)
+    except KeyError as exc:
+        raise TranscodeError(str(exc.args[0])) from None
+    for i in groups:
+        yield read_row_group(parquet, i, columns)
 
 
 def parquet_to_batches(
@@ -470,7 +455,7 @@ def parquet_to_batches(
     *,
     to_offset: int | None = None,
     compression: int | None = None,
-    read_row_group: RowGroupReader = _read_row_group,
+    read_row_group: RowGroupReader = read_row_group,
     levels: Mapping[int, int] | None = None,
 ) -> bytes:
     """Kafka batches (concatenated) holding the rows from the batch that contains
@@ -520,7 +505,7 @@ def iter_parquet_batches(
     *,
     to_offset: int | None = None,
     compression: int | None = None,
-    read_row_group: RowGroupReader = _read_row_group,
+    read_row_group: RowGroupReader = read_row_group,
     levels: Mapping[int, int] | None = None,
 ) -> Generator[bytes, None, None]:
     """The batches of :func:`parquet_to_batches`, one at a time, lazily, without a size

@@ -56,9 +56,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
 from sparklog.broker.context import RemoteRead
 from sparklog.broker.partition import Partition
 from sparklog.broker.remote_aux_state import TierState, read_tier_state
@@ -82,6 +79,7 @@ from sparklog.tiering.metadata import (
 )
 from sparklog.tiering.rlmm import RemoteLogMetadataManager
 from sparklog.tiering.rsm import RemoteStorageManager, segment_object_paths
+from sparklog.tiering.segment_reader import first_at_or_after, open_segment
 
 log = logging.getLogger(__name__)
 
@@ -545,19 +543,8 @@ class RemoteLogManager:
             path = segment_object_paths(metadata)[PARQUET_SUFFIX]
 
             def find(path: str = path) -> tuple[int, int] | None:
-                with self.rsm.store.open_input(path) as source:
-                    table = pq.read_table(source, columns=["offset", "timestamp", "is_control"])
-                mask = pc.and_(
-                    pc.and_(
-                        pc.greater_equal(table["timestamp"], timestamp),
-                        pc.greater_equal(table["offset"], start),
-                    ),
-                    pc.invert(table["is_control"]),
-                )
-                hits = table.filter(mask)
-                if hits.num_rows == 0:
-                    return None
-                return int(hits["timestamp"][0].as_py()), int(hits["offset"][0].as_py())
+                with open_segment(self.rsm.store, path) as parquet:
+                    return first_at_or_after(parquet, timestamp, start, skip_control=True)
 
             found = await self._on(self._fetchers, find)
             if found is not None:
