@@ -16,9 +16,10 @@ Contract:
 - Rows are exactly what the data source would yield for the piece (same reader), read when
   the DataFrame is built rather than when an action runs; a read failure (data loss,
   unreachable leader) surfaces there.
-- Files are cached per piece (topic, topic id, partition, range, isolation, headers): offsets
-  below the high watermark (and under read_committed below the last stable offset, where every
-  transaction is decided) never change, so a second read of the same range reuses the file.
+- Files are cached per piece (leader, topic, topic id, partition, range, isolation, headers):
+  offsets below the high watermark (and under read_committed below the last stable offset,
+  where every transaction is decided) never change, so a second read of the same range reuses
+  the file.
   Files live in one temporary directory per driver process, removed at exit; the cache holds
   at most :data:`CACHE_BYTES` (beyond that, reads decline) and never deletes a file a
   DataFrame may still name.
@@ -59,7 +60,10 @@ _state: dict[str, object] = {"dir": None, "bytes": 0}
 
 
 def _key(piece: HotPiece) -> tuple[object, ...]:
+    # The leader's address too: a topic id can be unknown (empty), and two clusters may share
+    # topic names; a new leader only costs a cache miss.
     return (
+        piece.broker,
         piece.topic,
         piece.topic_id,
         piece.partition,
