@@ -315,7 +315,7 @@ class Node:
         ctx.share_metrics = ShareMetrics(self.metrics)
         ctx.share_metrics.watch_groups(lambda: [g.state for g in led_share_groups(ctx)])
         ctx.share_metrics.watch_partitions(lambda: in_flight(ctx))
-        ctx.groups = GroupCoordinator.from_config(config, replica_manager)
+        ctx.groups = GroupCoordinator.from_config(config, ctx.coordinator_runtime)
         register_consumer_lag(
             self.metrics, ctx.groups.committed_offsets, local_high_watermark(replica_manager)
         )
@@ -330,7 +330,7 @@ class Node:
         )
         ctx.transactions = TransactionCoordinator(
             TxnConfig.from_config(config),
-            replica_manager,
+            ctx.coordinator_runtime,
             ctx.producer_ids.next_producer_id,
             self.marker_channel.write,
         )

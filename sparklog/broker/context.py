@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from sparklog.broker.coordinator_runtime import ReplicaManagerRuntime
 from sparklog.broker.fetch_session import FetchSessionCache
 from sparklog.broker.partition import Partition
 from sparklog.broker.producer_ids import ProducerIdManager
@@ -19,19 +20,18 @@ from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.broker.share_metrics import ShareMetrics
 from sparklog.broker.topic_metrics import BrokerTopicMetrics
 from sparklog.config import ServerConfig
+from sparklog.coordinator.runtime import ControllerChannel
 from sparklog.metadata.image import MetadataImage
 
 if TYPE_CHECKING:
     from sparklog.broker.quotas import QuotaManagers
     from sparklog.broker.share_partitions import SharePartitionManager
+    from sparklog.broker.share_persister import SharePersister
     from sparklog.coordinator.coordinator import GroupCoordinator
     from sparklog.coordinator.share_state_apis import ShareStateCoordinator
     from sparklog.coordinator.txn_coordinator import TransactionCoordinator
     from sparklog.security.authorizer import StandardAuthorizer
     from sparklog.share.share_group import ShareGroups
-
-# (operation name, decoded request body, version) -> response body
-ControllerChannel = Callable[[str, dict[str, Any], int], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +81,19 @@ class BrokerContext:
     topic_metrics: BrokerTopicMetrics = field(default_factory=BrokerTopicMetrics)
     # Kafka's share-group metrics (the node gives it the metrics registry)
     share_metrics: ShareMetrics = field(default_factory=ShareMetrics)
+
+    @property
+    def coordinator_runtime(self) -> ReplicaManagerRuntime:
+        """The coordinators' view of this broker's partitions
+        (:class:`~sparklog.coordinator.runtime.CoordinatorRuntime`)."""
+        return ReplicaManagerRuntime(self.replica_manager)
+
+    @property
+    def share_persister(self) -> SharePersister:
+        """The share-partition manager's persister (created with the manager on first use)."""
+        from sparklog.broker.share_partitions import manager
+
+        return manager(self).persister
 
     @property
     def node_id(self) -> int:

@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sparklog.broker.txn_markers import MarkerKey, TxnMarker
+from sparklog.coordinator.runtime import MarkerKey, TxnMarker
 from sparklog.metadata.image import MetadataImage
 from sparklog.net.client import KafkaClientConnection
 from sparklog.protocol.errors import ErrorCode

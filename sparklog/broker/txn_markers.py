@@ -30,10 +30,10 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sparklog.broker.context import BrokerContext
+from sparklog.coordinator.runtime import MarkerKey, TxnMarker
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
 
@@ -48,19 +48,6 @@ __all__ = [
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 
 log = logging.getLogger(__name__)
-
-MarkerKey = tuple[int, str, int]
-
-
-@dataclass(frozen=True, slots=True)
-class TxnMarker:
-    """A decided transaction of one producer and the partitions that need its marker."""
-
-    producer_id: int
-    producer_epoch: int
-    coordinator_epoch: int
-    committed: bool
-    partitions: tuple[tuple[str, int], ...]
 
 
 async def _complete_group_offsets(

@@ -17,12 +17,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sparklog.broker.context import BrokerContext
 from sparklog.coordinator.consumer_apis import CONSUMER_GROUP_HANDLERS
 from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator, partition_for
 from sparklog.coordinator.group_metadata import GroupState
 from sparklog.coordinator.offsets import CommitPartition
 from sparklog.coordinator.rebalance import JoinRequest, SyncRequest, TopicPartition
+from sparklog.coordinator.runtime import CoordinatorContext
 from sparklog.coordinator.share_apis import find_share_group, led_share_groups
 from sparklog.coordinator.share_offsets_apis import delete_share_group
 from sparklog.coordinator.txn_coordinator import TRANSACTION_STATE_TOPIC
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
-def _coordinator(ctx: BrokerContext) -> GroupCoordinator:
+def _coordinator(ctx: CoordinatorContext) -> GroupCoordinator:
     groups = ctx.groups
     if groups is None:
         raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "No group coordinator")
@@ -43,7 +43,7 @@ def _coordinator(ctx: BrokerContext) -> GroupCoordinator:
 
 
 # -- FindCoordinator --------------------------------------------------------------------------
-async def _ensure_internal_topic(ctx: BrokerContext, name: str, prefix: str) -> None:
+async def _ensure_internal_topic(ctx: CoordinatorContext, name: str, prefix: str) -> None:
     """Create ``__consumer_offsets`` (``prefix`` "offsets.topic") or ``__transaction_state``
     (``prefix`` "transaction.state.log") from the broker settings, if it does not exist."""
     if name in ctx.image.topics.by_name:
@@ -96,7 +96,7 @@ async def _ensure_internal_topic(ctx: BrokerContext, name: str, prefix: str) -> 
 
 
 async def _find_one(
-    ctx: BrokerContext, key: str, key_type: int, listener: str
+    ctx: CoordinatorContext, key: str, key_type: int, listener: str
 ) -> tuple[ErrorCode, str | None, int, str, int]:
     if key_type == 1:
         if ctx.transactions is None:
@@ -121,7 +121,7 @@ async def _find_one(
 
 
 async def handle_find_coordinator(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     body = request.body
     version = request.header.api_version
@@ -154,7 +154,9 @@ async def handle_find_coordinator(
 
 
 # -- membership -------------------------------------------------------------------------------
-async def handle_join_group(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+async def handle_join_group(
+    ctx: CoordinatorContext, request: Request, listener: str
+) -> dict[str, Any]:
     body = request.body
     version = request.header.api_version
     req = JoinRequest(
@@ -208,7 +210,9 @@ def _join_error(code: ErrorCode, member_id: str) -> dict[str, Any]:
     }
 
 
-async def handle_sync_group(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+async def handle_sync_group(
+    ctx: CoordinatorContext, request: Request, listener: str
+) -> dict[str, Any]:
     body = request.body
     req = SyncRequest(
         group_id=body["group_id"],
@@ -232,7 +236,9 @@ async def handle_sync_group(ctx: BrokerContext, request: Request, listener: str)
     }
 
 
-async def handle_heartbeat(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+async def handle_heartbeat(
+    ctx: CoordinatorContext, request: Request, listener: str
+) -> dict[str, Any]:
     body = request.body
     try:
         code = await _coordinator(ctx).heartbeat(
@@ -246,7 +252,9 @@ async def handle_heartbeat(ctx: BrokerContext, request: Request, listener: str) 
     return {"throttle_time_ms": 0, "error_code": int(code)}
 
 
-async def handle_leave_group(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+async def handle_leave_group(
+    ctx: CoordinatorContext, request: Request, listener: str
+) -> dict[str, Any]:
     body = request.body
     version = request.header.api_version
     if version >= 3:
@@ -276,14 +284,16 @@ async def handle_leave_group(ctx: BrokerContext, request: Request, listener: str
 
 
 # -- offsets ----------------------------------------------------------------------------------
-def _topic_names(ctx: BrokerContext, topics: list[dict[str, Any]], by_id: bool) -> list[str | None]:
+def _topic_names(
+    ctx: CoordinatorContext, topics: list[dict[str, Any]], by_id: bool
+) -> list[str | None]:
     if not by_id:
         return [t["name"] for t in topics]
     return [ctx.topic_name(t["topic_id"]) for t in topics]
 
 
 async def handle_offset_commit(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     body = request.body
     version = request.header.api_version
@@ -353,7 +363,7 @@ async def handle_offset_commit(
 
 
 async def _fetch_group(
-    ctx: BrokerContext,
+    ctx: CoordinatorContext,
     group_id: str,
     topics: list[dict[str, Any]] | None,
     by_id: bool,
@@ -395,7 +405,7 @@ async def _fetch_group(
 
 
 async def handle_offset_fetch(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     body = request.body
     version = request.header.api_version
@@ -437,7 +447,7 @@ async def handle_offset_fetch(
 
 
 async def handle_offset_delete(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     body = request.body
     wanted = [(t["name"], p["partition_index"]) for t in body["topics"] for p in t["partitions"]]
@@ -466,7 +476,9 @@ async def handle_offset_delete(
 
 
 # -- admin ------------------------------------------------------------------------------------
-async def handle_list_groups(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+async def handle_list_groups(
+    ctx: CoordinatorContext, request: Request, listener: str
+) -> dict[str, Any]:
     """Classic, consumer (KIP-848) and share (KIP-932) groups, each with its type (v5) and
     state (v4+).
 
@@ -494,7 +506,7 @@ async def handle_list_groups(ctx: BrokerContext, request: Request, listener: str
 
 
 async def handle_describe_groups(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     body = request.body
     version = request.header.api_version
@@ -546,7 +558,7 @@ async def handle_describe_groups(
 
 
 async def handle_delete_groups(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     results = []
     for group_id in request.body["groups_names"]:

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparklog.broker.context import BrokerContext
 from sparklog.coordinator.consumer_group import HeartbeatRequest
 from sparklog.coordinator.consumer_records import Assignment
 from sparklog.coordinator.coordinator import GroupCoordinator
+from sparklog.coordinator.runtime import CoordinatorContext
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
-def _coordinator(ctx: BrokerContext) -> GroupCoordinator:
+def _coordinator(ctx: CoordinatorContext) -> GroupCoordinator:
     groups = ctx.groups
     if groups is None:
         raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "No group coordinator")
@@ -28,7 +28,7 @@ def _coordinator(ctx: BrokerContext) -> GroupCoordinator:
     return groups
 
 
-def _resolver(ctx: BrokerContext) -> Any:
+def _resolver(ctx: CoordinatorContext) -> Any:
     image = ctx.image
 
     def resolve(name: str) -> tuple[bytes, int] | None:
@@ -60,7 +60,7 @@ def _wire(assignment: Assignment) -> list[dict[str, Any]]:
 
 
 async def handle_consumer_group_heartbeat(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     body = request.body
     names = body.get("subscribed_topic_names")
@@ -103,7 +103,7 @@ async def handle_consumer_group_heartbeat(
 
 
 async def handle_consumer_group_describe(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     names = {bytes(t.topic_id): name for name, t in ctx.image.topics.by_name.items()}
 

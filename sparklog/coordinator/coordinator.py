@@ -31,8 +31,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparklog.broker.partition import Partition
-from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.config import ServerConfig
 from sparklog.coordinator.consumer_group import (
     ConsumerConfig,
@@ -73,6 +71,7 @@ from sparklog.coordinator.records import (
     group_key,
     offset_key,
 )
+from sparklog.coordinator.runtime import CoordinatorRuntime, PartitionView
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.record_codec import (
     CONTROL_ABORT,
@@ -152,7 +151,7 @@ class GroupCoordinator:
         self,
         config: GroupConfig,
         num_partitions: int,
-        replica_manager: ReplicaManager,
+        runtime: CoordinatorRuntime,
         *,
         retention_check_interval_ms: int = 600_000,
         clock: Callable[[], int] = _now_ms,
@@ -161,7 +160,7 @@ class GroupCoordinator:
         self.config = config
         self.consumer_config = consumer_config or ConsumerConfig()
         self.num_partitions = num_partitions
-        self.replica_manager = replica_manager
+        self.runtime = runtime
         self.retention_check_interval_ms = retention_check_interval_ms
         self.clock = clock
         self._loaded: dict[int, _Loaded] = {}
@@ -169,11 +168,11 @@ class GroupCoordinator:
         self._next_retention_ms = clock() + retention_check_interval_ms
 
     @classmethod
-    def from_config(cls, config: ServerConfig, replica_manager: ReplicaManager) -> GroupCoordinator:
+    def from_config(cls, config: ServerConfig, runtime: CoordinatorRuntime) -> GroupCoordinator:
         return cls(
             group_config_from(config),
             int(config.get("offsets.topic.num.partitions")),
-            replica_manager,
+            runtime,
             retention_check_interval_ms=int(config.get("offsets.retention.check.interval.ms")),
             consumer_config=consumer_config_from(config),
         )
@@ -182,11 +181,8 @@ class GroupCoordinator:
         return partition_for(group_id, self.num_partitions)
 
     # -- shards ---------------------------------------------------------------------------
-    def _leader_partition(self, index: int) -> Partition | None:
-        partition = self.replica_manager.partitions.get((OFFSETS_TOPIC, index))
-        if partition is None or not partition.is_leader:
-            return None
-        return partition
+    def _leader_partition(self, index: int) -> PartitionView | None:
+        return self.runtime.leader_partition(OFFSETS_TOPIC, index)
 
     def _shard(self, group_id: str) -> _Loaded:
         index = self.partition_for(group_id)
@@ -198,13 +194,13 @@ class GroupCoordinator:
             loaded = self._load(partition)
         return loaded
 
-    def _load(self, partition: Partition) -> _Loaded:
+    def _load(self, partition: PartitionView) -> _Loaded:
         shard = GroupShard(self.config, self.clock)
         consumer = ConsumerGroups(self.consumer_config, self.clock)
         pending: PendingOffsets = {}
         replayed = 0
         name = f"{OFFSETS_TOPIC}-{partition.index}"
-        for header, records in replay_batches(self.replica_manager, partition, name):
+        for header, records in replay_batches(self.runtime, OFFSETS_TOPIC, partition):
             if header.is_control:
                 self._replay_marker(shard, pending, header, records)
                 continue
@@ -277,7 +273,7 @@ class GroupCoordinator:
         if fx.records:
             batch = build_batch([RecordInput(key, value) for key, value in fx.records])
             try:
-                await self.replica_manager.append(OFFSETS_TOPIC, loaded.index, bytearray(batch), -1)
+                await self.runtime.append(OFFSETS_TOPIC, loaded.index, bytearray(batch))
             except KafkaApiError as exc:
                 error = _append_error(exc.code)
                 log.warning(
@@ -417,9 +413,7 @@ class GroupCoordinator:
                     is_transactional=True,
                 )
                 try:
-                    await self.replica_manager.append(
-                        OFFSETS_TOPIC, loaded.index, bytearray(batch), -1
-                    )
+                    await self.runtime.append(OFFSETS_TOPIC, loaded.index, bytearray(batch))
                 except KafkaApiError as exc:
                     log.warning(
                         "Could not write transactional offsets of %s: %s", group_id, exc.message
@@ -435,11 +429,10 @@ class GroupCoordinator:
         # The log checks sequences of every leader append; Kafka skips that check for the
         # coordinator's own appends. We are the only writer of this producer's batches here
         # (under the shard lock), so continuing its sequence passes the same checks.
-        partition = self._leader_partition(index)
-        entry = partition.log.producer_state.entry(producer_id) if partition else None
-        if entry is None or entry.epoch != producer_epoch or entry.last_seq == NO_SEQUENCE:
+        entry = self.runtime.producer_entry(OFFSETS_TOPIC, index, producer_id)
+        if entry is None or entry[0] != producer_epoch or entry[1] == NO_SEQUENCE:
             return 0
-        return (entry.last_seq + 1) % (1 << 31)
+        return (entry[1] + 1) % (1 << 31)
 
     def complete_transaction(self, partition: int, producer_id: int, committed: bool) -> None:
         """A COMMIT/ABORT marker of ``producer_id`` landed on ``__consumer_offsets`` partition

@@ -20,8 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from sparklog.broker.partition import Partition
-from sparklog.broker.replica_manager import ReplicaManager
+from sparklog.coordinator.runtime import CoordinatorRuntime, PartitionView
 from sparklog.protocol.record_codec import Record, decode_batch
 from sparklog.protocol.records import BatchHeader, CorruptRecordError, iter_batches
 
@@ -31,21 +30,20 @@ _REPLAY_READ_BYTES = 1 << 20
 
 
 def replay_batches(
-    replica_manager: ReplicaManager,
-    partition: Partition,
-    name: str,
+    runtime: CoordinatorRuntime,
+    topic: str,
+    partition: PartitionView,
     *,
     control: bool = True,
 ) -> Iterator[tuple[BatchHeader, list[Record]]]:
-    """The batches of ``partition`` (named ``name`` in log lines) with their records; control
-    batches only when ``control`` (otherwise they are passed over undecoded).
-    ``replica_manager`` is kept for the callers' sake; the read goes to the log directly
-    because the replica manager's reads stop at the HW."""
+    """The batches of ``partition`` of ``topic`` with their records; control batches only
+    when ``control`` (otherwise they are passed over undecoded). The reads go past the HW
+    (:meth:`CoordinatorRuntime.read`)."""
+    name = f"{topic}-{partition.index}"
     offset = partition.log_start_offset
     end = partition.log_end_offset
     while offset < end:
-        result = partition.log.read(offset, _REPLAY_READ_BYTES, end, True)
-        data = result.read_bytes()
+        data = runtime.read(topic, partition.index, offset, _REPLAY_READ_BYTES, end)
         advanced = offset
         for pos, header in iter_batches(data):
             if header.last_offset < offset:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sparklog.broker.context import BrokerContext
 from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator
+from sparklog.coordinator.runtime import CoordinatorContext
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
 from sparklog.share.share_group import (
@@ -30,7 +30,7 @@ from sparklog.share.share_group import (
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
-def share_groups(ctx: BrokerContext) -> ShareGroups:
+def share_groups(ctx: CoordinatorContext) -> ShareGroups:
     found = ctx.share_groups
     if found is None:
         found = ctx.share_groups = ShareGroups(
@@ -41,18 +41,17 @@ def share_groups(ctx: BrokerContext) -> ShareGroups:
     return found
 
 
-def _check_coordinator(ctx: BrokerContext, group_id: str) -> None:
+def _check_coordinator(ctx: CoordinatorContext, group_id: str) -> None:
     groups = ctx.groups
     if groups is None:
         raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "No group coordinator")
     assert isinstance(groups, GroupCoordinator)
     index = groups.partition_for(group_id)
-    partition = ctx.replica_manager.partitions.get((OFFSETS_TOPIC, index))
-    if partition is None or not partition.is_leader:
+    if ctx.coordinator_runtime.leader_partition(OFFSETS_TOPIC, index) is None:
         raise KafkaApiError(ErrorCode.NOT_COORDINATOR, "This is not the correct coordinator.")
 
 
-def _resolver(ctx: BrokerContext) -> TopicResolver:
+def _resolver(ctx: CoordinatorContext) -> TopicResolver:
     image = ctx.image
 
     def resolve(name: str) -> tuple[bytes, int] | None:
@@ -68,7 +67,7 @@ def _now_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
-def led_share_groups(ctx: BrokerContext) -> list[ShareGroup]:
+def led_share_groups(ctx: CoordinatorContext) -> list[ShareGroup]:
     """The share groups this broker coordinates now (expired members removed)."""
     groups = share_groups(ctx)
     groups.expire(_now_ms(), _resolver(ctx))
@@ -82,7 +81,7 @@ def led_share_groups(ctx: BrokerContext) -> list[ShareGroup]:
     return out
 
 
-def find_share_group(ctx: BrokerContext, group_id: str) -> ShareGroup | None:
+def find_share_group(ctx: CoordinatorContext, group_id: str) -> ShareGroup | None:
     """The share group ``group_id`` if we coordinate it (raises NOT_COORDINATOR if not ours)."""
     _check_coordinator(ctx, group_id)
     groups = share_groups(ctx)
@@ -99,7 +98,7 @@ def _wire(assignment: Assignment) -> list[dict[str, Any]]:
 
 
 async def handle_share_group_heartbeat(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     body = request.body
     names = body.get("subscribed_topic_names")
@@ -154,7 +153,7 @@ async def handle_share_group_heartbeat(
 
 
 async def handle_share_group_describe(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     names = {bytes(t.topic_id): name for name, t in ctx.image.topics.by_name.items()}
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparklog.broker.context import BrokerContext
-from sparklog.broker.share_partitions import manager
+from sparklog.coordinator.runtime import CoordinatorContext
 from sparklog.coordinator.share_apis import find_share_group, share_groups
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
@@ -24,7 +23,7 @@ from sparklog.share.share_group import ShareGroup
 _NO_TOPIC = b"\x00" * 16
 
 
-def _topic(ctx: BrokerContext, name: str) -> tuple[bytes, int] | None:
+def _topic(ctx: CoordinatorContext, name: str) -> tuple[bytes, int] | None:
     topic = ctx.image.topics.by_name.get(name)
     if topic is None:
         return None
@@ -32,9 +31,9 @@ def _topic(ctx: BrokerContext, name: str) -> tuple[bytes, int] | None:
 
 
 async def handle_describe_share_group_offsets(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
-    persister = manager(ctx).persister
+    persister = ctx.share_persister
     groups = []
     for wanted in request.body["groups"]:
         group_id = wanted["group_id"]
@@ -94,7 +93,7 @@ async def handle_describe_share_group_offsets(
     return {"throttle_time_ms": 0, "groups": groups}
 
 
-def _empty_group(ctx: BrokerContext, group_id: str, create: bool) -> ShareGroup:
+def _empty_group(ctx: CoordinatorContext, group_id: str, create: bool) -> ShareGroup:
     group = find_share_group(ctx, group_id)
     if group is None:
         if not create:
@@ -109,7 +108,7 @@ def _empty_group(ctx: BrokerContext, group_id: str, create: bool) -> ShareGroup:
 
 
 async def handle_alter_share_group_offsets(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     body = request.body
     group_id = body["group_id"]
@@ -122,7 +121,7 @@ async def handle_alter_share_group_offsets(
             "error_message": exc.message,
             "responses": [],
         }
-    persister = manager(ctx).persister
+    persister = ctx.share_persister
     responses = []
     for topic in body["topics"]:
         found = _topic(ctx, topic["topic_name"])
@@ -155,12 +154,12 @@ async def handle_alter_share_group_offsets(
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses}
 
 
-async def delete_topic_state(ctx: BrokerContext, group: ShareGroup, name: str) -> ErrorCode:
+async def delete_topic_state(ctx: CoordinatorContext, group: ShareGroup, name: str) -> ErrorCode:
     """Delete the persisted state of ``group``'s partitions of topic ``name``."""
     found = _topic(ctx, name)
     if found is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    persister = manager(ctx).persister
+    persister = ctx.share_persister
     worst = ErrorCode.NONE
     for index in range(found[1]):
         code, _ = await persister.call(group.group_id, found[0], index, "delete")
@@ -171,7 +170,7 @@ async def delete_topic_state(ctx: BrokerContext, group: ShareGroup, name: str) -
 
 
 async def handle_delete_share_group_offsets(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     body = request.body
     try:
@@ -199,7 +198,7 @@ async def handle_delete_share_group_offsets(
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses}
 
 
-async def delete_share_group(ctx: BrokerContext, group_id: str) -> ErrorCode | None:
+async def delete_share_group(ctx: CoordinatorContext, group_id: str) -> ErrorCode | None:
     """DeleteGroups for a share group (its state included); None when ``group_id`` is not a
     share group of this coordinator."""
     group = find_share_group(ctx, group_id)

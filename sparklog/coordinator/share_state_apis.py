@@ -28,9 +28,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparklog.broker.context import BrokerContext
 from sparklog.coordinator.coordinator import partition_for
 from sparklog.coordinator.log_replay import replay_batches
+from sparklog.coordinator.runtime import CoordinatorContext
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
 from sparklog.protocol.kafka_uuid import uuid_to_str
@@ -52,12 +52,12 @@ def share_coordinator_key(group_id: str, topic_id: bytes, partition: int) -> str
     return f"{group_id}:{uuid_to_str(topic_id)}:{partition}"
 
 
-def state_partition(ctx: BrokerContext, group_id: str, topic_id: bytes, partition: int) -> int:
+def state_partition(ctx: CoordinatorContext, group_id: str, topic_id: bytes, partition: int) -> int:
     partitions = int(ctx.config.get("share.coordinator.state.topic.num.partitions"))
     return partition_for(share_coordinator_key(group_id, topic_id, partition), partitions)
 
 
-async def ensure_state_topic(ctx: BrokerContext) -> None:
+async def ensure_state_topic(ctx: CoordinatorContext) -> None:
     """Create ``__share_group_state`` from the share.coordinator.state.topic.* keys if absent."""
     if SHARE_STATE_TOPIC in ctx.image.topics.by_name:
         return
@@ -111,13 +111,13 @@ class _Loaded:
 class ShareStateCoordinator:
     """The ``__share_group_state`` partitions this broker leads, loaded on demand."""
 
-    ctx: BrokerContext
+    ctx: CoordinatorContext
     loaded: dict[int, _Loaded] = field(default_factory=dict)
 
     def _load(self, index: int) -> _Loaded:
-        rm = self.ctx.replica_manager
-        partition = rm.partitions.get((SHARE_STATE_TOPIC, index))
-        if partition is None or not partition.is_leader:
+        runtime = self.ctx.coordinator_runtime
+        partition = runtime.leader_partition(SHARE_STATE_TOPIC, index)
+        if partition is None:
             raise KafkaApiError(ErrorCode.NOT_COORDINATOR, "This is not the share coordinator.")
         found = self.loaded.get(index)
         if found is not None and found.leader_epoch == partition.leader_epoch:
@@ -127,7 +127,9 @@ class ShareStateCoordinator:
         )
         store = ShareStateStore(per_snapshot)
         name = f"{SHARE_STATE_TOPIC}-{index}"
-        for _header, records in replay_batches(rm, partition, name, control=False):
+        for _header, records in replay_batches(
+            runtime, SHARE_STATE_TOPIC, partition, control=False
+        ):
             for record in records:
                 try:
                     store.replay(record.key, record.value, record.offset)
@@ -149,11 +151,11 @@ class ShareStateCoordinator:
         if not records:
             return
         batch = build_batch([RecordInput(k, v) for k, v in records])
-        outcome = await self.ctx.replica_manager.append(
-            SHARE_STATE_TOPIC, index, bytearray(batch), -1
+        base_offset = await self.ctx.coordinator_runtime.append(
+            SHARE_STATE_TOPIC, index, bytearray(batch)
         )
         for delta, (key, value) in enumerate(records):
-            loaded.store.replay(key, value, outcome.base_offset + delta)
+            loaded.store.replay(key, value, base_offset + delta)
         self._maybe_prune(index, loaded)
 
     def _maybe_prune(self, index: int, loaded: _Loaded) -> None:
@@ -164,14 +166,15 @@ class ShareStateCoordinator:
         if now - loaded.pruned_at < interval_s / 1000:
             return
         loaded.pruned_at = now
-        partition = self.ctx.replica_manager.partitions.get((SHARE_STATE_TOPIC, index))
+        runtime = self.ctx.coordinator_runtime
+        partition = runtime.leader_partition(SHARE_STATE_TOPIC, index)
         if partition is None:
             return
         target = min(loaded.store.redundant_before(), partition.high_watermark)
         if target <= partition.log_start_offset:
             return
         try:
-            self.ctx.replica_manager.delete_records(SHARE_STATE_TOPIC, index, target)
+            runtime.delete_records(SHARE_STATE_TOPIC, index, target)
             log.debug("Pruned %s-%d below offset %d", SHARE_STATE_TOPIC, index, target)
         except KafkaApiError as exc:
             log.info("Could not prune %s-%d: %s", SHARE_STATE_TOPIC, index, exc.message)
@@ -226,7 +229,7 @@ class ShareStateCoordinator:
             return ErrorCode.NONE, state
 
 
-def coordinator(ctx: BrokerContext) -> ShareStateCoordinator:
+def coordinator(ctx: CoordinatorContext) -> ShareStateCoordinator:
     found = ctx.share_state
     if found is None:
         found = ctx.share_state = ShareStateCoordinator(ctx)
@@ -241,7 +244,7 @@ def _batches(items: list[dict[str, Any]]) -> tuple[Batch, ...]:
     )
 
 
-async def _each(ctx: BrokerContext, request: Request, op: str, answer: Any) -> dict[str, Any]:
+async def _each(ctx: CoordinatorContext, request: Request, op: str, answer: Any) -> dict[str, Any]:
     body = request.body
     results = []
     for topic in body["topics"]:
@@ -287,23 +290,27 @@ def _summary(partition: int, code: ErrorCode, state: ShareState | None) -> dict[
     }
 
 
-async def handle_initialize(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+async def handle_initialize(
+    ctx: CoordinatorContext, request: Request, listener: str
+) -> dict[str, Any]:
     return await _each(ctx, request, "initialize", _plain)
 
 
-async def handle_read(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+async def handle_read(ctx: CoordinatorContext, request: Request, listener: str) -> dict[str, Any]:
     return await _each(ctx, request, "read", _read)
 
 
-async def handle_write(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+async def handle_write(ctx: CoordinatorContext, request: Request, listener: str) -> dict[str, Any]:
     return await _each(ctx, request, "write", _plain)
 
 
-async def handle_delete(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+async def handle_delete(ctx: CoordinatorContext, request: Request, listener: str) -> dict[str, Any]:
     return await _each(ctx, request, "delete", _plain)
 
 
-async def handle_summary(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+async def handle_summary(
+    ctx: CoordinatorContext, request: Request, listener: str
+) -> dict[str, Any]:
     return await _each(ctx, request, "summary", _summary)
 
 

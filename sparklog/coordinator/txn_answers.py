@@ -9,10 +9,9 @@ mapping in ``TransactionStateManager.appendTransactionToLog``). Pure data and fu
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from sparklog.broker.txn_markers import TxnMarker
 from sparklog.config import ServerConfig
 from sparklog.coordinator.txn_records import TxnState
 from sparklog.coordinator.txn_state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
@@ -91,8 +90,6 @@ def marker_outcome(code: ErrorCode) -> MarkerOutcome:
     return MarkerOutcome.UNEXPECTED
 
 
-# markers -> error per (producer id, topic, partition); a missing key counts as a failure.
-MarkerWriter = Callable[[Sequence[TxnMarker]], Awaitable[dict[tuple[int, str, int], ErrorCode]]]
 ProducerIdSource = Callable[[], Awaitable[int]]
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sparklog.broker.context import BrokerContext
 from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from sparklog.coordinator.coordinator import partition_for as group_partition_for
 from sparklog.coordinator.offsets import CommitPartition
+from sparklog.coordinator.runtime import CoordinatorContext
 from sparklog.coordinator.txn_coordinator import TransactionCoordinator
 from sparklog.coordinator.txn_records import TxnState
 from sparklog.coordinator.txn_state import TopicPartition
@@ -25,7 +25,7 @@ from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
 
 
-def _transactions(ctx: BrokerContext) -> TransactionCoordinator:
+def _transactions(ctx: CoordinatorContext) -> TransactionCoordinator:
     if ctx.transactions is None:
         raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "No transaction coordinator")
     return ctx.transactions
@@ -37,14 +37,14 @@ def _fenced_for(version: int, code: ErrorCode) -> ErrorCode:
     return code
 
 
-def _partition_known(ctx: BrokerContext, topic: str, index: int) -> bool:
+def _partition_known(ctx: CoordinatorContext, topic: str, index: int) -> bool:
     registered = ctx.image.topics.by_name.get(topic)
     return registered is not None and index in registered.partitions
 
 
 # -- AddPartitionsToTxn ---------------------------------------------------------------------
 async def _add_one(
-    ctx: BrokerContext, version: int, txn: dict[str, Any], verify_only: bool
+    ctx: CoordinatorContext, version: int, txn: dict[str, Any], verify_only: bool
 ) -> dict[TopicPartition, ErrorCode]:
     wanted = [(t["name"], p) for t in txn["topics"] for p in t["partitions"]]
     unknown = {tp for tp in wanted if not _partition_known(ctx, *tp)}
@@ -81,7 +81,7 @@ def _topic_results(errors: dict[TopicPartition, ErrorCode]) -> list[dict[str, An
 
 
 async def handle_add_partitions_to_txn(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     body = request.body
     version = request.header.api_version
@@ -104,7 +104,7 @@ async def handle_add_partitions_to_txn(
 
 
 # -- AddOffsetsToTxn / EndTxn -----------------------------------------------------------------
-def _offsets_partition(ctx: BrokerContext, group_id: str) -> TopicPartition:
+def _offsets_partition(ctx: CoordinatorContext, group_id: str) -> TopicPartition:
     if isinstance(ctx.groups, GroupCoordinator):
         return OFFSETS_TOPIC, ctx.groups.partition_for(group_id)
     count = int(ctx.config.get("offsets.topic.num.partitions"))
@@ -112,7 +112,7 @@ def _offsets_partition(ctx: BrokerContext, group_id: str) -> TopicPartition:
 
 
 async def handle_add_offsets_to_txn(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     body = request.body
     try:
@@ -130,7 +130,9 @@ async def handle_add_offsets_to_txn(
     }
 
 
-async def handle_end_txn(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+async def handle_end_txn(
+    ctx: CoordinatorContext, request: Request, listener: str
+) -> dict[str, Any]:
     body = request.body
     try:
         code = await _transactions(ctx).end_txn(
@@ -148,7 +150,7 @@ async def handle_end_txn(ctx: BrokerContext, request: Request, listener: str) ->
 
 # -- TxnOffsetCommit --------------------------------------------------------------------------
 async def handle_txn_offset_commit(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     body = request.body
     version = request.header.api_version
@@ -205,7 +207,7 @@ async def handle_txn_offset_commit(
 
 # -- DescribeTransactions / ListTransactions --------------------------------------------------
 async def handle_describe_transactions(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     states = []
     for transactional_id in request.body["transactional_ids"]:
@@ -242,7 +244,7 @@ async def handle_describe_transactions(
 
 
 async def handle_list_transactions(
-    ctx: BrokerContext, request: Request, listener: str
+    ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     body = request.body
     wanted_states: set[TxnState] = set()

@@ -48,16 +48,13 @@ from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparklog.broker.partition import Partition
-from sparklog.broker.replica_manager import ReplicaManager
-from sparklog.broker.txn_markers import TxnMarker
 from sparklog.coordinator.coordinator import partition_for
 from sparklog.coordinator.log_replay import replay_batches
+from sparklog.coordinator.runtime import CoordinatorRuntime, MarkerWriter, PartitionView, TxnMarker
 from sparklog.coordinator.txn_answers import (
     APPENDED_UNREPLICATED,
     InitResult,
     MarkerOutcome,
-    MarkerWriter,
     ProducerIdSource,
     TxnConfig,
     TxnDescription,
@@ -122,14 +119,14 @@ class TransactionCoordinator:
     def __init__(
         self,
         config: TxnConfig,
-        replica_manager: ReplicaManager,
+        runtime: CoordinatorRuntime,
         producer_ids: ProducerIdSource,
         marker_writer: MarkerWriter,
         *,
         clock: Callable[[], int] = _now_ms,
     ) -> None:
         self.config = config
-        self.replica_manager = replica_manager
+        self.runtime = runtime
         self.producer_ids = producer_ids
         self.marker_writer = marker_writer
         self.clock = clock
@@ -141,11 +138,8 @@ class TransactionCoordinator:
         return partition_for(transactional_id, self.config.num_partitions)
 
     # -- shards ------------------------------------------------------------------------------
-    def _leader_partition(self, index: int) -> Partition | None:
-        partition = self.replica_manager.partitions.get((TRANSACTION_STATE_TOPIC, index))
-        if partition is None or not partition.is_leader:
-            return None
-        return partition
+    def _leader_partition(self, index: int) -> PartitionView | None:
+        return self.runtime.leader_partition(TRANSACTION_STATE_TOPIC, index)
 
     def _current(self, shard: _Shard) -> bool:
         partition = self._leader_partition(shard.index)
@@ -170,16 +164,17 @@ class TransactionCoordinator:
             raise KafkaApiError(ErrorCode.NOT_COORDINATOR, "This is not the correct coordinator.")
         return shard
 
-    def _load(self, partition: Partition) -> _Shard:
+    def _load(self, partition: PartitionView) -> _Shard:
         shard = _Shard(partition.index, partition.leader_epoch)
+        name = f"{TRANSACTION_STATE_TOPIC}-{partition.index}"
         replayed = 0
-        batches = replay_batches(self.replica_manager, partition, str(partition), control=False)
+        batches = replay_batches(self.runtime, TRANSACTION_STATE_TOPIC, partition, control=False)
         for _, records in batches:
             for record in records:
                 try:
                     transactional_id, value = decode_txn_record(record.key, record.value)
                 except TxnRecordError as exc:
-                    log.warning("Skipping record %d of %s: %s", record.offset, partition, exc)
+                    log.warning("Skipping record %d of %s: %s", record.offset, name, exc)
                     continue
                 replayed += 1
                 if value is None or value.state is TxnState.DEAD:
@@ -193,7 +188,7 @@ class TransactionCoordinator:
         log.info(
             "Loaded %d transactional id(s) from %s (%d records, epoch %d)",
             len(shard.txns),
-            partition,
+            name,
             replayed,
             partition.leader_epoch,
         )
@@ -231,11 +226,10 @@ class TransactionCoordinator:
             txn_key(meta.transactional_id), None if tombstone else txn_value(target)
         )
         try:
-            await self.replica_manager.append(
+            await self.runtime.append(
                 TRANSACTION_STATE_TOPIC,
                 shard.index,
                 bytearray(build_batch([record])),
-                -1,
                 target.timeout_ms,  # as Kafka: the transaction timeout bounds the wait
             )
         except Exception as exc:  # storage errors carry a Kafka error code
@@ -279,16 +273,16 @@ class TransactionCoordinator:
         shard: _Shard,
         meta: TxnMetadata,
         target: TxnLogValue,
-        partition: Partition,
+        partition: PartitionView,
         then: Callable[[], None] | None,
     ) -> None:
         """Apply a transition whose record is in our log once the HW covers it (the log end
         now is at or past it); dropped if the shard stops being ours first."""
         end = partition.log_end_offset
-        tp = (TRANSACTION_STATE_TOPIC, shard.index)
         while self._current(shard) and partition.high_watermark < end:
-            await self.replica_manager.produce_waiters.wait_until(
-                [tp],
+            await self.runtime.wait_until(
+                TRANSACTION_STATE_TOPIC,
+                shard.index,
                 lambda: not self._current(shard) or partition.high_watermark >= end,
                 _SETTLE_POLL_S,
             )
@@ -319,7 +313,7 @@ class TransactionCoordinator:
         return lambda: self._spawn_finish(shard, meta, prepared)
 
     def _topic_exists(self, topic: str) -> bool:
-        image = self.replica_manager.image
+        image = self.runtime.image
         return image is None or topic in image.topics.by_name
 
     async def _finish(self, shard: _Shard, meta: TxnMetadata, prepared: TxnLogValue) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from sparklog.broker.txn_marker_channel import MarkerCodes, TxnMarkerChannel
-from sparklog.broker.txn_markers import TxnMarker
+from sparklog.coordinator.runtime import TxnMarker
 from sparklog.metadata.image import (
     BrokerRegistration,
     ClusterImage,

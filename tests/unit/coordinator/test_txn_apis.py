@@ -70,9 +70,9 @@ def context(root: Path) -> BrokerContext:
         image_supplier=_image,
         producer_ids=ProducerIdManager(no_blocks),
     )
-    ctx.groups = GroupCoordinator(GroupConfig(), 2, replicas, clock=clock)
+    ctx.groups = GroupCoordinator(GroupConfig(), 2, ctx.coordinator_runtime, clock=clock)
     ctx.transactions = TransactionCoordinator(
-        TxnConfig(num_partitions=2), replicas, ProducerIds(), Markers(), clock=clock
+        TxnConfig(num_partitions=2), ctx.coordinator_runtime, ProducerIds(), Markers(), clock=clock
     )
     return ctx
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sparklog.broker.coordinator_runtime import ReplicaManagerRuntime
 from sparklog.coordinator.txn_coordinator import (
     TRANSACTION_STATE_TOPIC,
     InitResult,
@@ -39,7 +40,7 @@ class Setup:
     def fresh(self) -> TransactionCoordinator:
         """A new coordinator over the same logs (a restart)."""
         return TransactionCoordinator(
-            CONFIG, self.replicas, self.ids, self.markers, clock=self.clock
+            CONFIG, ReplicaManagerRuntime(self.replicas), self.ids, self.markers, clock=self.clock
         )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from sparklog.broker.coordinator_runtime import ReplicaManagerRuntime
 from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from sparklog.coordinator.group_metadata import GroupConfig
 from sparklog.coordinator.offsets import CommitPartition, CommittedOffset
@@ -18,11 +19,11 @@ PARTITIONS = 2
 def coordinator(root: Path, clock: FakeClock | None = None) -> GroupCoordinator:
     clock = clock or FakeClock()
     replicas = replica_manager(root, {OFFSETS_TOPIC: PARTITIONS}, clock)
-    return GroupCoordinator(GroupConfig(), PARTITIONS, replicas, clock=clock)
+    return GroupCoordinator(GroupConfig(), PARTITIONS, ReplicaManagerRuntime(replicas), clock=clock)
 
 
 def restarted(c: GroupCoordinator) -> GroupCoordinator:
-    return GroupCoordinator(GroupConfig(), PARTITIONS, c.replica_manager, clock=c.clock)
+    return GroupCoordinator(GroupConfig(), PARTITIONS, c.runtime, clock=c.clock)
 
 
 def commit(offset: int, partition: int = 0) -> CommitPartition:
@@ -35,7 +36,8 @@ async def offset_of(c: GroupCoordinator, tp: tuple[str, int] = ("in", 0)) -> int
 
 async def marker(c: GroupCoordinator, producer_id: int, epoch: int, committed: bool) -> None:
     index = c.partition_for("g")
-    await c.replica_manager.append_control_marker(
+    assert isinstance(c.runtime, ReplicaManagerRuntime)
+    await c.runtime.replica_manager.append_control_marker(
         OFFSETS_TOPIC, index, producer_id, epoch, 0, committed
     )
     c.complete_transaction(index, producer_id, committed)

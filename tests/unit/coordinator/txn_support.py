@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sparklog.broker.partition import Partition, PartitionState
 from sparklog.broker.replica_manager import ReplicaManager
-from sparklog.broker.txn_markers import TxnMarker
+from sparklog.coordinator.runtime import TxnMarker
 from sparklog.protocol.errors import ErrorCode
 from sparklog.storage.config import LogConfig
 from sparklog.storage.manager import LogManager
