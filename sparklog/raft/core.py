@@ -1,9 +1,10 @@
 """The KRaft replica state machine, sans-IO (Kafka's ``KafkaRaftClient``).
 
-Everything that changes a replica's role, log or high watermark lives here; this file never
-touches a socket, a thread or the wall clock. A driver feeds it inbound messages
-(:meth:`RaftReplica.handle`) and clock ticks (:meth:`RaftReplica.poll`) and sends the
-:class:`~sparklog.raft.rpc.Outbound` messages they return; time comes in as ``now_ms``.
+Everything that changes a replica's role, log or high watermark lives in this class and the
+components it is composed of; none of them touches a socket, a thread or the wall clock. A
+driver feeds it inbound messages (:meth:`RaftReplica.handle`) and clock ticks
+(:meth:`RaftReplica.poll`) and sends the :class:`~sparklog.raft.rpc.Outbound` messages they
+return; time comes in as ``now_ms``.
 
 The replica is composed of collaborators, each in its own module with its contract in its
 docstring, sharing only a :class:`~sparklog.raft.replica_state.ReplicaState` (typed fields: the
