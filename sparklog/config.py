@@ -21,6 +21,11 @@ Contract:
   they are kept as strings in :attr:`ServerConfig.props`.
 
 The object is immutable; there are no dynamic (runtime-altered) broker configs yet.
+
+Two start-up checks read the configuration too: :func:`check_formatted` (every directory holds
+this node's ``meta.properties``, or a :class:`~sparklog.storage.meta_properties.MetaPropertiesError`
+names the directory and the ``sparklog storage format`` command to run) and
+:func:`controller_endpoints` (the controller listeners a voter announces to the quorum).
 """
 
 from __future__ import annotations
@@ -42,11 +47,25 @@ from sparklog.config_keys import (
     parse_config_value,
 )
 from sparklog.security.server_config import unsupported_key_message, validate_security
+from sparklog.storage.meta_properties import (
+    META_PROPERTIES,
+    MetaProperties,
+    MetaPropertiesError,
+    read_meta_properties,
+    verify_ensemble,
+)
 
 if TYPE_CHECKING:
     from sparklog.storage.config import LogConfig
 
-__all__ = ["ConfigError", "Listener", "QuorumVoter", "ServerConfig"]
+__all__ = [
+    "ConfigError",
+    "Listener",
+    "QuorumVoter",
+    "ServerConfig",
+    "check_formatted",
+    "controller_endpoints",
+]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
@@ -486,3 +505,56 @@ def read_properties_file(path: str | Path) -> dict[str, str]:
     except OSError as exc:
         raise ConfigError(f"Cannot read configuration file {path}: {exc.strerror}") from None
     return _read_properties(text)
+
+
+def controller_endpoints(config: ServerConfig) -> list[dict[str, Any]]:
+    """The controller listeners of ``config`` as AddRaftVoter ``listeners`` (advertised first)."""
+    advertised = {listener.name: listener for listener in config.advertised_listeners}
+    endpoints = []
+    for listener in config.controller_listeners:
+        chosen = advertised.get(listener.name, listener)
+        endpoints.append(
+            {"name": chosen.name, "host": chosen.host or "localhost", "port": chosen.port}
+        )
+    return endpoints
+
+
+def _format_hint(config: ServerConfig, config_path: str, cluster_id: str | None) -> str:
+    if cluster_id is not None:
+        return (
+            f"sparklog storage format --cluster-id {cluster_id} --config {config_path} "
+            "--ignore-formatted"
+        )
+    command = (
+        "sparklog storage format --cluster-id $(sparklog storage random-uuid) "
+        f"--config {config_path}"
+    )
+    if config.is_controller and not config.quorum_voters:
+        command += " --standalone"
+    return command
+
+
+def check_formatted(
+    config: ServerConfig, config_path: str = "server.properties"
+) -> tuple[str, dict[str, str]]:
+    """Verify every directory is formatted for this node; returns ``(cluster id, {dir: dir id})``.
+
+    The MetaPropertiesError message names the directory and the command to run.
+    """
+    found: dict[str, MetaProperties] = {}
+    missing: list[str] = []
+    for directory in config.all_dirs:
+        props = read_meta_properties(directory)
+        if props is None:
+            missing.append(directory)
+        else:
+            found[directory] = props
+    cluster_id = verify_ensemble(found, None, config.node_id)
+    if missing:
+        raise MetaPropertiesError(
+            f"No {META_PROPERTIES} found in {missing[0]}. Format it with: "
+            + _format_hint(config, config_path, cluster_id)
+        )
+    assert cluster_id is not None
+    directory_ids = {d: p.directory_id or "" for d, p in found.items()}
+    return cluster_id, directory_ids

@@ -62,8 +62,7 @@ from sparklog.broker.share_partitions import in_flight
 from sparklog.broker.topic_metrics import BrokerTopicMetrics
 from sparklog.broker.txn_marker_channel import TxnMarkerChannel
 from sparklog.broker.txn_markers import write_txn_markers
-from sparklog.cli.storage_tool import StorageToolError, check_formatted
-from sparklog.config import ConfigError, ServerConfig
+from sparklog.config import ConfigError, ServerConfig, check_formatted
 from sparklog.console.routes import Console
 from sparklog.controller.apis import ControllerApis, controller_served_apis
 from sparklog.coordinator.coordinator import GroupCoordinator
@@ -92,6 +91,7 @@ from sparklog.security.client_security import controller_security, inter_broker_
 from sparklog.security.listener_runtime import listener_runtime
 from sparklog.security.scram import ScramCredential
 from sparklog.storage.manager import LogManager
+from sparklog.storage.meta_properties import MetaPropertiesError
 from sparklog.tiering.config import TieringConfig
 
 log = logging.getLogger(__name__)
@@ -612,7 +612,7 @@ class Node:
 def run_node(config: ServerConfig, config_path: str = "server.properties") -> int:
     try:
         cluster_id, directory_ids = check_formatted(config, config_path)
-    except StorageToolError as exc:
+    except MetaPropertiesError as exc:
         log.error("%s", exc)
         return 1
     node = Node(config, cluster_id, directory_ids)

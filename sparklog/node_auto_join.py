@@ -27,8 +27,7 @@ import logging
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
-from sparklog.cli.metadata_quorum_tool import controller_endpoints
-from sparklog.config import ServerConfig
+from sparklog.config import ServerConfig, controller_endpoints
 from sparklog.node_plane import MetadataPlane
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.messages import API_BY_KEY

@@ -23,9 +23,10 @@ import time
 from typing import Any
 
 from sparklog.client.connection import KafkaConnection
-from sparklog.config import ServerConfig
+from sparklog.config import ServerConfig, controller_endpoints
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.kafka_uuid import uuid_from_str, uuid_to_str
+from sparklog.storage.meta_properties import read_meta_properties
 
 METADATA_TOPIC = "__cluster_metadata"
 _ATTEMPTS = 20
@@ -198,21 +199,7 @@ def replication_lines(partition: dict[str, Any]) -> list[str]:
     ]
 
 
-def controller_endpoints(config: ServerConfig) -> list[dict[str, Any]]:
-    """The controller listeners of ``config`` as AddRaftVoter ``listeners`` (advertised first)."""
-    advertised = {listener.name: listener for listener in config.advertised_listeners}
-    endpoints = []
-    for listener in config.controller_listeners:
-        chosen = advertised.get(listener.name, listener)
-        endpoints.append(
-            {"name": chosen.name, "host": chosen.host or "localhost", "port": chosen.port}
-        )
-    return endpoints
-
-
 def _add_controller_body(config_path: str) -> dict[str, Any]:
-    from sparklog.cli.storage_tool import read_meta_properties
-
     config = ServerConfig.from_file(config_path)
     if not config.is_controller:
         raise QuorumCommandError(f"{config_path} does not describe a controller (process.roles)")

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparklog.cli.storage_tool import MetaProperties, StorageToolError, read_meta_properties
+from sparklog.cli.storage_tool import StorageToolError
 from sparklog.config import ServerConfig
+from sparklog.storage.meta_properties import MetaProperties, read_meta_properties
 
 
 def storage_info(config: ServerConfig) -> tuple[list[str], int]:

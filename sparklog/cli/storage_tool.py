@@ -8,23 +8,24 @@ Mirrors Kafka's ``kafka-storage`` (StorageTool / Formatter / MetaPropertiesEnsem
   invalid cluster id, an unknown release version, flag combinations Kafka refuses, and a
   directory that is already formatted (unless ``ignore_formatted``, which skips it). Each file
   is written to a temp name, fsynced and renamed, so a crash never leaves half a file.
-- :func:`check_formatted` is what ``sparklog server start`` calls first: every directory must
-  hold a ``meta.properties`` with the same cluster id and this node's id; the error message
-  says which command to run.
+- :func:`~sparklog.config.check_formatted` (re-exported here) is what ``sparklog server start``
+  calls first; reading and checking ``meta.properties`` lives in
+  :mod:`sparklog.storage.meta_properties`.
 
-Errors are :class:`StorageToolError`; the CLI prints the message and exits 1. The functions
-return the lines the CLI prints, so they stay testable without a terminal.
+Errors are :class:`StorageToolError` (the storage package's ``MetaPropertiesError``: a format
+refused and a ``meta.properties`` in error are one kind); the CLI prints the message and
+exits 1. The functions return the lines the CLI prints, so they stay testable without a
+terminal.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparklog.config import ServerConfig
+from sparklog.config import ServerConfig, check_formatted
 from sparklog.metadata.bootstrap import (
     BootstrapError,
     BootstrapMetadata,
@@ -43,6 +44,13 @@ from sparklog.protocol.kafka_uuid import (
 from sparklog.raft.voters import Endpoint as RaftEndpoint
 from sparklog.raft.voters import ReplicaKey, VoterNode, VoterSet
 from sparklog.security.scram_bootstrap import scram_record
+from sparklog.storage.meta_properties import (
+    META_PROPERTIES,
+    MetaProperties,
+    MetaPropertiesError,
+    read_meta_properties,
+    verify_ensemble,
+)
 
 __all__ = [
     "META_PROPERTIES",
@@ -56,32 +64,8 @@ __all__ = [
     "read_meta_properties",
 ]
 
-META_PROPERTIES = "meta.properties"
-
-
-class StorageToolError(Exception):
-    """A format or start-up storage check that failed; the message tells the user what to do."""
-
-
-@dataclass(frozen=True, slots=True)
-class MetaProperties:
-    """One directory's ``meta.properties`` (Kafka's MetaProperties, version 1)."""
-
-    version: int
-    cluster_id: str
-    node_id: int
-    directory_id: str | None
-
-    def to_text(self) -> str:
-        lines = [
-            "#",
-            f"#{time.strftime('%a %b %d %H:%M:%S %Z %Y')}",
-            f"cluster.id={self.cluster_id}",
-        ]
-        if self.directory_id is not None:
-            lines.append(f"directory.id={self.directory_id}")
-        lines += [f"node.id={self.node_id}", f"version={self.version}", ""]
-        return "\n".join(lines)
+# format errors and meta.properties errors reach the user the same way
+StorageToolError = MetaPropertiesError
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,47 +76,6 @@ class InitialController:
     host: str
     port: int
     directory_id: str
-
-
-def read_meta_properties(directory: str | Path) -> MetaProperties | None:
-    """The directory's meta.properties, ``None`` if absent; StorageToolError if unreadable."""
-    path = Path(directory) / META_PROPERTIES
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise StorageToolError(f"Unable to read {path}: {exc.strerror}") from None
-    props: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, _, value = line.partition("=")
-        props[key.strip()] = value.strip()
-    version_text = props.get("version", "0")
-    if version_text != "1":
-        raise StorageToolError(
-            f"Found unexpected version in {path}: version={version_text}. Only version 1 "
-            "(KRaft) meta.properties files are supported."
-        )
-    if "cluster.id" not in props:
-        raise StorageToolError(f"cluster.id was not specified in the v1 file: {path}")
-    if "node.id" not in props:
-        raise StorageToolError(f"node.id was not specified in {path}")
-    try:
-        node_id = int(props["node.id"])
-    except ValueError:
-        raise StorageToolError(f"Invalid node.id {props['node.id']!r} in {path}") from None
-    directory_id = props.get("directory.id")
-    if directory_id is not None:
-        try:
-            uuid_from_str(directory_id)
-        except ValueError as exc:
-            raise StorageToolError(
-                f"Unable to read directory.id as a Uuid in {path}: {exc}"
-            ) from None
-    return MetaProperties(1, props["cluster.id"], node_id, directory_id)
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -242,7 +185,7 @@ def format_storage(
         props = read_meta_properties(directory)
         if props is not None:
             existing[directory] = props
-    _verify_ensemble(existing, cluster_id, config.node_id)
+    verify_ensemble(existing, cluster_id, config.node_id)
     if existing and not ignore_formatted:
         first = next(iter(existing))
         raise StorageToolError(
@@ -307,79 +250,3 @@ def _voter_set(
         )
     directory_id = uuid_from_str(own_directory_id) if own_directory_id else ZERO_UUID
     return VoterSet.of([VoterNode(ReplicaKey(config.node_id, directory_id), endpoints)])
-
-
-def _verify_ensemble(
-    found: dict[str, MetaProperties], expected_cluster_id: str | None, expected_node_id: int
-) -> str | None:
-    """Kafka's MetaPropertiesEnsemble.verify: one cluster id, this node id, unique dir ids."""
-    cluster_id = expected_cluster_id
-    seen: dict[str, str] = {}
-    for directory, props in found.items():
-        path = Path(directory) / META_PROPERTIES
-        if cluster_id is None:
-            cluster_id = props.cluster_id
-        elif props.cluster_id != cluster_id:
-            raise StorageToolError(
-                f"Invalid cluster.id in: {path}. Expected {cluster_id}, but read {props.cluster_id}"
-            )
-        if props.node_id != expected_node_id:
-            raise StorageToolError(
-                f"Stored node id {props.node_id} doesn't match previous node id "
-                f"{expected_node_id} in {path}. If you moved your data, make sure your "
-                "configured node id matches. If you intend to create a new node, you should "
-                "remove all data in your data directories."
-            )
-        if props.directory_id is not None:
-            if uuid_from_str(props.directory_id) in RESERVED_UUIDS:
-                raise StorageToolError(
-                    f"Invalid reserved directory ID {props.directory_id} found in {directory}"
-                )
-            previous = seen.setdefault(props.directory_id, directory)
-            if previous != directory:
-                raise StorageToolError(
-                    f"Duplicate directory ID {props.directory_id} found. It was the ID of "
-                    f"{previous}, but also of {directory}"
-                )
-    return cluster_id
-
-
-def _format_hint(config: ServerConfig, config_path: str, cluster_id: str | None) -> str:
-    if cluster_id is not None:
-        return (
-            f"sparklog storage format --cluster-id {cluster_id} --config {config_path} "
-            "--ignore-formatted"
-        )
-    command = (
-        "sparklog storage format --cluster-id $(sparklog storage random-uuid) "
-        f"--config {config_path}"
-    )
-    if config.is_controller and not config.quorum_voters:
-        command += " --standalone"
-    return command
-
-
-def check_formatted(
-    config: ServerConfig, config_path: str = "server.properties"
-) -> tuple[str, dict[str, str]]:
-    """Verify every directory is formatted for this node; returns ``(cluster id, {dir: dir id})``.
-
-    The StorageToolError message names the directory and the command to run.
-    """
-    found: dict[str, MetaProperties] = {}
-    missing: list[str] = []
-    for directory in config.all_dirs:
-        props = read_meta_properties(directory)
-        if props is None:
-            missing.append(directory)
-        else:
-            found[directory] = props
-    cluster_id = _verify_ensemble(found, None, config.node_id)
-    if missing:
-        raise StorageToolError(
-            f"No {META_PROPERTIES} found in {missing[0]}. Format it with: "
-            + _format_hint(config, config_path, cluster_id)
-        )
-    assert cluster_id is not None
-    directory_ids = {d: p.directory_id or "" for d, p in found.items()}
-    return cluster_id, directory_ids
