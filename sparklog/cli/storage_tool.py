@@ -33,6 +33,7 @@ from sparklog.metadata.bootstrap import (
     write_bootstrap_checkpoint,
 )
 from sparklog.metadata.bootstrap_voters import write_bootstrap_voters
+from sparklog.metadata.scram_bootstrap import scram_record
 from sparklog.protocol.kafka_uuid import (
     RESERVED_UUIDS,
     ZERO_UUID,
@@ -43,7 +44,6 @@ from sparklog.protocol.kafka_uuid import (
 )
 from sparklog.raft.voters import Endpoint as RaftEndpoint
 from sparklog.raft.voters import ReplicaKey, VoterNode, VoterSet
-from sparklog.security.scram_bootstrap import scram_record
 from sparklog.storage.meta_properties import (
     META_PROPERTIES,
     MetaProperties,

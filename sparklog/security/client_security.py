@@ -42,7 +42,7 @@ from sparklog.security.server_config import (
 from sparklog.security.tls import client_context
 
 if TYPE_CHECKING:
-    from sparklog.config import ServerConfig
+    from sparklog.security.settings import ServerSettings
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
@@ -77,7 +77,7 @@ class ClientSecurity:
 
 
 def _node_security(
-    config: ServerConfig, listener: str, mechanism_key: str
+    config: ServerSettings, listener: str, mechanism_key: str
 ) -> ClientSecurity | None:
     security = listener_security(config, listener)
     if security.protocol == "PLAINTEXT":
@@ -102,14 +102,14 @@ def _node_security(
 
 
 @lru_cache(maxsize=16)
-def inter_broker_security(config: ServerConfig) -> ClientSecurity | None:
+def inter_broker_security(config: ServerSettings) -> ClientSecurity | None:
     return _node_security(
         config, config.inter_broker_listener_name, "sasl.mechanism.inter.broker.protocol"
     )
 
 
 @lru_cache(maxsize=16)
-def controller_security(config: ServerConfig) -> ClientSecurity | None:
+def controller_security(config: ServerSettings) -> ClientSecurity | None:
     names = config.controller_listener_names
     if not names:
         return None

@@ -39,8 +39,8 @@ from sparklog.security.server_config import ListenerSecurity, SslSettings, liste
 if TYPE_CHECKING:
     import grpc
 
-    from sparklog.config import ServerConfig
     from sparklog.security.client_security import ClientSecurity
+    from sparklog.security.settings import ServerSettings
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ SECURITY_LISTENER_KEY = "sparklog.read.security.listener"
 _PEM_BLOCK = re.compile(rb"-----BEGIN ([A-Z ]+)-----.+?-----END \1-----\s*", re.DOTALL)
 
 
-def read_service_listener(config: ServerConfig) -> ListenerSecurity | None:
+def read_service_listener(config: ServerSettings) -> ListenerSecurity | None:
     """The listener whose security the read service uses; None: plaintext, anonymous."""
     name = config.props.get(SECURITY_LISTENER_KEY)
     if name:
@@ -237,7 +237,7 @@ def _basic_auth_interceptor(check: Callable[[str, str], bool]) -> Any:
 
 
 def read_service_security(
-    config: ServerConfig, scram_lookup: ScramLookup | None
+    config: ServerSettings, scram_lookup: ScramLookup | None
 ) -> ReadServiceSecurity | None:
     listener = read_service_listener(config)
     if listener is None:

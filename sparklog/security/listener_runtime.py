@@ -33,7 +33,7 @@ from sparklog.security.ssl_principal import NoMatchingRule, SslPrincipalMapper
 from sparklog.security.tls import peer_principal, server_context
 
 if TYPE_CHECKING:
-    from sparklog.config import ServerConfig
+    from sparklog.security.settings import ServerSettings
 
 
 class ListenerRuntime:
@@ -94,7 +94,7 @@ class ListenerRuntime:
 
 
 def listener_runtime(
-    config: ServerConfig, name: str, scram_lookup: ScramLookup | None = None
+    config: ServerSettings, name: str, scram_lookup: ScramLookup | None = None
 ) -> ListenerRuntime | None:
     """The runtime of listener ``name``; None for PLAINTEXT (nothing to add on the hot path)."""
     security = listener_security(config, name)

@@ -25,7 +25,7 @@ from sparklog.config_keys import DEFS, ConfigError, parse_config_value
 from sparklog.security.jaas import JaasModule, parse_jaas_config
 
 if TYPE_CHECKING:
-    from sparklog.config import ServerConfig
+    from sparklog.security.settings import ServerSettings
 
 SSL_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
@@ -159,7 +159,7 @@ class ListenerSecurity:
         return username, password
 
 
-def _value(config: ServerConfig, listener: str, key: str) -> Any:
+def _value(config: ServerSettings, listener: str, key: str) -> Any:
     override = config.props.get(f"listener.name.{listener.lower()}.{key}")
     if override is None:
         return config.get(key)
@@ -187,7 +187,7 @@ def ssl_settings_from(get: Any) -> SslSettings:
     )
 
 
-def listener_security(config: ServerConfig, name: str) -> ListenerSecurity:
+def listener_security(config: ServerSettings, name: str) -> ListenerSecurity:
     protocol = config.security_protocol_map.get(name, "PLAINTEXT")
     ssl = None
     if protocol in SSL_PROTOCOLS:
@@ -219,7 +219,7 @@ def listener_security(config: ServerConfig, name: str) -> ListenerSecurity:
     )
 
 
-def _check_listener_keys(config: ServerConfig) -> None:
+def _check_listener_keys(config: ServerSettings) -> None:
     for key in config.props:
         if not key.startswith("listener.name."):
             continue
@@ -297,7 +297,7 @@ def _check_sasl(security: ListenerSecurity) -> None:
         )
 
 
-def _check_client_mechanism(config: ServerConfig, listener: str, key: str) -> None:
+def _check_client_mechanism(config: ServerSettings, listener: str, key: str) -> None:
     security = listener_security(config, listener)
     if security.protocol not in IMPLEMENTED_CLIENT_PROTOCOLS:
         raise ConfigError(
@@ -320,7 +320,7 @@ def _check_client_mechanism(config: ServerConfig, listener: str, key: str) -> No
         )
 
 
-def validate_security(config: ServerConfig) -> None:
+def validate_security(config: ServerSettings) -> None:
     """Raise :class:`ConfigError` for any security setting this node would not honour."""
     _check_listener_keys(config)
     if config.is_set("security.inter.broker.protocol") and config.is_set(

@@ -77,8 +77,6 @@ ALLOWED: dict[str, set[str]] = {
 
 # (importer, imported) -> why it is still there and what removes it
 KNOWN_BREAKS: dict[tuple[str, str], str] = {
-    ("security", "config"): "issue 14: one config framework (ServerConfig for type hints)",
-    ("security", "metadata"): "issue 17: SCRAM bootstrap records belong to the storage tool",
     ("console", "cli"): "issue 14: the admin client and group helpers move from cli to client",
 }
 

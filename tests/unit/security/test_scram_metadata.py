@@ -10,9 +10,9 @@ from sparklog.controller.scram_control import alter_user_scram_credentials
 from sparklog.metadata.delta import MetadataDelta
 from sparklog.metadata.image import MetadataImage
 from sparklog.metadata.records import MetadataRecord, decode_record
+from sparklog.metadata.scram_bootstrap import scram_record
 from sparklog.protocol.errors import ErrorCode
 from sparklog.security import scram
-from sparklog.security.scram_bootstrap import scram_record
 
 SHA512 = scram.MECHANISM_TYPES["SCRAM-SHA-512"]
 SHA256 = scram.MECHANISM_TYPES["SCRAM-SHA-256"]

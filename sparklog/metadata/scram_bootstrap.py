@@ -6,6 +6,9 @@ MECHANISM SCRAM-SHA-256 or SCRAM-SHA-512 and keys ``name`` (required), then eith
 (4096..16384, default 4096). Values may be double-quoted. Each becomes one
 UserScramCredentialRecord; the password never leaves this process. Errors are ``ValueError``
 whose message names the argument's user and problem, never the password.
+
+The records belong to the metadata log's bootstrap (next to :mod:`sparklog.metadata.bootstrap`);
+the credential arithmetic is :mod:`sparklog.security.scram`'s.
 """
 
 from __future__ import annotations
