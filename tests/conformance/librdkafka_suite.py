@@ -88,12 +88,12 @@ SINGLE_NODE_EXCLUDED: dict[str, str] = {
 }
 
 # The broker settings librdkafka's suite expects of its trivup clusters (scenarios/default.json:
-# auto-created topics of 4 partitions), plus an authorizer that allows what no ACL denies, so
+# auto-created topics of 4 partitions; Kafka's group.initial.rebalance.delay.ms of 3 s, which
+# 0118 relies on to see its consumers join one generation), plus an authorizer that allows what no ACL denies, so
 # the admin test's CreateAcls/DescribeAcls/DeleteAcls have one to talk to.
 BROKER_OVERRIDES = {
     "auto.create.topics.enable": "true",
     "num.partitions": "4",
-    "group.initial.rebalance.delay.ms": "0",
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     "allow.everyone.if.no.acl.found": "true",
 }
