@@ -89,8 +89,8 @@ SINGLE_NODE_EXCLUDED: dict[str, str] = {
 
 # The broker settings librdkafka's suite expects of its trivup clusters (scenarios/default.json:
 # auto-created topics of 4 partitions; Kafka's group.initial.rebalance.delay.ms of 3 s, which
-# 0118 relies on to see its consumers join one generation), plus an authorizer that allows what no ACL denies, so
-# the admin test's CreateAcls/DescribeAcls/DeleteAcls have one to talk to.
+# 0118 relies on to see its consumers join one generation), plus an authorizer that allows
+# what no ACL denies, so the admin test's CreateAcls/DescribeAcls/DeleteAcls have one.
 BROKER_OVERRIDES = {
     "auto.create.topics.enable": "true",
     "num.partitions": "4",
