@@ -185,3 +185,52 @@ def test_alter_partition_sender_applies_and_retries(tmp_path: Path) -> None:
         assert len(controller.requests) == 2
 
     asyncio.run(scenario())
+
+
+def test_a_stale_broker_epoch_is_retried_with_the_new_registration(tmp_path: Path) -> None:
+    """The leader re-registered (a new controller did not know it) while an ISR expansion was
+    queued: the controller answers STALE_BROKER_EPOCH for the old epoch; the expansion is sent
+    again with the new one and applied (chaos seed 42 left eight ISRs shrunk for good)."""
+
+    async def scenario() -> None:
+        rm, partition = make_rm(tmp_path, min_isr=1)
+        partition.apply_state(PartitionState(1, 0, 1, (1, 2, 3), (1, 2)))
+        core = partition.leader_core
+        assert core is not None
+        proposal = rm.follower_fetch(partition, FollowerFetch(3, 0, broker_epoch=9)).proposal
+        assert proposal is not None
+        applied = {
+            "error_code": 0,
+            "topics": [
+                {
+                    "topic_id": TOPIC_ID,
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "error_code": 0,
+                            "leader_id": 1,
+                            "leader_epoch": 0,
+                            "isr": [1, 2, 3],
+                            "partition_epoch": 2,
+                        }
+                    ],
+                }
+            ],
+        }
+        stale = {"error_code": int(ErrorCode.STALE_BROKER_EPOCH), "topics": []}
+        controller = ScriptedController([stale, applied])
+        epochs = iter([70, 88])
+        sender = AlterPartitionSender(rm, controller, lambda: next(epochs), retry_backoff_ms=10)
+        sender.submit(partition, proposal)
+        stopping = asyncio.Event()
+        task = asyncio.ensure_future(sender.run(stopping))
+        for _ in range(200):
+            if core.isr == {1, 2, 3}:
+                break
+            await asyncio.sleep(0.01)
+        stopping.set()
+        await asyncio.wait_for(task, 1)
+        assert core.isr == {1, 2, 3} and core.pending_proposal is None
+        assert [r["broker_epoch"] for r in controller.requests] == [70, 88]
+
+    asyncio.run(scenario())

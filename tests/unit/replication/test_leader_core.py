@@ -194,6 +194,13 @@ def test_alter_partition_errors() -> None:
         is AlterPartitionOutcome.RETRY
     )
     assert leader.pending_proposal == proposal
+    # A stale broker epoch is this broker's registration, not the partition: no metadata about
+    # the partition will settle it, so the proposal is retried (with the new broker epoch).
+    assert (
+        leader.on_alter_partition_response(pid, ErrorCode.STALE_BROKER_EPOCH, 0)
+        is AlterPartitionOutcome.RETRY
+    )
+    assert leader.pending_proposal == proposal
     assert (
         leader.on_alter_partition_response(pid, ErrorCode.INVALID_UPDATE_VERSION, 0)
         is AlterPartitionOutcome.AWAIT_METADATA
