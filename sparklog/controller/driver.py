@@ -14,7 +14,8 @@ them Kafka's write -> commit -> apply discipline on an asyncio loop:
   lease afresh and appends the bootstrap records if the log has none (a NoOpRecord otherwise:
   a replica restarted as the resigned leader of its last epoch names itself leader until the
   next election, and only a committed append proves the leadership, as Kafka's activation
-  records do). Operations wait for the activation of the current epoch.
+  records do). Operations wait for the activation of the current epoch and fail with
+  NOT_CONTROLLER while it has not succeeded.
 - Only the active controller writes; every other call fails with NOT_CONTROLLER at once.
 - :meth:`run` fences brokers whose lease expired, every ``check_interval_ms``, while active;
   every 5 s it elects leaders for offline partitions that may have one (unclean election
@@ -113,6 +114,18 @@ class ControllerDriver:
         if activation is not None and not activation.done():
             await asyncio.shield(activation)
         async with self._lock:
+            if not self.is_active:
+                # Raft names us leader, but this epoch is not activated (its activation failed
+                # or has not started): our image may not hold the log yet. A controller
+                # restarted with a persisted leadership it no longer has answered heartbeats
+                # from an empty image (BROKER_ID_NOT_REGISTERED), making every broker
+                # re-register (chaos seed 42). Kafka's controller serves only once active.
+                leader = self.controller.leader
+                raise KafkaApiError(
+                    ErrorCode.NOT_CONTROLLER,
+                    f"Node {self._raft.node_id} is not the active controller (epoch "
+                    f"{leader.epoch} is not activated).",
+                )
             return await self._run_locked(op)
 
     async def _run_locked(self, op: Callable[[], ControllerResult[R]]) -> R:

@@ -139,3 +139,37 @@ def test_static_voters(tmp_path: Path) -> None:
         await plane.close()
 
     asyncio.run(run())
+
+
+def test_a_leader_whose_epoch_is_not_activated_refuses_operations(tmp_path: Path) -> None:
+    """Raft may name a node leader before (or without) the controller's activation of that epoch
+    (a controller restarted with a persisted leadership it has lost names itself leader until it
+    hears of the next election). Operations then fail NOT_CONTROLLER instead of deciding on an
+    image that may not hold the log yet (chaos seed 42: heartbeats answered
+    BROKER_ID_NOT_REGISTERED from an empty image made every broker re-register)."""
+    config = config_for(tmp_path)
+    format_storage(config, CLUSTER_ID, standalone=True)
+
+    async def run() -> None:
+        cluster_id, dir_ids = check_formatted(config)
+        plane = MetadataPlane.open(config, cluster_id, directory_ids=dir_ids)
+        plane.start()
+        await _until_active(plane)
+        driver, controller = plane.controller_driver, plane.controller
+        assert driver is not None and controller is not None
+        activated = driver._activated_epoch
+        driver._activated_epoch = activated - 1  # as if this epoch's activation failed
+        assert controller.is_active and not driver.is_active
+        with pytest.raises(KafkaApiError) as refused:
+            await driver.call(lambda: controller.broker_heartbeat({"broker_id": 5}, 0))
+        assert refused.value.code == ErrorCode.NOT_CONTROLLER
+        driver._activated_epoch = activated
+        answer = await driver.call(
+            lambda: controller.broker_heartbeat(
+                {"broker_id": 5, "broker_epoch": 1, "current_metadata_offset": 0}, 0
+            )
+        )
+        assert answer["error_code"] == ErrorCode.BROKER_ID_NOT_REGISTERED
+        await plane.shutdown()
+
+    asyncio.run(run())
