@@ -36,8 +36,8 @@ from sparklog.cli.admin_client import (
     run_tool,
 )
 from sparklog.cli.console_producer_tool import add_property_args, parse_properties
-from sparklog.cli.consumer_groups_tool import committed_offsets
 from sparklog.client.consumer import ConsumedRecord, FetchError, PartitionReader
+from sparklog.client.groups import committed_offsets
 
 
 def add_console_consumer_parser(sub: Any) -> None:

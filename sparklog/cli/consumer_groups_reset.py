@@ -27,7 +27,7 @@ from sparklog.cli.admin_client import (
     TopicPartition,
     kafka_error,
 )
-from sparklog.cli.consumer_groups_tool import committed_offsets, describe_group
+from sparklog.client.groups import committed_offsets, describe_group
 from sparklog.protocol.errors import ErrorCode
 
 _NO_ACTION_WARNING = (

@@ -34,7 +34,8 @@ from sparklog.cli.admin_client import (
     run_tool,
 )
 from sparklog.cli.consumer_groups_reset import parse_datetime_ms
-from sparklog.cli.consumer_groups_tool import _node_id, _print_table, list_groups, state_name
+from sparklog.cli.consumer_groups_tool import _print_table
+from sparklog.client.groups import list_groups, node_id_of, state_name
 from sparklog.protocol.errors import ErrorCode
 
 
@@ -201,7 +202,7 @@ def _describe(admin: AdminClient, args: argparse.Namespace) -> int:
                 _describe_members(group, args.verbose)
         elif args.state is not None:
             conn = admin.coordinator(group_id)
-            coordinator = f"{conn.host}:{conn.port}  ({_node_id(admin, conn)})"
+            coordinator = f"{conn.host}:{conn.port}  ({node_id_of(admin, conn)})"
             row = [group_id, coordinator, group["group_state"], str(len(group["members"]))]
             _print_table(["GROUP", "COORDINATOR (ID)", "STATE", "#MEMBERS"], [row], {})
         else:

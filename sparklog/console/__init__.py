@@ -5,6 +5,7 @@
 - :mod:`.pages` renders it as plain HTML (no script, no external resource);
 - :mod:`.routes` maps URLs to pages and runs the gathering off the event loop.
 
-The console builds on the client and the admin tools' helpers (``sparklog.cli``), never on the
-broker's internals: it sees what any client would, through the node's own listener.
+The console builds on the client package (the admin client, the group helpers, the partition
+reader), never on the broker's internals or the CLI: it sees what any client would, through the
+node's own listener.
 """

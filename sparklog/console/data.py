@@ -2,7 +2,7 @@
 
 Contract:
 
-- Every function takes an :class:`~sparklog.cli.admin_client.AdminClient` connected to this
+- Every function takes an :class:`~sparklog.client.admin.AdminClient` connected to this
   node's own broker listener and the node's current :class:`MetadataImage`; cluster-wide facts
   come over the Kafka protocol (DescribeQuorum, ListOffsets to each leader, ListGroups on every
   broker, OffsetFetch at the coordinator, Fetch from the leader), so a page shows the cluster,
@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparklog.cli.admin_client import (
+from sparklog.client.admin import (
     EARLIEST,
     EARLIEST_LOCAL,
     LATEST,
@@ -29,13 +29,13 @@ from sparklog.cli.admin_client import (
     AdminClient,
     TopicPartition,
 )
-from sparklog.cli.consumer_groups_tool import (
+from sparklog.client.consumer import ConsumedRecord, PartitionReader
+from sparklog.client.groups import (
     GroupDescription,
     committed_offsets,
     describe_group,
     list_groups,
 )
-from sparklog.client.consumer import ConsumedRecord, PartitionReader
 from sparklog.metadata.image import MetadataImage
 from sparklog.protocol.errors import error_name
 

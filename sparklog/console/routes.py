@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable
 from urllib.parse import parse_qs, unquote
 
-from sparklog.cli.admin_client import AdminClient, CliError
+from sparklog.client.admin import AdminClient, AdminError
 from sparklog.client.consumer import FetchError
 from sparklog.console import data, pages
 from sparklog.metadata.image import MetadataImage
@@ -71,7 +71,7 @@ class Console:
             return 404, pages.error_page(404, str(exc))
         except BadQuery as exc:
             return 400, pages.error_page(400, str(exc))
-        except (CliError, OSError, ConnectionError, FetchError) as exc:
+        except (AdminError, OSError, ConnectionError, FetchError) as exc:
             return 503, pages.error_page(503, f"The cluster did not answer: {exc}")
 
     def _render(self, parts: list[str], query: dict[str, list[str]]) -> str:

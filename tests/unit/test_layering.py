@@ -50,7 +50,7 @@ ALLOWED: dict[str, set[str]] = {
     "storage": {"protocol"},
     "replication": {"protocol"},
     "share": {"protocol", "config_keys"},
-    "client": {"protocol", "security"},
+    "client": {"protocol", "security", "config_keys"},
     "raft": {"protocol", "storage", "config"},
     "config": {"config_keys", "security", "storage"},
     "security": {"protocol", "config_keys"},
@@ -69,16 +69,14 @@ ALLOWED: dict[str, set[str]] = {
     "readservice_wire": set(),
     "readservice": {"protocol", "storage", "config", "broker", "security", "readservice_wire"},
     "connector": {"protocol", "client", "tiering", "readservice_wire", "security"},
-    "console": {"protocol", "client", "metadata", "metrics", "cli"},
+    "console": {"protocol", "client", "metadata", "metrics"},
     **{wiring: _BELOW_NODE | _NODE_WIRING for wiring in _NODE_WIRING},
     "node": _BELOW_NODE | _NODE_WIRING,
     "cli": _BELOW_NODE | _NODE_WIRING | {"node"},
 }  # fmt: skip
 
 # (importer, imported) -> why it is still there and what removes it
-KNOWN_BREAKS: dict[tuple[str, str], str] = {
-    ("console", "cli"): "issue 14: the admin client and group helpers move from cli to client",
-}
+KNOWN_BREAKS: dict[tuple[str, str], str] = {}
 
 
 def _package_of(root: Path, path: Path) -> str:

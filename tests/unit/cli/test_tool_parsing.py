@@ -13,12 +13,12 @@ from sparklog.cli.configs_tool import parse_add_config
 from sparklog.cli.console_consumer_tool import Formatter
 from sparklog.cli.console_producer_tool import LineReader
 from sparklog.cli.consumer_groups_reset import parse_datetime_ms
-from sparklog.cli.consumer_groups_tool import _classic_assignment
 from sparklog.cli.get_offsets_tool import parse_partition_set, parse_time
 from sparklog.cli.main import main
 from sparklog.cli.reassign_generate import propose
 from sparklog.cli.reassign_partitions_tool import ReassignError
 from sparklog.client.consumer import ConsumedRecord
+from sparklog.client.groups import _classic_assignment
 
 COMMANDS = [
     "topics", "consumer-groups", "configs", "get-offsets", "console-producer",
