@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -184,8 +185,14 @@ def test_console_pages_show_what_the_admin_client_sees(
     assert shown_lag == admin_lag
     assert f"data-total-lag='{sum(admin_lag.values())}'" in group_page
 
+    # The live consumer joins its group in the background: wait for the page to list it.
+    live_group = f"data-group='{live_traffic}-readers'"
+    deadline = time.monotonic() + 90
     status, groups_page = _get(f"{console}/groups")
-    assert status == 200 and f"data-group='{live_traffic}-readers'" in groups_page
+    while live_group not in groups_page and time.monotonic() < deadline:
+        time.sleep(1)
+        status, groups_page = _get(f"{console}/groups")
+    assert status == 200 and live_group in groups_page, groups_page[-2000:]
 
     status, records = _get(f"{console}/topics/{topic}/partitions/0?offset=3&limit=5")
     assert status == 200
