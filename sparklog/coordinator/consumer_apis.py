@@ -8,6 +8,7 @@ not exist yet assigns nothing until the topic appears.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from sparklog.coordinator.consumer_group import HeartbeatRequest
@@ -102,12 +103,14 @@ async def handle_consumer_group_heartbeat(
     }
 
 
-async def handle_consumer_group_describe(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+def assignment_describer(
+    ctx: CoordinatorContext,
+) -> Callable[[Mapping[bytes, Iterable[int]]], dict[str, Any]]:
+    """An assignment (topic id -> partitions) as ConsumerGroupDescribe / ShareGroupDescribe
+    write it, topic names from the current image."""
     names = {bytes(t.topic_id): name for name, t in ctx.image.topics.by_name.items()}
 
-    def described(assignment: Assignment) -> dict[str, Any]:
+    def described(assignment: Mapping[bytes, Iterable[int]]) -> dict[str, Any]:
         return {
             "topic_partitions": [
                 {"topic_id": t, "topic_name": names.get(t, ""), "partitions": sorted(p)}
@@ -116,19 +119,31 @@ async def handle_consumer_group_describe(
             ]
         }
 
+    return described
+
+
+def dead_group_entry(group_id: str) -> dict[str, Any]:
+    """A describe entry for a group before (or without) its state: Dead, no members."""
+    return {
+        "error_code": 0,
+        "error_message": None,
+        "group_id": group_id,
+        "group_state": "Dead",
+        "group_epoch": -1,
+        "assignment_epoch": -1,
+        "assignor_name": "",
+        "members": [],
+        "authorized_operations": _AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+async def handle_consumer_group_describe(
+    ctx: CoordinatorContext, request: Request, listener: str
+) -> dict[str, Any]:
+    described = assignment_describer(ctx)
     out = []
     for group_id in request.body["group_ids"]:
-        entry: dict[str, Any] = {
-            "error_code": 0,
-            "error_message": None,
-            "group_id": group_id,
-            "group_state": "Dead",
-            "group_epoch": -1,
-            "assignment_epoch": -1,
-            "assignor_name": "",
-            "members": [],
-            "authorized_operations": _AUTHORIZED_OPERATIONS_OMITTED,
-        }
+        entry = dead_group_entry(group_id)
         try:
             coordinator = _coordinator(ctx)
             group = coordinator.consumer_group(group_id)

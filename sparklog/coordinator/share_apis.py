@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from sparklog.coordinator.consumer_apis import assignment_describer, dead_group_entry
 from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from sparklog.coordinator.runtime import CoordinatorContext
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
@@ -26,8 +27,6 @@ from sparklog.share.share_group import (
     ShareHeartbeat,
     TopicResolver,
 )
-
-_AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 def share_groups(ctx: CoordinatorContext) -> ShareGroups:
@@ -155,30 +154,10 @@ async def handle_share_group_heartbeat(
 async def handle_share_group_describe(
     ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
-    names = {bytes(t.topic_id): name for name, t in ctx.image.topics.by_name.items()}
-
-    def described(assignment: Assignment) -> dict[str, Any]:
-        return {
-            "topic_partitions": [
-                {"topic_id": t, "topic_name": names.get(t, ""), "partitions": sorted(p)}
-                for t, p in sorted(assignment.items())
-                if p
-            ]
-        }
-
+    described = assignment_describer(ctx)
     out = []
     for group_id in request.body["group_ids"]:
-        entry: dict[str, Any] = {
-            "error_code": 0,
-            "error_message": None,
-            "group_id": group_id,
-            "group_state": "Dead",
-            "group_epoch": -1,
-            "assignment_epoch": -1,
-            "assignor_name": "",
-            "members": [],
-            "authorized_operations": _AUTHORIZED_OPERATIONS_OMITTED,
-        }
+        entry = dead_group_entry(group_id)
         try:
             group = find_share_group(ctx, group_id)
         except KafkaApiError as exc:
