@@ -17,10 +17,9 @@ import json
 import sys
 from typing import Any
 
-from sparklog.cli.admin_client import CliError, command_security, read_command_config
+from sparklog.cli.admin_client import AdminClient, CliError, read_command_config
 from sparklog.client.connection import KafkaConnection
 from sparklog.protocol.errors import ErrorCode
-from sparklog.security.client_security import ClientSecurity
 
 ELECTION_TYPES = {"PREFERRED": 0, "UNCLEAN": 1}
 
@@ -35,7 +34,12 @@ def add_leader_election_parser(sub: Any) -> None:
         help="elect preferred or unclean leaders (kafka-leader-election.sh)",
         description="Trigger leader election for topic partitions (ElectLeaders).",
     )
-    parser.add_argument("--bootstrap-server", required=True, help="HOST:PORT of a broker")
+    parser.add_argument(
+        "--bootstrap-server",
+        required=True,
+        metavar="HOST:PORT[,HOST:PORT...]",
+        help="a broker's client listener (one or more, comma-separated)",
+    )
     parser.add_argument(
         "--command-config",
         metavar="FILE",
@@ -149,19 +153,17 @@ def elect(conn: KafkaConnection, election_type: str, targets: list[dict[str, Any
         )
     if not_needed:
         print("Valid replica already elected for partitions " + ", ".join(not_needed))
-    if not succeeded and not not_needed and not failed:
-        print(f"No partitions needed a leader election ({election_type}).")
+    # LeaderElectionCommand prints nothing more when no partition needed an election, and
+    # each failure on stdout (the "N replica(s) could not be elected" summary on stderr).
     for name, reason in failed:
-        print(
-            f"Error completing leader election ({election_type}) for partition: {name}: {reason}",
-            file=sys.stderr,
-        )
+        print(f"Error completing leader election ({election_type}) for partition: {name}: {reason}")
     return len(failed)
 
 
-def _security(args: argparse.Namespace) -> ClientSecurity | None:
-    """TLS/SASL from --command-config (Kafka's client security keys)."""
-    return command_security(read_command_config(args.command_config))
+def _admin(args: argparse.Namespace) -> AdminClient:
+    """The first reachable broker of --bootstrap-server (comma-separated), TLS/SASL from
+    --command-config (Kafka's client security keys)."""
+    return AdminClient(args.bootstrap_server, read_command_config(args.command_config))
 
 
 def run_leader_election(args: argparse.Namespace) -> int:
@@ -174,8 +176,8 @@ def run_leader_election(args: argparse.Namespace) -> int:
                 f"Invalid election type {args.election_type!r}: expected PREFERRED or UNCLEAN"
             )
         targets = _targets(args)
-        with KafkaConnection.connect(args.bootstrap_server, security=_security(args)) as conn:
-            failures = elect(conn, election_type, targets)
+        with _admin(args) as admin:
+            failures = elect(admin.conn, election_type, targets)
         if failures:
             print(f"{failures} replica(s) could not be elected", file=sys.stderr)
             return 1

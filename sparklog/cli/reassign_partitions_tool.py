@@ -28,10 +28,9 @@ import json
 import sys
 from typing import Any
 
-from sparklog.cli.admin_client import CliError, command_security, read_command_config
+from sparklog.cli.admin_client import AdminClient, CliError, read_command_config
 from sparklog.client.connection import KafkaConnection
 from sparklog.protocol.errors import ErrorCode
-from sparklog.security.client_security import ClientSecurity
 
 TopicPartition = tuple[str, int]
 
@@ -46,7 +45,12 @@ def add_reassign_partitions_parser(sub: Any) -> None:
         help="move partition replicas between brokers (kafka-reassign-partitions.sh)",
         description="Start, verify, cancel and list partition reassignments.",
     )
-    parser.add_argument("--bootstrap-server", required=True, help="HOST:PORT of a broker")
+    parser.add_argument(
+        "--bootstrap-server",
+        required=True,
+        metavar="HOST:PORT[,HOST:PORT...]",
+        help="a broker's client listener (one or more, comma-separated)",
+    )
     parser.add_argument(
         "--command-config",
         metavar="FILE",
@@ -241,7 +245,9 @@ def execute(
     refused = alter(conn, dict(targets))
     if refused:
         raise ReassignError("Error reassigning partition(s):\n" + "\n".join(refused))
-    print(f"Successfully started partition reassignment(s) for {_names(partitions)}")
+    # ReassignPartitionsCommand: "reassignment" for one partition, "reassignments" for more.
+    plural = "" if len(partitions) == 1 else "s"
+    print(f"Successfully started partition reassignment{plural} for {_names(sorted(partitions))}")
 
 
 def verify(conn: KafkaConnection, targets: dict[TopicPartition, list[int]]) -> None:
@@ -269,7 +275,10 @@ def cancel(conn: KafkaConnection, targets: dict[TopicPartition, list[int]]) -> N
     refused = alter(conn, {tp: None for tp in partitions})
     if refused:
         raise ReassignError("Error cancelling partition reassignment(s):\n" + "\n".join(refused))
-    print(f"Successfully cancelled partition reassignment(s) for: {_names(partitions)}")
+    plural = "" if len(partitions) == 1 else "s"
+    print(
+        f"Successfully cancelled partition reassignment{plural} for: {_names(sorted(partitions))}"
+    )
 
 
 def list_reassignments(conn: KafkaConnection) -> None:
@@ -302,14 +311,15 @@ def _run_generate(args: argparse.Namespace) -> int:
     text = _read(args.topics_to_move_json_file)
     topics = parse_topics_to_move(text, args.topics_to_move_json_file)
     brokers = parse_broker_list(args.broker_list)
-    with KafkaConnection.connect(args.bootstrap_server, security=_security(args)) as conn:
-        generate(conn, topics, brokers)
+    with _admin(args) as admin:
+        generate(admin.conn, topics, brokers)
     return 0
 
 
-def _security(args: argparse.Namespace) -> ClientSecurity | None:
-    """TLS/SASL from --command-config (Kafka's client security keys)."""
-    return command_security(read_command_config(args.command_config))
+def _admin(args: argparse.Namespace) -> AdminClient:
+    """The first reachable broker of --bootstrap-server (comma-separated), TLS/SASL from
+    --command-config (Kafka's client security keys)."""
+    return AdminClient(args.bootstrap_server, read_command_config(args.command_config))
 
 
 def run_reassign_partitions(args: argparse.Namespace) -> int:
@@ -329,7 +339,8 @@ def run_reassign_partitions(args: argparse.Namespace) -> int:
                 raise ReassignError("Missing required argument --reassignment-json-file")
             text = _read(args.reassignment_json_file)
             targets = parse_reassignment(text, args.reassignment_json_file)
-        with KafkaConnection.connect(args.bootstrap_server, security=_security(args)) as conn:
+        with _admin(args) as admin:
+            conn = admin.conn
             if args.execute:
                 execute(conn, targets, args.additional)
             elif args.verify:
