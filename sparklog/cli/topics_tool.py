@@ -141,22 +141,116 @@ def _list(admin: AdminClient, args: argparse.Namespace) -> None:
         print(topic["name"])
 
 
+_DEFAULT_CONFIG = 5  # DescribeConfigs config_source: ConfigEntry.isDefault() in Kafka's admin
+
+
+def _ids(nodes: list[int] | None) -> str:
+    return ",".join(map(str, nodes or []))
+
+
+def _overridden_configs(admin: AdminClient, names: list[str]) -> dict[str, str]:
+    """Topic -> ``k=v,...`` of its configs that are not defaults (TopicCommand's Configs:)."""
+    response = admin.request(
+        "DescribeConfigs",
+        {
+            "resources": [
+                {"resource_type": 2, "resource_name": name, "configuration_keys": None}
+                for name in names
+            ],
+            "include_synonyms": False,
+            "include_documentation": False,
+        },
+    )
+    out: dict[str, str] = {}
+    for result in response["results"]:
+        _check(result["error_code"], result.get("error_message"), "Describing configs")
+        out[result["resource_name"]] = ",".join(
+            f"{c['name']}={c['value']}"
+            for c in sorted(result["configs"], key=lambda c: c["name"])
+            if c.get("config_source", -1) != _DEFAULT_CONFIG
+        )
+    return out
+
+
+def _partitions_with_elr(admin: AdminClient, names: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """DescribeTopicPartitions (paged by its cursor) as Kafka's admin uses it: the ELR fields."""
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    cursor: dict[str, Any] | None = None
+    while True:
+        response = admin.request(
+            "DescribeTopicPartitions",
+            {
+                "topics": [{"name": name} for name in names],
+                "response_partition_limit": 2000,
+                "cursor": cursor,
+            },
+        )
+        for topic in response["topics"]:
+            if topic["error_code"] == 0 and topic["name"] in out:
+                out[topic["name"]].extend(topic["partitions"])
+        cursor = response.get("next_cursor")
+        if cursor is None:
+            return out
+
+
+def _reassignments(admin: AdminClient) -> dict[tuple[str, int], dict[str, Any]]:
+    response = admin.request("ListPartitionReassignments", {"timeout_ms": 30000, "topics": None})
+    if response["error_code"]:
+        return {}  # TopicCommand, too, describes without them when it cannot list them
+    return {
+        (topic["name"], p["partition_index"]): p
+        for topic in response["topics"]
+        for p in topic["partitions"]
+    }
+
+
 def _describe(admin: AdminClient, args: argparse.Namespace) -> None:
-    for topic in _matching(admin, args):
-        partitions = sorted(topic["partitions"], key=lambda p: p["partition_index"])
+    """TopicCommand.TopicDescription / PartitionDescription lines: a topic line (TopicId,
+    PartitionCount, ReplicationFactor, Configs of non-defaults), then one line a partition
+    (Leader ``none`` when leaderless, Adding/Removing Replicas during a reassignment, Elr and
+    LastKnownElr from DescribeTopicPartitions, ``N/A`` from a broker without that API)."""
+    topics = _matching(admin, args)
+    if not topics:
+        return
+    names = [topic["name"] for topic in topics]
+    configs = _overridden_configs(admin, names)
+    with_elr = (
+        _partitions_with_elr(admin, names)
+        if admin.conn.versions.get(75) is not None
+        else {t["name"]: t["partitions"] for t in topics}
+    )
+    moving = _reassignments(admin)
+    for topic in topics:
+        name = topic["name"]
+        partitions = sorted(with_elr[name], key=lambda p: p["partition_index"])
+        first = moving.get((name, partitions[0]["partition_index"])) if partitions else None
         rf = len(partitions[0]["replica_nodes"]) if partitions else 0
+        if first is not None:
+            rf -= len(first["adding_replicas"])
         topic_id = base64.urlsafe_b64encode(bytes(topic["topic_id"])).decode().rstrip("=")
         print(
-            f"Topic: {topic['name']}\tTopicId: {topic_id}\tPartitionCount: {len(partitions)}"
-            f"\tReplicationFactor: {rf}"
+            f"Topic: {name}\tTopicId: {topic_id}\tPartitionCount: {len(partitions)}"
+            f"\tReplicationFactor: {rf}\tConfigs: {configs.get(name, '')}"
         )
         for p in partitions:
-            print(
-                f"\tTopic: {topic['name']}\tPartition: {p['partition_index']}"
-                f"\tLeader: {p['leader_id']}"
-                f"\tReplicas: {','.join(map(str, p['replica_nodes']))}"
-                f"\tIsr: {','.join(map(str, p['isr_nodes']))}"
+            leader = p["leader_id"] if p["leader_id"] >= 0 else "none"
+            line = (
+                f"\tTopic: {name}\tPartition: {p['partition_index']}\tLeader: {leader}"
+                f"\tReplicas: {_ids(p['replica_nodes'])}\tIsr: {_ids(p['isr_nodes'])}"
             )
+            move = moving.get((name, p["partition_index"]))
+            if move is not None:
+                line += (
+                    f"\tAdding Replicas: {_ids(move['adding_replicas'])}"
+                    f"\tRemoving Replicas: {_ids(move['removing_replicas'])}"
+                )
+            for label, key in (
+                ("Elr", "eligible_leader_replicas"),
+                ("LastKnownElr", "last_known_elr"),
+            ):
+                value = p.get(key)
+                line += f"\t{label}: {'N/A' if value is None else _ids(value)}"
+            print(line)
 
 
 def _delete(admin: AdminClient, args: argparse.Namespace) -> None:
