@@ -44,6 +44,7 @@ BROKER_REGISTRATION: Final = 62
 BROKER_HEARTBEAT: Final = 63
 UNREGISTER_BROKER: Final = 64
 ALLOCATE_PRODUCER_IDS: Final = 67
+ASSIGN_REPLICAS_TO_DIRS: Final = 73
 ALTER_PARTITION: Final = 56
 CREATE_TOPICS: Final = 19
 DELETE_TOPICS: Final = 20
@@ -82,6 +83,7 @@ LIFECYCLE_KEYS: Final = frozenset(
         UNREGISTER_BROKER,
         ALLOCATE_PRODUCER_IDS,
         ALTER_PARTITION,
+        ASSIGN_REPLICAS_TO_DIRS,
     }
 )
 CONTROLLER_APIS: Final = frozenset(
@@ -259,6 +261,8 @@ class ControllerApis:
             return lambda: _allocate(controller, body)
         if key == ALTER_PARTITION:
             return lambda: controller.alter_partition(body, version)
+        if key == ASSIGN_REPLICAS_TO_DIRS:
+            return lambda: controller.assign_replicas_to_dirs(body)
         operation: Callable[[Mapping[str, Any], int], ControllerResult[Any]] = getattr(
             controller, ADMIN_OPERATIONS[key]
         )

@@ -23,12 +23,17 @@ Rules, as in Kafka's ``BrokerHeartbeatManager`` and ``ReplicationControlManager`
 - Controlled shutdown: the first ``want_shut_down`` heartbeat of an active broker records
   ``in_controlled_shutdown`` (PENDING_CONTROLLED_SHUTDOWN) and moves its leaderships; the next
   one, when it leads nothing, fences it and answers ``should_shut_down``.
-- Offline log dirs (KIP-858, Kafka's ``handleDirectoriesOffline``): a heartbeat naming
-  registered dirs in ``offline_log_dirs`` records the broker's remaining online dirs
-  (BrokerRegistrationChangeRecord ``log_dirs``) and logs them. Partitions are not assigned to
-  directories here (every replica's directory is unassigned, which Kafka counts as online), so
-  no leadership moves for a partial failure; a broker that loses every data log dir halts and
-  is fenced when its session expires.
+- Offline log dirs (KIP-858, Kafka's ``handleDirectoriesOffline``; from metadata.version
+  3.7-IV2): a heartbeat naming registered dirs in ``offline_log_dirs`` moves the broker out of
+  the leadership and ISR of every partition whose replica on it is in one of those dirs (the
+  fencing rules, for those partitions only; see :mod:`sparklog.controller.directories` for
+  how replicas are placed in dirs) and records the broker's remaining online dirs
+  (BrokerRegistrationChangeRecord ``log_dirs``). A replica in an UNASSIGNED or MIGRATING dir
+  counts as online and stays. When the same heartbeat fences the broker or starts its
+  controlled shutdown every leadership moves anyway; when it would unfence the broker, the
+  unfencing waits for the next heartbeat (each decision reads the committed image, so two
+  changes to one partition are never built from the same state). A broker that loses every
+  data log dir halts and is fenced when its session expires.
 """
 
 from __future__ import annotations
@@ -38,6 +43,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparklog.controller.directories import (
+    assignment_error,
+    assignment_supported,
+    is_online,
+    newly_offline,
+    partitions_in_dirs,
+    registration_change,
+)
 from sparklog.controller.replication_control import (
     ReplicationContext,
     elect_for_unfenced,
@@ -153,23 +166,29 @@ def heartbeat(
     fenced = broker.fenced
     records: list[MetadataRecord] = []
     should_shut_down = False
+    offline: list[bytes] = []
+    if assignment_supported(image.features.metadata_version):
+        offline = newly_offline(broker, body.get("offline_log_dirs") or ())
+    moved_all = False
     if body.get("want_shut_down"):
         if fenced:
             should_shut_down = True
         elif not broker.in_controlled_shutdown:
             records.append(_change(broker_id, broker.epoch, 0, 1))
             records.extend(move_leaderships(ctx, broker_id))
+            moved_all = True
         elif not leads_anything(image, broker_id):
             records.append(_change(broker_id, broker.epoch, 1))
             fenced = should_shut_down = True
-    elif fenced and caught_up and not body.get("want_fence"):
+    elif fenced and caught_up and not body.get("want_fence") and not offline:
         records.append(_change(broker_id, broker.epoch, -1))
         records.extend(elect_offline_leaders(ctx, broker_id))
         fenced = False
     elif not fenced and body.get("want_fence"):
         records.extend(fence_records(ctx, broker_id))
-        fenced = True
-    records.extend(offline_dirs_records(broker, body.get("offline_log_dirs") or ()))
+        fenced = moved_all = True
+    if offline:
+        records.extend(directories_offline(ctx, broker, offline, moved_all=moved_all))
     response = {
         "throttle_time_ms": 0,
         "error_code": 0,
@@ -180,29 +199,81 @@ def heartbeat(
     return HeartbeatOutcome(tuple(records), response)
 
 
-def offline_dirs_records(
-    broker: BrokerRegistration, offline_dirs: Iterable[bytes]
+def directories_offline(
+    ctx: ReplicationContext,
+    broker: BrokerRegistration,
+    offline: list[bytes],
+    *,
+    moved_all: bool = False,
 ) -> list[MetadataRecord]:
-    """The registration change for registered dirs newly reported offline (else nothing)."""
-    reported = {bytes(d) for d in offline_dirs}
-    newly = [d for d in broker.log_dirs if d in reported]
-    if not newly:
-        return []
-    online = [d for d in broker.log_dirs if d not in reported]
+    """Kafka's ``handleDirectoriesOffline`` for ``offline``, registered dirs of ``broker``
+    newly reported offline: the broker leaves the leadership and ISR of the partitions it
+    holds there (unless ``moved_all``: this heartbeat already moved every one), and its
+    registration keeps only the other dirs."""
+    records: list[MetadataRecord] = []
+    if not moved_all:
+        moved = partitions_in_dirs(ctx.image, broker.broker_id, offline)
+        records.extend(remove_broker_from_isrs(ctx, broker.broker_id, only=moved))
+    online = [d for d in broker.log_dirs if d not in offline]
     log.warning(
         "Directories %s in broker %d marked offline, remaining directories: %s",
-        [uuid_to_str(d) for d in newly],
+        [uuid_to_str(d) for d in offline],
         broker.broker_id,
         [uuid_to_str(d) for d in online],
     )
-    change = {
-        "broker_id": broker.broker_id,
-        "broker_epoch": broker.epoch,
-        "fenced": 0,
-        "in_controlled_shutdown": 0,
-        "log_dirs": online,
-    }
-    return [make_record("BrokerRegistrationChangeRecord", change)]
+    records.append(registration_change(broker, online))
+    return records
+
+
+def assign_replicas_to_dirs(
+    ctx: ReplicationContext, body: Mapping[str, Any]
+) -> tuple[list[MetadataRecord], dict[str, Any]]:
+    """Kafka's ``handleAssignReplicasToDirs``: place the broker's replicas in the named dirs.
+
+    One PartitionChangeRecord per partition whose directory changes; a partition placed in a
+    dir the broker no longer has online also loses the broker from its leadership and ISR in
+    that same record."""
+    image = ctx.image
+    if not assignment_supported(image.features.metadata_version):
+        return [], assignment_error(ErrorCode.UNSUPPORTED_VERSION)
+    broker_id = int(body["broker_id"])
+    broker = image.cluster.broker(broker_id)
+    if broker is None:
+        return [], assignment_error(ErrorCode.BROKER_ID_NOT_REGISTERED)
+    if broker.epoch != int(body["broker_epoch"]):
+        return [], assignment_error(ErrorCode.STALE_BROKER_EPOCH)
+    records: list[MetadataRecord] = []
+    directories = []
+    for requested in body.get("directories") or ():
+        directory = bytes(requested["id"])
+        offline = not is_online(directory, broker.log_dirs)
+        accept = ctx.acceptable(removed=frozenset({broker_id}) if offline else frozenset())
+        topics = []
+        for wanted in requested.get("topics") or ():
+            topic = image.topics.get_topic_by_id(bytes(wanted["topic_id"]))
+            results = []
+            for entry in wanted.get("partitions") or ():
+                index = int(entry["partition_index"])
+                partition = None if topic is None else topic.partitions.get(index)
+                if topic is None:
+                    code = ErrorCode.UNKNOWN_TOPIC_ID
+                elif partition is None:
+                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                elif broker_id not in partition.replicas:
+                    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                else:
+                    code = ErrorCode.NONE
+                    builder = ctx.builder(topic, index, partition, accept)
+                    builder.target_directories[broker_id] = directory
+                    if offline:
+                        builder.target_isr = [r for r in partition.isr if r != broker_id]
+                    record = builder.build()
+                    if record is not None:
+                        records.append(record)
+                results.append({"partition_index": index, "error_code": int(code)})
+            topics.append({"topic_id": bytes(wanted["topic_id"]), "partitions": results})
+        directories.append({"id": directory, "topics": topics})
+    return records, {"throttle_time_ms": 0, "error_code": 0, "directories": directories}
 
 
 def _heartbeat_error(code: ErrorCode) -> dict[str, Any]:

@@ -41,6 +41,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from sparklog.controller.directories import MIGRATING, assignment_supported
 from sparklog.metadata.image import NO_LEADER, PartitionRegistration
 from sparklog.metadata.records import MetadataRecord, make_record
 
@@ -116,6 +117,9 @@ class PartitionChangeBuilder:
     target_last_known_elr: list[int] = field(default_factory=list)
     target_recovery_state: int = -1
     unclean_shutdown_replicas: frozenset[int] = frozenset()
+    # Replicas placed in a log dir (AssignReplicasToDirs), and where a new replica goes.
+    target_directories: dict[int, bytes] = field(default_factory=dict)
+    default_dir: Callable[[int], bytes] | None = None
     # Force a new leader epoch even if the leader stays (a leader restarted in place).
     bump_leader_epoch: bool = False
     # What the last build() elected; None before build or when the leader did not change.
@@ -254,12 +258,29 @@ class PartitionChangeBuilder:
         p = self.partition
         if self.target_replicas and self.target_replicas != list(p.replicas):
             change["replicas"] = list(self.target_replicas)
-            directories = dict(zip(p.replicas, p.directories, strict=False))
-            if p.directories:
-                change["directories"] = [
-                    directories.get(r, bytes(16)) for r in self.target_replicas
-                ]
+        self._directory_changes(change)
         if self.target_removing != list(p.removing_replicas):
             change["removing_replicas"] = list(self.target_removing)
         if self.target_adding != list(p.adding_replicas):
             change["adding_replicas"] = list(self.target_adding)
+
+    def _directory_changes(self, change: dict[str, object]) -> None:
+        """The replicas' log dirs, kept parallel to the replicas: from 3.7-IV2 as Kafka sets
+        them (a new replica gets its default dir); before, padded with MIGRATING."""
+        p = self.partition
+        targets = self.target_replicas or list(p.replicas)
+        if len(p.directories) == len(p.replicas):
+            current = list(p.directories)
+        else:
+            current = [MIGRATING] * len(p.replicas)
+        known = dict(zip(p.replicas, current, strict=True))
+        if assignment_supported(self.metadata_version):
+            known.update(self.target_directories)
+            fallback = self.default_dir or (lambda _: MIGRATING)
+            directories = [known[r] if r in known else fallback(r) for r in targets]
+        elif p.directories and "replicas" in change:
+            directories = [known.get(r, MIGRATING) for r in targets]
+        else:
+            return
+        if directories != current:
+            change["directories"] = directories

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 from sparklog.config import ServerConfig
 from sparklog.controller.brokers import (
     BrokerHeartbeats,
+    assign_replicas_to_dirs,
     fence_records,
     heartbeat,
     move_leaderships,
@@ -543,6 +544,11 @@ class QuorumController:
     ) -> ControllerResult[dict[str, Any]]:
         outcome = heartbeat(self.replication, self.sessions, body, now_ms)
         return self._result(outcome.records, outcome.response)
+
+    def assign_replicas_to_dirs(self, body: Mapping[str, Any]) -> ControllerResult[dict[str, Any]]:
+        """AssignReplicasToDirs (73), see :mod:`sparklog.controller.directories`."""
+        records, response = assign_replicas_to_dirs(self.replication, body)
+        return self._result(records, response)
 
     def fence_expired_brokers(self, now_ms: int) -> ControllerResult[list[int]]:
         """Fence every broker whose lease ran out (one at a time: each move reads the image)."""

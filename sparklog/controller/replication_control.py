@@ -9,6 +9,9 @@ ElectLeaders, the response. Every partition change goes through
 - A broker that is fenced, enters controlled shutdown or is unregistered leaves the ISR of
   every partition (without ELR, never the last member) and loses its leaderships; a new leader
   is elected from the rest (an UNCLEAN election when the topic allows it).
+- A broker whose log dir failed leaves the ISR and the leadership of the partitions it holds
+  in that dir, the same way (see :mod:`sparklog.controller.directories`); a replica in an
+  offline dir is never an acceptable leader.
 - A broker that is unfenced may lead the partitions that have no leader (it must be in their
   ISR, or in their ELR when the ISR is empty, or the topic must allow unclean election).
 - A broker whose previous shutdown was unclean (KIP-966: its registration names a previous
@@ -28,11 +31,12 @@ ElectLeaders, the response. Every partition change goes through
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from sparklog.controller.configs import TopicConfigPolicy
+from sparklog.controller.directories import default_dir, replica_dir_online
 from sparklog.controller.partition_change_builder import Election, PartitionChangeBuilder
 from sparklog.metadata.image import NO_LEADER, MetadataImage, PartitionRegistration, TopicImage
 from sparklog.metadata.records import MetadataRecord
@@ -103,15 +107,22 @@ class ReplicationContext:
             election = (
                 Election.UNCLEAN if config.unclean_leader_election_enable else Election.ONLINE
             )
+        image = self.image
+
+        def accept_online(replica: int) -> bool:
+            # Kafka's LeaderAcceptor: a replica in an offline log dir never leads.
+            return accept(replica) and replica_dir_online(image, partition, replica)
+
         return PartitionChangeBuilder(
             partition,
             topic.topic_id,
             partition_id,
-            accept,
+            accept_online,
             min_isr=config.min_insync_replicas,
             elr_enabled=elr_enabled(self.image),
             election=election,
             metadata_version=self.image.features.metadata_version,
+            default_dir=lambda broker_id: default_dir(image, broker_id),
         )
 
 
@@ -122,13 +133,20 @@ def _partitions(image: MetadataImage) -> Iterator[tuple[TopicImage, int, Partiti
 
 
 def remove_broker_from_isrs(
-    ctx: ReplicationContext, broker_id: int, *, unclean_shutdown: bool = False
+    ctx: ReplicationContext,
+    broker_id: int,
+    *,
+    unclean_shutdown: bool = False,
+    only: Collection[tuple[bytes, int]] | None = None,
 ) -> list[MetadataRecord]:
     """``broker_id`` is being fenced, shut down or unregistered (or restarted uncleanly):
-    out of every ISR and leadership, and with ``unclean_shutdown`` out of every ELR too."""
+    out of every ISR and leadership, and with ``unclean_shutdown`` out of every ELR too.
+    With ``only`` (topic id, partition) pairs, just those (a log dir of the broker failed)."""
     accept = ctx.acceptable(removed=frozenset({broker_id}))
     records = []
     for topic, partition_id, partition in _partitions(ctx.image):
+        if only is not None and (topic.topic_id, partition_id) not in only:
+            continue
         involved = broker_id in partition.isr or partition.leader == broker_id
         if unclean_shutdown:
             involved = (

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparklog.controller.configs import TopicConfigPolicy
+from sparklog.controller.directories import default_dir
 from sparklog.metadata.image import MetadataImage, PartitionRegistration
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
@@ -209,7 +210,9 @@ def _new_partition(
         leader=isr[0],
         leader_epoch=0,
         partition_epoch=0,
-        directories=tuple(ZERO_UUID for _ in replicas),
+        # Kafka's defaultDir: the only dir of a single-dir broker, else UNASSIGNED (from
+        # 3.7-IV2; MIGRATING before) until the broker reports where it put the replica.
+        directories=tuple(default_dir(image, b) for b in replicas),
     )
 
 
