@@ -27,11 +27,11 @@ if TYPE_CHECKING:
     from sparklog.broker.quotas import QuotaManagers
     from sparklog.broker.share_partitions import SharePartitionManager
     from sparklog.broker.share_persister import SharePersister
+    from sparklog.broker.txn_verification import AddPartitionsToTxnManager
     from sparklog.coordinator.coordinator import GroupCoordinator
     from sparklog.coordinator.share_state_apis import ShareStateCoordinator
     from sparklog.coordinator.txn_coordinator import TransactionCoordinator
     from sparklog.security.authorizer import StandardAuthorizer
-    from sparklog.share.share_group import ShareGroups
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,10 +63,10 @@ class BrokerContext:
     ) = None
     groups: GroupCoordinator | None = None
     transactions: TransactionCoordinator | None = None
+    # produce-time transaction checks with the coordinator (KIP-890; None: none)
+    txn_verification: AddPartitionsToTxnManager | None = None
     # KIP-932 share-partitions and share sessions this leader keeps (created on first use)
     shares: SharePartitionManager | None = None
-    # KIP-932 share-group membership this group coordinator keeps (created on first use)
-    share_groups: ShareGroups | None = None
     # the share coordinator's __share_group_state partitions (created on first use)
     share_state: ShareStateCoordinator | None = None
     # authorizer.class.name's StandardAuthorizer; None: no authorizer, everything allowed

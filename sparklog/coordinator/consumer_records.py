@@ -10,7 +10,10 @@ Apache Kafka 4.x's group-coordinator JSON files. A null value is a tombstone. Ty
 (partition metadata, no longer written by Kafka 4.x) is read and ignored.
 
 Invariant: ``decode_consumer_record(*encode(record))`` gives back the record; malformed
-payloads raise :class:`~sparklog.coordinator.records.CoordinatorRecordError`.
+payloads raise :class:`~sparklog.coordinator.records.CoordinatorRecordError`. The key schemas
+and the value/partition-list helpers (:func:`encode_value`, :func:`decode_value`,
+:func:`wire_partitions`) are shared with the share-group records
+(:mod:`sparklog.coordinator.share_records`), whose keys have the same fields.
 """
 
 from __future__ import annotations
@@ -37,15 +40,15 @@ CONSUMER_RECORD_TYPES = frozenset(range(3, 9))
 # topic id -> partitions
 Assignment = dict[bytes, frozenset[int]]
 
-_GROUP_KEY = message("ConsumerGroupKey", "0+", "none", field("group_id", "string"))
-_MEMBER_KEY = message(
+GROUP_KEY = message("ConsumerGroupKey", "0+", "none", field("group_id", "string"))
+MEMBER_KEY = message(
     "ConsumerGroupMemberKey",
     "0+",
     "none",
     field("group_id", "string"),
     field("member_id", "string"),
 )
-_TOPIC_PARTITIONS = (field("topic_id", "uuid"), field("partitions", "[]int32"))
+TOPIC_PARTITIONS = (field("topic_id", "uuid"), field("partitions", "[]int32"))
 
 _GROUP_VALUE = message(
     "ConsumerGroupMetadataValue",
@@ -82,7 +85,7 @@ _TARGET_MEMBER_VALUE = message(
     "ConsumerGroupTargetAssignmentMemberValue",
     "0",
     "0+",
-    array("topic_partitions", *_TOPIC_PARTITIONS),
+    array("topic_partitions", *TOPIC_PARTITIONS),
 )
 _CURRENT_MEMBER_VALUE = message(
     "ConsumerGroupCurrentMemberAssignmentValue",
@@ -91,8 +94,8 @@ _CURRENT_MEMBER_VALUE = message(
     field("member_epoch", "int32"),
     field("previous_member_epoch", "int32"),
     field("state", "int8"),
-    array("assigned_partitions", *_TOPIC_PARTITIONS),
-    array("partitions_pending_revocation", *_TOPIC_PARTITIONS),
+    array("assigned_partitions", *TOPIC_PARTITIONS),
+    array("partitions_pending_revocation", *TOPIC_PARTITIONS),
 )
 
 _VERSION = struct.Struct(">h")
@@ -160,11 +163,11 @@ ConsumerRecord = (
 )
 
 
-def _encode(spec: MessageSpec, version: int, prefix: int, body: dict[str, Any]) -> bytes:
+def encode_value(spec: MessageSpec, version: int, prefix: int, body: dict[str, Any]) -> bytes:
     return _VERSION.pack(prefix) + encode_bytes(spec, version, body)
 
 
-def _tps(assignment: Assignment) -> list[dict[str, Any]]:
+def wire_partitions(assignment: Assignment) -> list[dict[str, Any]]:
     return [
         {"topic_id": topic_id, "partitions": sorted(parts)}
         for topic_id, parts in sorted(assignment.items())
@@ -172,7 +175,7 @@ def _tps(assignment: Assignment) -> list[dict[str, Any]]:
     ]
 
 
-def _from_tps(items: list[dict[str, Any]]) -> Assignment:
+def from_wire_partitions(items: list[dict[str, Any]]) -> Assignment:
     out: Assignment = {}
     for item in items:
         parts = frozenset(item["partitions"])
@@ -184,20 +187,22 @@ def _from_tps(items: list[dict[str, Any]]) -> Assignment:
 def encode(record: ConsumerRecord) -> tuple[bytes, bytes | None]:
     """The (key, value) of a record; the value is None for a tombstone."""
     if isinstance(record, GroupEpochRecord):
-        key = _encode(_GROUP_KEY, GROUP_METADATA, GROUP_METADATA, {"group_id": record.group_id})
+        key = encode_value(GROUP_KEY, GROUP_METADATA, GROUP_METADATA, {"group_id": record.group_id})
         if record.epoch is None:
             return key, None
-        return key, _encode(_GROUP_VALUE, 0, 0, {"epoch": record.epoch})
+        return key, encode_value(_GROUP_VALUE, 0, 0, {"epoch": record.epoch})
     if isinstance(record, TargetEpochRecord):
-        key = _encode(_GROUP_KEY, TARGET_METADATA, TARGET_METADATA, {"group_id": record.group_id})
+        key = encode_value(
+            GROUP_KEY, TARGET_METADATA, TARGET_METADATA, {"group_id": record.group_id}
+        )
         if record.assignment_epoch is None:
             return key, None
-        return key, _encode(
+        return key, encode_value(
             _TARGET_METADATA_VALUE, 0, 0, {"assignment_epoch": record.assignment_epoch}
         )
     ids = {"group_id": record.group_id, "member_id": record.member_id}
     if isinstance(record, MemberMetadataRecord):
-        key = _encode(_MEMBER_KEY, MEMBER_METADATA, MEMBER_METADATA, ids)
+        key = encode_value(MEMBER_KEY, MEMBER_METADATA, MEMBER_METADATA, ids)
         m = record.value
         if m is None:
             return key, None
@@ -211,15 +216,15 @@ def encode(record: ConsumerRecord) -> tuple[bytes, bytes | None]:
             "rebalance_timeout_ms": m.rebalance_timeout_ms,
             "server_assignor": m.server_assignor,
         }
-        return key, _encode(_MEMBER_VALUE, 0, 0, body)
+        return key, encode_value(_MEMBER_VALUE, 0, 0, body)
     if isinstance(record, TargetMemberRecord):
-        key = _encode(_MEMBER_KEY, TARGET_MEMBER, TARGET_MEMBER, ids)
+        key = encode_value(MEMBER_KEY, TARGET_MEMBER, TARGET_MEMBER, ids)
         if record.partitions is None:
             return key, None
-        return key, _encode(
-            _TARGET_MEMBER_VALUE, 0, 0, {"topic_partitions": _tps(record.partitions)}
+        return key, encode_value(
+            _TARGET_MEMBER_VALUE, 0, 0, {"topic_partitions": wire_partitions(record.partitions)}
         )
-    key = _encode(_MEMBER_KEY, CURRENT_MEMBER, CURRENT_MEMBER, ids)
+    key = encode_value(MEMBER_KEY, CURRENT_MEMBER, CURRENT_MEMBER, ids)
     c = record.value
     if c is None:
         return key, None
@@ -227,13 +232,13 @@ def encode(record: ConsumerRecord) -> tuple[bytes, bytes | None]:
         "member_epoch": c.member_epoch,
         "previous_member_epoch": c.previous_member_epoch,
         "state": c.state,
-        "assigned_partitions": _tps(c.assigned),
-        "partitions_pending_revocation": _tps(c.pending_revocation),
+        "assigned_partitions": wire_partitions(c.assigned),
+        "partitions_pending_revocation": wire_partitions(c.pending_revocation),
     }
-    return key, _encode(_CURRENT_MEMBER_VALUE, 0, 0, body)
+    return key, encode_value(_CURRENT_MEMBER_VALUE, 0, 0, body)
 
 
-def _decode(spec: MessageSpec, data: bytes, key_type: int | None) -> dict[str, Any]:
+def decode_value(spec: MessageSpec, data: bytes, key_type: int | None) -> dict[str, Any]:
     if len(data) < 2:
         raise CoordinatorRecordError(f"{spec.name}: {len(data)} bytes, no version")
     (version,) = _VERSION.unpack_from(data)
@@ -257,24 +262,24 @@ def decode_consumer_record(key: bytes, value: bytes | None) -> ConsumerRecord | 
         raise CoordinatorRecordError("record without a versioned key")
     (key_type,) = _VERSION.unpack_from(key)
     if key_type in (GROUP_METADATA, TARGET_METADATA):
-        group_id = _decode(_GROUP_KEY, key, key_type)["group_id"]
+        group_id = decode_value(GROUP_KEY, key, key_type)["group_id"]
         if key_type == GROUP_METADATA:
-            epoch = None if value is None else _decode(_GROUP_VALUE, value, None)["epoch"]
+            epoch = None if value is None else decode_value(_GROUP_VALUE, value, None)["epoch"]
             return GroupEpochRecord(group_id, epoch)
         target = (
             None
             if value is None
-            else _decode(_TARGET_METADATA_VALUE, value, None)["assignment_epoch"]
+            else decode_value(_TARGET_METADATA_VALUE, value, None)["assignment_epoch"]
         )
         return TargetEpochRecord(group_id, target)
     if key_type not in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_MEMBER):
         return None
-    k = _decode(_MEMBER_KEY, key, key_type)
+    k = decode_value(MEMBER_KEY, key, key_type)
     group_id, member_id = k["group_id"], k["member_id"]
     if key_type == MEMBER_METADATA:
         if value is None:
             return MemberMetadataRecord(group_id, member_id, None)
-        v = _decode(_MEMBER_VALUE, value, None)
+        v = decode_value(_MEMBER_VALUE, value, None)
         return MemberMetadataRecord(
             group_id,
             member_id,
@@ -291,11 +296,11 @@ def decode_consumer_record(key: bytes, value: bytes | None) -> ConsumerRecord | 
     if key_type == TARGET_MEMBER:
         if value is None:
             return TargetMemberRecord(group_id, member_id, None)
-        v = _decode(_TARGET_MEMBER_VALUE, value, None)
-        return TargetMemberRecord(group_id, member_id, _from_tps(v["topic_partitions"]))
+        v = decode_value(_TARGET_MEMBER_VALUE, value, None)
+        return TargetMemberRecord(group_id, member_id, from_wire_partitions(v["topic_partitions"]))
     if value is None:
         return CurrentMemberRecord(group_id, member_id, None)
-    v = _decode(_CURRENT_MEMBER_VALUE, value, None)
+    v = decode_value(_CURRENT_MEMBER_VALUE, value, None)
     return CurrentMemberRecord(
         group_id,
         member_id,
@@ -303,7 +308,7 @@ def decode_consumer_record(key: bytes, value: bytes | None) -> ConsumerRecord | 
             member_epoch=v["member_epoch"],
             previous_member_epoch=v["previous_member_epoch"],
             state=v["state"],
-            assigned=_from_tps(v["assigned_partitions"]),
-            pending_revocation=_from_tps(v["partitions_pending_revocation"]),
+            assigned=from_wire_partitions(v["assigned_partitions"]),
+            pending_revocation=from_wire_partitions(v["partitions_pending_revocation"]),
         ),
     )

@@ -17,6 +17,10 @@ Contract:
   the producer and held as pending until :meth:`GroupCoordinator.complete_transaction` (called
   when a COMMIT/ABORT marker lands on the partition); replay honours the control batches the
   same way, so after a restart an undecided transaction's offsets stay pending.
+- Share groups (KIP-932) are kept in :attr:`GroupCoordinator.share_groups` and persisted the
+  same way: :meth:`GroupCoordinator.run_share_op` appends the records of what an operation
+  changed (:mod:`sparklog.coordinator.share_records`) before it returns, and a load replays
+  them, so a new coordinator knows the members, their epochs and assignments.
 - :meth:`run` drives the timers (session expiry, rebalance deadlines, offsets retention) and,
   when the node stops, answers every parked JoinGroup/SyncGroup with NOT_COORDINATOR so the
   listeners can drain.
@@ -29,7 +33,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sparklog.config import ServerConfig
 from sparklog.coordinator.consumer_group import (
@@ -72,6 +76,15 @@ from sparklog.coordinator.records import (
     offset_key,
 )
 from sparklog.coordinator.runtime import CoordinatorRuntime, PartitionView
+from sparklog.coordinator.share_records import (
+    SHARE_RECORD_TYPES,
+    Image,
+    install_groups,
+    owned_images,
+    record_type,
+    replay_share_record,
+    shard_changes,
+)
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.record_codec import (
     CONTROL_ABORT,
@@ -85,10 +98,12 @@ from sparklog.protocol.records import (
     BatchHeader,
     CorruptRecordError,
 )
+from sparklog.share.share_group import ShareGroups
 
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
+T = TypeVar("T")
 _MAX_TIMER_WAIT_S = 1.0
 
 
@@ -130,6 +145,11 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _monotonic_ms() -> int:
+    # The share-group session clock (sparklog.coordinator.share_apis uses the same one).
+    return int(time.monotonic() * 1000)
+
+
 def _append_error(code: ErrorCode) -> ErrorCode:
     if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
         return ErrorCode.NOT_COORDINATOR
@@ -144,6 +164,7 @@ class _Loaded:
     consumer: ConsumerGroups
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     pending: PendingOffsets = field(default_factory=dict)
+    share: dict[str, Image] = field(default_factory=dict)  # persisted share-group records
 
 
 class GroupCoordinator:
@@ -156,6 +177,7 @@ class GroupCoordinator:
         retention_check_interval_ms: int = 600_000,
         clock: Callable[[], int] = _now_ms,
         consumer_config: ConsumerConfig | None = None,
+        share_groups: ShareGroups | None = None,
     ) -> None:
         self.config = config
         self.consumer_config = consumer_config or ConsumerConfig()
@@ -164,6 +186,7 @@ class GroupCoordinator:
         self.retention_check_interval_ms = retention_check_interval_ms
         self.clock = clock
         self._loaded: dict[int, _Loaded] = {}
+        self.share_groups = share_groups or ShareGroups(45_000, 200)
         self._wake = asyncio.Event()
         self._next_retention_ms = clock() + retention_check_interval_ms
 
@@ -175,6 +198,10 @@ class GroupCoordinator:
             runtime,
             retention_check_interval_ms=int(config.get("offsets.retention.check.interval.ms")),
             consumer_config=consumer_config_from(config),
+            share_groups=ShareGroups(
+                int(config.get("group.share.session.timeout.ms")),
+                int(config.get("group.share.max.size")),
+            ),
         )
 
     def partition_for(self, group_id: str) -> int:
@@ -198,6 +225,7 @@ class GroupCoordinator:
         shard = GroupShard(self.config, self.clock)
         consumer = ConsumerGroups(self.consumer_config, self.clock)
         pending: PendingOffsets = {}
+        share: dict[str, Image] = {}
         replayed = 0
         name = f"{OFFSETS_TOPIC}-{partition.index}"
         for header, records in replay_batches(self.runtime, OFFSETS_TOPIC, partition):
@@ -207,7 +235,11 @@ class GroupCoordinator:
             for record in records:
                 try:
                     key = record.key or b""
-                    if len(key) >= 2 and int.from_bytes(key[:2]) in CONSUMER_RECORD_TYPES:
+                    if record_type(key) in SHARE_RECORD_TYPES:
+                        replay_share_record(share, key, record.value)
+                        replayed += 1
+                        continue
+                    if record_type(key) in CONSUMER_RECORD_TYPES:
                         consumer_record = decode_consumer_record(key, record.value)
                         if consumer_record is not None:
                             consumer.replay(consumer_record)
@@ -233,7 +265,10 @@ class GroupCoordinator:
         previous = self._loaded.get(partition.index)
         if previous is not None:
             self._abandon(previous)
-        loaded = _Loaded(partition.index, partition.leader_epoch, shard, consumer, pending=pending)
+        loaded = _Loaded(
+            partition.index, partition.leader_epoch, shard, consumer, pending=pending, share=share
+        )
+        install_groups(self.share_groups, share, self._owned_by(partition.index), _monotonic_ms())
         self._loaded[partition.index] = loaded
         log.info(
             "Loaded %d group(s) from %s-%d (%d records, epoch %d)",
@@ -244,6 +279,34 @@ class GroupCoordinator:
             partition.leader_epoch,
         )
         return loaded
+
+    def _owned_by(self, index: int) -> Callable[[str], bool]:
+        return lambda group_id: self.partition_for(group_id) == index
+
+    async def run_share_op(
+        self, group_id: str, op: Callable[[ShareGroups], T], resolve: TopicResolver
+    ) -> T:
+        """Run ``op`` on the share groups under the lock of ``group_id``'s shard (loading it
+        first), then append the records of what changed in that shard's share groups. When
+        the append fails the shard's groups go back to what the log holds and the append's
+        error is raised."""
+        loaded = self._shard(group_id)
+        async with loaded.lock:
+            outcome = op(self.share_groups)
+            owned = self._owned_by(loaded.index)
+            images = owned_images(self.share_groups, owned, resolve)
+            fx = Effects(records=shard_changes(loaded.share, images))
+            error = await self._apply(loaded, fx)
+            if error is not None:
+                install_groups(self.share_groups, loaded.share, owned, _monotonic_ms())
+                raise KafkaApiError(error, "The share group's records were not written.")
+            loaded.share = images
+        return outcome
+
+    def load_led_shards(self) -> None:
+        """Load every ``__consumer_offsets`` partition we lead that is not loaded yet, so
+        :attr:`share_groups` holds all of their share groups."""
+        self._led_shards()
 
     @staticmethod
     def _replay_marker(

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from sparklog.coordinator.share_state_apis import ShareStateCoordinator
     from sparklog.coordinator.txn_coordinator import TransactionCoordinator
     from sparklog.metadata.image import MetadataImage
-    from sparklog.share.share_group import ShareGroups
     from sparklog.share.state_store import ShareState
 
 __all__ = [
@@ -126,7 +125,6 @@ class CoordinatorContext(Protocol):
     """What the coordinator APIs' handlers read of the broker's request context."""
 
     # created on first use by the share handlers
-    share_groups: ShareGroups | None
     share_state: ShareStateCoordinator | None
 
     @property

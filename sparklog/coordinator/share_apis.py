@@ -4,24 +4,28 @@ and the share-group offset APIs (:mod:`sparklog.coordinator.share_offsets_apis`)
 
 The coordinator of a share group is the group coordinator of its id (the leader of its
 ``__consumer_offsets`` partition, found with FindCoordinator key type GROUP); any other broker
-answers NOT_COORDINATOR. Membership lives in :class:`~sparklog.share.share_group.ShareGroups`
-in memory: after a coordinator moves, members get UNKNOWN_MEMBER_ID and rejoin with epoch 0
-(their share-partitions, on the partition leaders, keep the delivery state). Sessions that
-time out (``group.share.session.timeout.ms``) are expired on every call.
+answers NOT_COORDINATOR. Membership lives in the group coordinator's
+:class:`~sparklog.share.share_group.ShareGroups`; every change is written to the group's
+``__consumer_offsets`` partition before it is answered
+(:meth:`~sparklog.coordinator.coordinator.GroupCoordinator.run_share_op`), so after a
+coordinator moves the new one replays the members, their epochs and assignments and they go
+on heartbeating. Sessions that time out (``group.share.session.timeout.ms``) are expired on
+every call (a replayed member's session starts when its partition is loaded).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from sparklog.coordinator.consumer_apis import assignment_describer, dead_group_entry
+from sparklog.coordinator.consumer_records import wire_partitions
 from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from sparklog.coordinator.runtime import CoordinatorContext
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
 from sparklog.share.share_group import (
-    Assignment,
     ShareGroup,
     ShareGroups,
     ShareHeartbeat,
@@ -29,25 +33,51 @@ from sparklog.share.share_group import (
 )
 
 
-def share_groups(ctx: CoordinatorContext) -> ShareGroups:
-    found = ctx.share_groups
-    if found is None:
-        found = ctx.share_groups = ShareGroups(
-            int(ctx.config.get("group.share.session.timeout.ms")),
-            int(ctx.config.get("group.share.max.size")),
-        )
-    assert isinstance(found, ShareGroups)
-    return found
-
-
-def _check_coordinator(ctx: CoordinatorContext, group_id: str) -> None:
+def _coordinator(ctx: CoordinatorContext) -> GroupCoordinator:
     groups = ctx.groups
     if groups is None:
         raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "No group coordinator")
     assert isinstance(groups, GroupCoordinator)
-    index = groups.partition_for(group_id)
+    return groups
+
+
+T = TypeVar("T")
+
+
+def share_groups(ctx: CoordinatorContext) -> ShareGroups:
+    """The share groups of every ``__consumer_offsets`` partition we lead (loaded)."""
+    coordinator = _coordinator(ctx)
+    coordinator.load_led_shards()
+    return coordinator.share_groups
+
+
+def _check_coordinator(ctx: CoordinatorContext, group_id: str) -> None:
+    index = _coordinator(ctx).partition_for(group_id)
     if ctx.coordinator_runtime.leader_partition(OFFSETS_TOPIC, index) is None:
         raise KafkaApiError(ErrorCode.NOT_COORDINATOR, "This is not the correct coordinator.")
+
+
+async def run_share_op(ctx: CoordinatorContext, group_id: str, op: Callable[[ShareGroups], T]) -> T:
+    """``op`` on the share groups, its changes persisted before it returns (NOT_COORDINATOR
+    or COORDINATOR_NOT_AVAILABLE raised when they could not be written)."""
+    _check_coordinator(ctx, group_id)
+    resolve = _resolver(ctx)
+
+    def expire_then(groups: ShareGroups) -> T:
+        groups.expire(_now_ms(), resolve)
+        return op(groups)
+
+    return await _coordinator(ctx).run_share_op(group_id, expire_then, resolve)
+
+
+async def persist_share_group(ctx: CoordinatorContext, group_id: str) -> ErrorCode:
+    """Write what changed in ``group_id``'s partition's share groups outside
+    :func:`run_share_op` (offsets altered or deleted, a group deleted)."""
+    try:
+        await run_share_op(ctx, group_id, lambda groups: None)
+    except KafkaApiError as exc:
+        return exc.code
+    return ErrorCode.NONE
 
 
 def _resolver(ctx: CoordinatorContext) -> TopicResolver:
@@ -88,14 +118,6 @@ def find_share_group(ctx: CoordinatorContext, group_id: str) -> ShareGroup | Non
     return groups.groups.get(group_id)
 
 
-def _wire(assignment: Assignment) -> list[dict[str, Any]]:
-    return [
-        {"topic_id": topic_id, "partitions": sorted(parts)}
-        for topic_id, parts in sorted(assignment.items())
-        if parts
-    ]
-
-
 async def handle_share_group_heartbeat(
     ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
@@ -110,22 +132,18 @@ async def handle_share_group_heartbeat(
         _check_coordinator(ctx, body["group_id"])
         if body["group_id"] == "":
             raise KafkaApiError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
-        groups = share_groups(ctx)
         resolve = _resolver(ctx)
-        now = _now_ms()
-        groups.expire(now, resolve)
-        result = groups.heartbeat(
-            ShareHeartbeat(
-                group_id=body["group_id"],
-                member_id=body["member_id"],
-                member_epoch=body["member_epoch"],
-                rack_id=body.get("rack_id"),
-                subscribed_topic_names=tuple(names) if names is not None else None,
-                client_id=request.header.client_id or "",
-                client_host="",
-            ),
-            resolve,
-            now,
+        heartbeat = ShareHeartbeat(
+            group_id=body["group_id"],
+            member_id=body["member_id"],
+            member_epoch=body["member_epoch"],
+            rack_id=body.get("rack_id"),
+            subscribed_topic_names=tuple(names) if names is not None else None,
+            client_id=request.header.client_id or "",
+            client_host="",
+        )
+        result = await run_share_op(
+            ctx, body["group_id"], lambda groups: groups.heartbeat(heartbeat, resolve, _now_ms())
         )
     except KafkaApiError as exc:
         return {
@@ -139,7 +157,7 @@ async def handle_share_group_heartbeat(
         }
     assignment = None
     if result.error == ErrorCode.NONE and result.assignment is not None:
-        assignment = {"topic_partitions": _wire(result.assignment)}
+        assignment = {"topic_partitions": wire_partitions(result.assignment)}
     return {
         "throttle_time_ms": 0,
         "error_code": int(result.error),

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from sparklog.coordinator.runtime import CoordinatorContext
-from sparklog.coordinator.share_apis import find_share_group, share_groups
+from sparklog.coordinator.share_apis import find_share_group, persist_share_group, share_groups
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
 from sparklog.share.share_group import ShareGroup
@@ -151,7 +151,13 @@ async def handle_alter_share_group_offsets(
                 "partitions": parts,
             }
         )
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses}
+    error = await persist_share_group(ctx, group_id)
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(error),
+        "error_message": None,
+        "responses": responses,
+    }
 
 
 async def delete_topic_state(ctx: CoordinatorContext, group: ShareGroup, name: str) -> ErrorCode:
@@ -195,7 +201,13 @@ async def handle_delete_share_group_offsets(
                 "error_message": None,
             }
         )
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses}
+    error = await persist_share_group(ctx, body["group_id"])
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(error),
+        "error_message": None,
+        "responses": responses,
+    }
 
 
 async def delete_share_group(ctx: CoordinatorContext, group_id: str) -> ErrorCode | None:
@@ -208,7 +220,10 @@ async def delete_share_group(ctx: CoordinatorContext, group_id: str) -> ErrorCod
         return ErrorCode.NON_EMPTY_GROUP
     for name in sorted(group.initialized_topics):
         await delete_topic_state(ctx, group, name)
-    return share_groups(ctx).delete(group_id)
+    code = share_groups(ctx).delete(group_id)
+    if code != ErrorCode.NONE:
+        return code
+    return await persist_share_group(ctx, group_id)
 
 
 SHARE_OFFSETS_HANDLERS = {

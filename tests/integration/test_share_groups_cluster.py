@@ -5,7 +5,10 @@ record whose acceptance the broker confirmed was delivered again (KIP-932's at-l
 Two share consumers in explicit mode accept every record they get and ``commit_sync``; a record
 counts as accepted when the commit for its partition came back without an error. While they
 consume, the leader of the topic's partition is SIGKILLed and restarted, then the leader of the
-``__share_group_state`` partition that holds the share-partition's state.
+``__share_group_state`` partition that holds the share-partition's state, then the group
+coordinator (the leader of the group's ``__consumer_offsets`` partition): the new coordinator
+replays the group's membership, so ShareGroupDescribe shows the same members with the same
+epochs after the kill as before it (no member rejoined).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from confluent_kafka import AcknowledgeType, Producer, ShareConsumer, TopicColle
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from sparklog.client.admin import AdminClient as SparklogAdmin
 from sparklog.coordinator.coordinator import partition_for
 from tests.integration.cluster_harness import (
     Cluster,
@@ -35,6 +39,7 @@ from tests.integration.cluster_harness import (
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 STATE_PARTITIONS = 3
+OFFSETS_PARTITIONS = 3
 SETTINGS = {
     "controller.quorum.election.timeout.ms": 500,
     "controller.quorum.fetch.timeout.ms": 1000,
@@ -44,7 +49,7 @@ SETTINGS = {
     "default.replication.factor": 3,
     "min.insync.replicas": 2,
     "offsets.topic.replication.factor": 3,
-    "offsets.topic.num.partitions": 3,
+    "offsets.topic.num.partitions": OFFSETS_PARTITIONS,
     "group.share.enable": "true",
     "group.share.record.lock.duration.ms": 5000,
     "group.share.heartbeat.interval.ms": 1000,
@@ -117,6 +122,26 @@ def state_partition_leader(cluster: Cluster, topic_id: str) -> int:
     return int(partition_metadata(cluster, "__share_group_state", index).leader)
 
 
+def group_coordinator(cluster: Cluster) -> int:
+    index = partition_for(GROUP, OFFSETS_PARTITIONS)
+    return int(partition_metadata(cluster, "__consumer_offsets", index).leader)
+
+
+def membership(cluster: Cluster) -> tuple[int, dict[str, int]] | None:
+    """(group epoch, member id -> member epoch) from the group coordinator, once both members
+    hold the group epoch; None until then (or while the coordinator moves)."""
+    with SparklogAdmin(cluster.running_bootstrap_servers) as admin:
+        group = admin.coordinator(GROUP).request(
+            "ShareGroupDescribe", {"group_ids": [GROUP], "include_authorized_operations": False}
+        )["groups"][0]
+    if group["error_code"] != 0:
+        return None
+    epochs = {m["member_id"]: m["member_epoch"] for m in group["members"]}
+    if len(epochs) != 2 or set(epochs.values()) != {group["group_epoch"]}:
+        return None
+    return group["group_epoch"], epochs
+
+
 def kill_and_restart(
     cluster: Cluster, broker_id: int, consumers: list[Any], ledger: Ledger
 ) -> None:
@@ -152,7 +177,8 @@ def test_share_group_survives_leader_and_share_coordinator_kills(cluster: Cluste
         topic_id = str(admin.describe_topics(TopicCollection([TOPIC]))[TOPIC].result(30).topic_id)
         wanted: set[bytes] = set()
         kills: list[str] = []
-        victims = ("share-partition leader", "share coordinator", None)
+        victims = ("share-partition leader", "share coordinator", "group coordinator", None)
+        members_before = members_after = None
         for phase, victim in enumerate(victims):
             batch = {f"m{phase}-{i}".encode() for i in range(RECORDS // 3)}
             for value in sorted(batch):
@@ -171,10 +197,21 @@ def test_share_group_survives_leader_and_share_coordinator_kills(cluster: Cluste
                 broker_id = int(partition_metadata(cluster, TOPIC).leader)
             elif victim == "share coordinator":
                 broker_id = state_partition_leader(cluster, topic_id)
+            elif victim == "group coordinator":
+                broker_id = group_coordinator(cluster)
+                members_before = wait_until(
+                    "a stable share group", lambda: membership(cluster), tolerate=(Exception,)
+                )
             else:
                 break
             kills.append(f"{victim} {broker_id}")
             kill_and_restart(cluster, broker_id, consumers, ledger)
+            if victim == "group coordinator":
+                members_after = wait_until(
+                    "the new coordinator's members",
+                    lambda: membership(cluster),
+                    tolerate=(Exception,),
+                )
         # Go on polling a while: nothing accepted may come back.
         settle = time.monotonic() + 8
         while time.monotonic() < settle:
@@ -185,6 +222,9 @@ def test_share_group_survives_leader_and_share_coordinator_kills(cluster: Cluste
             with contextlib.suppress(Exception):
                 c.close()
     print(f"kills: {kills}; deliveries: {ledger.deliveries}; accepted: {len(ledger.accepted)}")
-    assert len(kills) == 2, kills
+    assert len(kills) == 3, kills
+    # The same members with the same epochs: none rejoined after the coordinator moved.
+    print(f"members before the group coordinator's kill: {members_before}; after: {members_after}")
+    assert members_after == members_before
     assert wanted <= ledger.accepted
     assert ledger.delivered_after_accept == []
