@@ -58,8 +58,10 @@ topic deleted and re-created under the same name gets a new ``topic_id`` directo
   deleted by the broker that loads the partition.
 
 Parquet objects: one row per record, sorted by offset, zstd, row groups of about
-``sparklog.remote.storage.parquet.row.group.rows`` rows, statistics on every column (so on
-``offset`` and ``timestamp``). Columns, in this order (see ``PARQUET_SCHEMA``)::
+``sparklog.remote.storage.parquet.row.group.rows`` rows, statistics on every column but
+``key``, ``value`` and ``headers`` (so on ``offset``, ``timestamp`` and ``batch_last_offset``;
+older objects also have them on those three, and readers must not rely on either).
+Columns, in this order (see ``PARQUET_SCHEMA``)::
 
     offset int64 not null              timestamp int64 not null (ms; LogAppendTime batches: the
     timestamp_type int8 not null         broker's time, i.e. the batch max timestamp)

@@ -228,6 +228,31 @@ def _zstd_decompressor() -> zstandard.ZstdDecompressor:
     return dctx
 
 
+def zstd_content_size(data: bytes | bytearray | memoryview) -> int:
+    """The content size a zstd frame's header states, or -1 (none stated, or not zstd)."""
+    try:
+        return int(zstandard.frame_content_size(data))
+    except zstandard.ZstdError:
+        return -1
+
+
+def zstd_decompress_into(data: bytes | bytearray | memoryview, out: memoryview) -> int:
+    """Decompress ``data`` straight into ``out`` (no intermediate bytes object) when it is
+    one zstd frame stating a content size below ``len(out)`` (one spare byte shows that
+    nothing follows); returns that size, or -1 when ``data`` is anything else (several frames,
+    no size, corrupt, truncated), which :func:`decompress` then handles or reports. Bytes of
+    ``out`` may have been written either way."""
+    size = zstd_content_size(data)
+    if size < 0 or size >= len(out):
+        return -1
+    try:
+        with _zstd_decompressor().stream_reader(data, read_across_frames=True) as reader:
+            written = reader.readinto(out[: size + 1])
+    except zstandard.ZstdError:
+        return -1
+    return size if written == size else -1
+
+
 def _unzstd(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
     view = memoryview(data).cast("B")
     if not view:

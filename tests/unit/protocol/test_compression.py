@@ -189,3 +189,28 @@ def test_mutated_stream_only_raises_compression_error(codec: int, data: st.DataO
 def test_codec_names() -> None:
     assert [c.codec_name(i) for i in CODECS] == ["none", "gzip", "snappy", "lz4", "zstd"]
     assert c.codec_name(9) == "unknown(9)"
+
+
+def test_zstd_decompress_into_writes_one_sized_frame_in_place() -> None:
+    data = b"sparklog " * 500
+    frame = zstandard.ZstdCompressor(level=1, write_content_size=True).compress(data)
+    out = bytearray(len(data) + 8)
+    assert c.zstd_content_size(frame) == len(data)
+    assert c.zstd_decompress_into(frame, memoryview(out)[4:]) == len(data)
+    assert bytes(out[4 : 4 + len(data)]) == data
+
+
+@pytest.mark.parametrize("case", ["no size", "two frames", "garbage after", "truncated", "small"])
+def test_zstd_decompress_into_declines_what_decompress_must_handle(case: str) -> None:
+    data = b"sparklog " * 500
+    sized = zstandard.ZstdCompressor(level=1, write_content_size=True)
+    frame = sized.compress(data)
+    payload = {
+        "no size": zstandard.ZstdCompressor(write_content_size=False).compress(data),
+        "two frames": frame + sized.compress(b"more"),
+        "garbage after": frame + b"\x00junk",
+        "truncated": frame[:-3],
+        "small": frame,
+    }[case]
+    room = len(data) if case == "small" else len(data) + 64
+    assert c.zstd_decompress_into(payload, memoryview(bytearray(room))) == -1
