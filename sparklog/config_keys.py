@@ -217,6 +217,7 @@ DEFS: dict[str, ConfigDef] = {
         _d("transaction.state.log.segment.bytes", "int", 104857600, minimum=1),
         _d("transactional.id.expiration.ms", "int", 604800000, minimum=1),
         _d("transaction.max.timeout.ms", "int", 900000, minimum=1),
+        _d("transaction.partition.verification.enable", "bool", True),
         _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000, minimum=1),
         _d("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000, minimum=1),
         _d("producer.id.expiration.ms", "int", 86400000, minimum=1),
@@ -309,7 +310,7 @@ _ACCEPTED_TEXT = """
     metric.reporters metrics.num.samples
     metrics.sample.window.ms metrics.recording.level num.quota.samples offsets.commit.timeout.ms
     offsets.load.buffer.size
-    transaction.partition.verification.enable unstable.api.versions.enable
+    unstable.api.versions.enable
     unstable.feature.versions.enable early.start.listeners
     remote.log.metadata.manager.listener.name remote.log.storage.manager.class.name
     remote.log.metadata.manager.class.name background.threads auto.include.jmx.reporter

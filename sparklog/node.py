@@ -62,6 +62,7 @@ from sparklog.broker.share_partitions import in_flight
 from sparklog.broker.topic_metrics import BrokerTopicMetrics
 from sparklog.broker.txn_marker_channel import TxnMarkerChannel
 from sparklog.broker.txn_markers import write_txn_markers
+from sparklog.broker.txn_verification import AddPartitionsToTxnManager
 from sparklog.config import ConfigError, ServerConfig, check_formatted
 from sparklog.console.routes import Console
 from sparklog.controller.apis import ControllerApis, controller_served_apis
@@ -132,6 +133,7 @@ class Node:
         self.fetchers: ReplicaFetcherManager | None = None
         self.isr_sender: AlterPartitionSender | None = None
         self.marker_channel: TxnMarkerChannel | None = None
+        self.txn_verification: AddPartitionsToTxnManager | None = None
         self._lifecycle_stop = asyncio.Event()
         self.read_service: ReadService | None = None
         self.metrics = MetricsRegistry()
@@ -333,6 +335,16 @@ class Node:
             ctx.coordinator_runtime,
             ctx.producer_ids.next_producer_id,
             self.marker_channel.write,
+        )
+        # Produce-time checks of transactional batches with their coordinator (KIP-890).
+        self.txn_verification = ctx.txn_verification = AddPartitionsToTxnManager(
+            config.node_id,
+            lambda: plane.loader.image,
+            lambda: ctx.transactions,
+            listener_name=config.inter_broker_listener_name,
+            request_timeout_ms=int(config.get("request.timeout.ms")),
+            verification_enabled=bool(config.get("transaction.partition.verification.enable")),
+            security=inter_broker_security(config),
         )
         apis = BrokerApis(ctx)
         log_dirs = [uuid_from_str(d) for d in self.directory_ids.values() if d]
@@ -590,6 +602,8 @@ class Node:
             await self.fetchers.close()
         if self.marker_channel is not None:
             await self.marker_channel.close()
+        if self.txn_verification is not None:
+            await self.txn_verification.close()
         if self.remote_log_manager is not None:
             self.remote_log_manager.close()
         if self.replica_manager is not None:

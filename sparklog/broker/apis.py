@@ -48,7 +48,11 @@ from sparklog.coordinator.share_offsets_apis import SHARE_OFFSETS_HANDLERS
 from sparklog.coordinator.share_state_apis import SHARE_STATE_HANDLERS
 from sparklog.coordinator.txn_apis import TXN_HANDLERS
 from sparklog.metadata.bootstrap import ELR_FEATURE
-from sparklog.metadata.image import METADATA_VERSION_FEATURE, MetadataImage
+from sparklog.metadata.image import (
+    METADATA_VERSION_FEATURE,
+    TRANSACTION_VERSION_FEATURE,
+    MetadataImage,
+)
 from sparklog.net.server import Connection
 from sparklog.protocol.headers import Request
 from sparklog.protocol.messages import API_BY_KEY
@@ -162,6 +166,7 @@ def api_versions_body(apis: Mapping[int, Api]) -> dict[str, Any]:
 SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     METADATA_VERSION_FEATURE: SUPPORTED_METADATA_VERSIONS,
     ELR_FEATURE: (0, 1),
+    TRANSACTION_VERSION_FEATURE: (0, 2),
 }
 
 

@@ -7,7 +7,10 @@ UNKNOWN_TOPIC_ID when the request names topics by id). ``acks=0`` gets no respon
 A control batch from a client is INVALID_RECORD: transaction markers are written only by the
 transaction coordinator (WriteTxnMarkers). Transactional batches are appended like any other;
 their producer opens a transaction in the partition's producer state, which holds the last
-stable offset until the coordinator's marker closes it.
+stable offset until the coordinator's marker closes it. The first transactional batch of a
+producer epoch on a partition is checked with the transaction coordinator first (verified, or
+for a transactions-version-2 Produce v12+ added to the transaction):
+:mod:`sparklog.broker.txn_verification`.
 
 The records blob is never decoded: the log validates batch headers and CRCs and assigns offsets
 in place, so a frame's bytes go to the segment file as received.
@@ -24,12 +27,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any
 
 from sparklog.broker.context import BrokerContext
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
-from sparklog.protocol.records import RecordValidationError
+from sparklog.protocol.records import (
+    RECORD_BATCH_OVERHEAD,
+    CorruptRecordError,
+    RecordValidationError,
+    parse_batch_header,
+)
 from sparklog.protocol.types import nbytes
 
 log = logging.getLogger(__name__)
@@ -48,13 +57,64 @@ def _error_partition(index: int, code: int, message: str | None = None) -> dict[
     }
 
 
+@dataclass(frozen=True, slots=True)
+class _TxnProduce:
+    transactional_id: str | None
+    version: int
+
+
+async def _check_transaction(
+    ctx: BrokerContext, txn: _TxnProduce, name: str, index: int, records: Any
+) -> ErrorCode | None:
+    """The error to answer instead of appending, after asking the transaction coordinator
+    about the first transactional batch of a producer epoch here (None: append)."""
+    manager = ctx.txn_verification
+    if manager is None or not txn.transactional_id or len(records) < RECORD_BATCH_OVERHEAD:
+        return None
+    try:
+        header = parse_batch_header(records)
+    except CorruptRecordError:  # malformed: the append answers it
+        return None
+    if not header.is_transactional or not header.has_producer_id:
+        return None
+    try:
+        state = ctx.replica_manager.leader_partition(name, index).log.producer_state
+    except KafkaApiError:
+        return None  # not the leader: the append answers it
+    entry = state.producers.get(header.producer_id)
+    if (
+        entry is not None
+        and entry.epoch == header.producer_epoch
+        and entry.current_txn_first_offset >= 0
+    ):
+        return None  # this producer's transaction is already open here
+    codes = await manager.check(
+        txn.transactional_id,
+        header.producer_id,
+        header.producer_epoch,
+        [(name, index)],
+        txn.version,
+    )
+    code = codes.get((name, index), ErrorCode.NONE)
+    return None if code == ErrorCode.NONE else code
+
+
 async def _produce_partition(
-    ctx: BrokerContext, name: str, pdata: dict[str, Any], acks: int, timeout_ms: int
+    ctx: BrokerContext,
+    txn: _TxnProduce,
+    name: str,
+    pdata: dict[str, Any],
+    acks: int,
+    timeout_ms: int,
 ) -> dict[str, Any]:
     index = pdata["index"]
     records = pdata["records"]
     if records is None or len(records) == 0:
         return _error_partition(index, ErrorCode.INVALID_RECORD, "Produce request has no records")
+    refused = await _check_transaction(ctx, txn, name, index, records)
+    if refused is not None:
+        ctx.topic_metrics.produce_failed(name)
+        return _error_partition(index, refused)
     try:
         writable = records if not records.readonly else bytearray(records)
         outcome = await ctx.replica_manager.append(name, index, writable, acks, timeout_ms)
@@ -93,6 +153,7 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> dict[str, Any]
     acks = body["acks"]
     timeout_ms = int(body.get("timeout_ms", 30_000))
     by_id = version >= 13
+    txn = _TxnProduce(body.get("transactional_id"), version)
     # Every partition is appended at once, then acks=all waits run side by side, so a request
     # waits for its slowest partition, not for the sum of them (Kafka's DelayedProduce).
     pending: list[tuple[dict[str, Any], list[Awaitable[dict[str, Any]]]]] = []
@@ -114,11 +175,13 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> dict[str, Any]
                 # Nothing to wait for but a flush: append in place, without a task per
                 # partition (and without yielding, so pipelined responses share a send).
                 partitions.append(
-                    _done(await _produce_partition(ctx, name, pdata, acks, timeout_ms))
+                    _done(await _produce_partition(ctx, txn, name, pdata, acks, timeout_ms))
                 )
             else:
                 partitions.append(
-                    asyncio.ensure_future(_produce_partition(ctx, name, pdata, acks, timeout_ms))
+                    asyncio.ensure_future(
+                        _produce_partition(ctx, txn, name, pdata, acks, timeout_ms)
+                    )
                 )
         header = {"name": topic["name"], "topic_id": topic.get("topic_id")}
         pending.append((header, partitions))

@@ -73,6 +73,7 @@ def _storage(args: argparse.Namespace) -> int:
         release_version=args.release_version,
         ignore_formatted=args.ignore_formatted,
         add_scram=args.add_scram or (),
+        features=args.feature or (),
     )
     for line in written:
         print(line)
@@ -123,6 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MECHANISM=[name=USER,password=PASSWORD]",
         help="a SCRAM credential to bootstrap the cluster with (KIP-900), e.g. "
         "'SCRAM-SHA-512=[name=admin,password=admin-secret]'; repeatable",
+    )
+    fmt.add_argument(
+        "--feature",
+        "-f",
+        action="append",
+        metavar="FEATURE=LEVEL",
+        help="a feature level to bootstrap with instead of the release's, e.g. "
+        "'transaction.version=1'; repeatable",
     )
     fmt.add_argument(
         "--ignore-formatted",

@@ -92,6 +92,19 @@ def _write_atomically(path: Path, text: str) -> None:
         os.close(fd)
 
 
+def _feature_levels(arguments: Sequence[str]) -> dict[str, int]:
+    levels: dict[str, int] = {}
+    for argument in arguments:
+        name, eq, level = argument.partition("=")
+        try:
+            levels[name.strip()] = int(level)
+        except ValueError:
+            eq = ""
+        if not eq or not name.strip():
+            raise StorageToolError(f"Can't parse feature={argument!r}: expected FEATURE=LEVEL")
+    return levels
+
+
 def parse_initial_controllers(text: str) -> list[InitialController]:
     """Parse ``1@host:9093:dirid,2@host:9093:dirid`` (Kafka's DynamicVoters.parse)."""
     voters: list[InitialController] = []
@@ -141,11 +154,15 @@ def format_storage(
     release_version: str | None = None,
     ignore_formatted: bool = False,
     add_scram: Sequence[str] = (),
+    features: Sequence[str] = (),
 ) -> list[str]:
-    """Format this node's directories; returns the lines to print."""
+    """Format this node's directories; returns the lines to print. ``features`` are
+    ``name=level`` overrides of the release's bootstrapped feature levels (``--feature``)."""
     _validate_cluster_id(cluster_id)
     try:
         bootstrap = BootstrapMetadata.from_release_version(release_version, "format command")
+        if features:
+            bootstrap = bootstrap.with_feature_levels(_feature_levels(features))
     except BootstrapError as exc:
         raise StorageToolError(str(exc)) from None
     if add_scram:

@@ -7,6 +7,13 @@ INVALID_PRODUCER_EPOCH for versions that predate it (AddPartitionsToTxn, AddOffs
 EndTxn and TxnOffsetCommit before v2); a partition of an unknown topic fails AddPartitionsToTxn
 with UNKNOWN_TOPIC_OR_PARTITION and the other partitions of the request with
 OPERATION_NOT_ATTEMPTED; a node that does not coordinate the id answers NOT_COORDINATOR.
+
+Transactions version 2 (KIP-890 part 2) is honoured only while the cluster's finalized
+``transaction.version`` is 2 or more (:func:`request_transaction_version`): then EndTxn v5 bumps
+the epoch and answers the next producer id and epoch, a partition leader's AddPartitionsToTxn
+v5 (not verify-only) is a TV2 producer's implicit add, and TxnOffsetCommit v5 adds the group's
+offsets partition itself (Kafka's implicit AddOffsetsToTxn). Below those versions, or on a
+cluster at transaction.version < 2, the same requests keep version 1 semantics.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from sparklog.coordinator.offsets import CommitPartition
 from sparklog.coordinator.runtime import CoordinatorContext
 from sparklog.coordinator.txn_coordinator import TransactionCoordinator
 from sparklog.coordinator.txn_records import TxnState
-from sparklog.coordinator.txn_state import TopicPartition
+from sparklog.coordinator.txn_state import TV_0, TV_2, TopicPartition, supports_epoch_bump
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
 
@@ -29,6 +36,13 @@ def _transactions(ctx: CoordinatorContext) -> TransactionCoordinator:
     if ctx.transactions is None:
         raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "No transaction coordinator")
     return ctx.transactions
+
+
+def request_transaction_version(ctx: CoordinatorContext, version: int, first_tv2: int) -> int:
+    """The transaction version a request speaks: 2 when its version is at least ``first_tv2``
+    and the cluster finalized transaction.version >= 2, else 0 (Kafka's TV_0)."""
+    finalized = ctx.image.features.transaction_version
+    return TV_2 if version >= first_tv2 and supports_epoch_bump(finalized) else TV_0
 
 
 def _fenced_for(version: int, code: ErrorCode) -> ErrorCode:
@@ -64,7 +78,11 @@ async def _add_one(
                 txn["transactional_id"], txn["producer_id"], txn["producer_epoch"], wanted
             )
         code = await coordinator.add_partitions(
-            txn["transactional_id"], txn["producer_id"], txn["producer_epoch"], wanted
+            txn["transactional_id"],
+            txn["producer_id"],
+            txn["producer_epoch"],
+            wanted,
+            request_transaction_version(ctx, version, 5),
         )
     except KafkaApiError as exc:
         code = exc.code
@@ -134,21 +152,46 @@ async def handle_end_txn(
     ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
     body = request.body
+    version = request.header.api_version
     try:
-        code = await _transactions(ctx).end_txn(
-            body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"]
+        code, producer_id, producer_epoch = await _transactions(ctx).end_transaction(
+            body["transactional_id"],
+            body["producer_id"],
+            body["producer_epoch"],
+            body["committed"],
+            request_transaction_version(ctx, version, 5),
         )
     except KafkaApiError as exc:
-        code = exc.code
+        code, producer_id, producer_epoch = exc.code, -1, -1
     return {
         "throttle_time_ms": 0,
-        "error_code": int(_fenced_for(request.header.api_version, code)),
-        "producer_id": -1,
-        "producer_epoch": -1,
+        "error_code": int(_fenced_for(version, code)),
+        "producer_id": producer_id,
+        "producer_epoch": producer_epoch,
     }
 
 
 # -- TxnOffsetCommit --------------------------------------------------------------------------
+async def _implicit_add_offsets(
+    ctx: CoordinatorContext, body: dict[str, Any], version: int
+) -> ErrorCode:
+    """TxnOffsetCommit v5 with TV2: the offsets partition joins the transaction first (Kafka's
+    implicit AddOffsetsToTxn; its errors are the commit's)."""
+    transaction_version = request_transaction_version(ctx, version, 5)
+    if transaction_version < TV_2:
+        return ErrorCode.NONE
+    try:
+        return await _transactions(ctx).add_partitions(
+            body["transactional_id"],
+            body["producer_id"],
+            body["producer_epoch"],
+            [_offsets_partition(ctx, body["group_id"])],
+            transaction_version,
+        )
+    except KafkaApiError as exc:
+        return exc.code
+
+
 async def handle_txn_offset_commit(
     ctx: CoordinatorContext, request: Request, listener: str
 ) -> dict[str, Any]:
@@ -172,8 +215,11 @@ async def handle_txn_offset_commit(
             )
     outcome: ErrorCode | list[ErrorCode]
     groups = ctx.groups
+    implicit = await _implicit_add_offsets(ctx, body, version)
     if groups is None:
         outcome = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    elif implicit != ErrorCode.NONE:
+        outcome = implicit
     else:
         try:
             outcome = await groups.commit_txn_offsets(

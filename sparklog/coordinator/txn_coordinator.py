@@ -42,9 +42,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +73,7 @@ from sparklog.coordinator.txn_records import (
 from sparklog.coordinator.txn_state import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
+    TV_0,
     TopicPartition,
     TxnError,
     TxnMetadata,
@@ -463,13 +465,15 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[TopicPartition],
+        transaction_version: int = TV_0,
     ) -> ErrorCode:
-        """AddPartitionsToTxn (and AddOffsetsToTxn, with the group's offsets partition)."""
+        """AddPartitionsToTxn (and AddOffsetsToTxn, with the group's offsets partition);
+        ``transaction_version`` 2 for the implicit adds of TV2 producers."""
         wanted = set(partitions)
         return await self._transition(
             transactional_id,
             lambda meta: meta.begin_add_partitions(
-                producer_id, producer_epoch, wanted, self.clock()
+                producer_id, producer_epoch, wanted, self.clock(), transaction_version
             ),
             finish=False,
         )
@@ -496,17 +500,51 @@ class TransactionCoordinator:
     async def end_txn(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
     ) -> ErrorCode:
-        """EndTxn: answered once PrepareCommit/PrepareAbort is durable."""
-        return await self._transition(
-            transactional_id,
-            lambda meta: meta.begin_end(producer_id, producer_epoch, commit, self.clock()),
-            finish=True,
+        """EndTxn before v5 (transactions version 1): no epoch bump."""
+        code, _, _ = await self.end_transaction(
+            transactional_id, producer_id, producer_epoch, commit
         )
+        return code
+
+    async def end_transaction(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        transaction_version: int = TV_0,
+    ) -> tuple[ErrorCode, int, int]:
+        """EndTxn: answered once PrepareCommit/PrepareAbort is durable, with the producer id
+        and epoch the client's next transaction uses (-1, -1 on an error)."""
+        answer = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+
+        async def begin(meta: TxnMetadata) -> TxnLogValue | None:
+            nonlocal answer
+            fresh = None
+            if meta.state is TxnState.ONGOING and meta.end_needs_new_producer_id(
+                transaction_version
+            ):
+                fresh = await self.producer_ids()
+            target = meta.begin_end(
+                producer_id, producer_epoch, commit, self.clock(), transaction_version, fresh
+            )
+            if target is None:
+                answer = meta.ended_producer()
+            elif target.next_producer_id != NO_PRODUCER_ID:
+                answer = (target.next_producer_id, 0)
+            else:
+                answer = (target.producer_id, target.producer_epoch)
+            return target
+
+        code = await self._transition(transactional_id, begin, finish=True)
+        if code != ErrorCode.NONE:
+            return code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        return code, *answer
 
     async def _transition(
         self,
         transactional_id: str,
-        begin: Callable[[TxnMetadata], TxnLogValue | None],
+        begin: Callable[[TxnMetadata], TxnLogValue | Awaitable[TxnLogValue | None] | None],
         *,
         finish: bool,
     ) -> ErrorCode:
@@ -524,7 +562,8 @@ class TransactionCoordinator:
             if meta is None:
                 return ErrorCode.INVALID_PRODUCER_ID_MAPPING
             try:
-                target = begin(meta)
+                begun = begin(meta)
+                target = await begun if inspect.isawaitable(begun) else begun
             except TxnError as exc:
                 if exc.code == ErrorCode.INVALID_TXN_STATE:
                     # Rare and fatal to the client: say what the coordinator saw.

@@ -7,7 +7,7 @@ two-phase, as in Kafka: ``begin_*`` checks the request against the current metad
 the :class:`~sparklog.coordinator.txn_records.TxnLogValue` to append (marking the metadata
 ``pending``), or raises :class:`TxnError` with the Kafka error for the client; once the record is
 durable the driver calls :meth:`TxnMetadata.complete`, or :meth:`TxnMetadata.abandon` if the
-append failed. Rules kept (transactions version 1: the epoch is not bumped per transaction):
+append failed. Rules kept:
 
 - A transition is prepared only from a state Kafka allows (``_VALID_PREVIOUS``) and never
   while another is pending; a pending transition answers CONCURRENT_TRANSACTIONS.
@@ -22,6 +22,16 @@ append failed. Rules kept (transactions version 1: the epoch is not bumped per t
   markers are being written (Kafka's pending CompleteCommit/CompleteAbort), so EndTxn of
   either result is CONCURRENT_TRANSACTIONS; INVALID_TXN_STATE is EndTxn on Empty, or of the
   other result on CompleteCommit/CompleteAbort, as in Kafka's ``handleEndTransaction``.
+- Transactions version 2 (KIP-890 part 2), per transaction: the metadata keeps the
+  ``client_transaction_version`` of the last client request that moved it (EndTxn v5, and the
+  partition leader's AddPartitionsToTxn v5 / TxnOffsetCommit v5 are 2; older requests 0).
+  EndTxn with version 2 bumps the epoch into PrepareCommit/PrepareAbort (the markers carry the
+  bumped epoch, fencing the ended transaction's stragglers); at an exhausted epoch it also
+  takes a fresh producer id (``next_producer_id``) that becomes the id, at epoch 0, with
+  CompleteCommit/CompleteAbort. Once a transaction is version 2, an EndTxn is valid only with
+  the epoch before the bump (a retry: answered with the current id and epoch, or
+  CONCURRENT_TRANSACTIONS while the markers are written) or, on Ongoing/Empty, the current
+  epoch; anything else is PRODUCER_FENCED.
 """
 
 from __future__ import annotations
@@ -35,6 +45,9 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 # Kafka refuses to hand out an epoch of Short.MAX_VALUE so a coordinator can always fence.
 _EPOCH_EXHAUSTED = 32767 - 1
+# transaction.version levels (Kafka's TransactionVersion): 2 bumps the epoch per transaction.
+TV_0 = 0
+TV_2 = 2
 
 TopicPartition = tuple[str, int]
 
@@ -65,6 +78,10 @@ def epoch_exhausted(epoch: int) -> bool:
     return epoch >= _EPOCH_EXHAUSTED
 
 
+def supports_epoch_bump(transaction_version: int) -> bool:
+    return transaction_version >= TV_2
+
+
 @dataclass(slots=True)
 class TxnMetadata:
     """The coordinator's view of one transactional id (mutated only through ``complete``)."""
@@ -79,6 +96,8 @@ class TxnMetadata:
     partitions: set[TopicPartition] = field(default_factory=set)
     start_ms: int = -1
     last_update_ms: int = -1
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = TV_0
     pending: TxnLogValue | None = None
     # The last epoch to remember once ``pending`` is durable (None: keep the current one).
     pending_last_epoch: int | None = field(default=None, repr=False)
@@ -95,6 +114,8 @@ class TxnMetadata:
             partitions=set(value.partitions),
             start_ms=value.start_ms,
             last_update_ms=value.last_update_ms,
+            next_producer_id=value.next_producer_id,
+            client_transaction_version=value.client_transaction_version,
         )
 
     def snapshot(self) -> TxnLogValue:
@@ -107,6 +128,8 @@ class TxnMetadata:
             partitions=frozenset(self.partitions),
             last_update_ms=self.last_update_ms,
             start_ms=self.start_ms,
+            next_producer_id=self.next_producer_id,
+            client_transaction_version=self.client_transaction_version,
         )
 
     # -- the two phases ------------------------------------------------------------------------
@@ -139,6 +162,8 @@ class TxnMetadata:
         self.partitions = set(target.partitions)
         self.start_ms = target.start_ms
         self.last_update_ms = target.last_update_ms
+        self.next_producer_id = target.next_producer_id
+        self.client_transaction_version = target.client_transaction_version
 
     def abandon(self) -> None:
         """Forget a pending transition whose record could not be written."""
@@ -221,9 +246,15 @@ class TxnMetadata:
         )
 
     def begin_add_partitions(
-        self, producer_id: int, producer_epoch: int, partitions: set[TopicPartition], now_ms: int
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: set[TopicPartition],
+        now_ms: int,
+        transaction_version: int = TV_0,
     ) -> TxnLogValue | None:
-        """AddPartitionsToTxn / AddOffsetsToTxn; None when every partition is already in."""
+        """AddPartitionsToTxn / AddOffsetsToTxn (and their implicit TV2 forms, with
+        ``transaction_version`` 2); None when every partition is already in."""
         self._check_producer(producer_id, producer_epoch)
         if self.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
@@ -237,6 +268,7 @@ class TxnMetadata:
                 partitions=frozenset(self.partitions | partitions),
                 start_ms=now_ms if starting else self.start_ms,
                 last_update_ms=now_ms,
+                client_transaction_version=transaction_version,
             )
         )
 
@@ -255,20 +287,63 @@ class TxnMetadata:
             for tp in partitions
         }
 
+    def end_needs_new_producer_id(self, transaction_version: int) -> bool:
+        """EndTxn at an exhausted epoch with version 2 rotates to a fresh producer id."""
+        return supports_epoch_bump(transaction_version) and epoch_exhausted(self.producer_epoch)
+
+    def _valid_end_epoch(self, producer_id: int, producer_epoch: int) -> tuple[bool, bool]:
+        """(epoch valid, retry after a rotation) for an EndTxn, as Kafka's endTransaction."""
+        if not supports_epoch_bump(self.client_transaction_version):
+            return producer_epoch == self.producer_epoch, False
+        retry_on_overflow = (
+            self.previous_producer_id == producer_id
+            and producer_epoch == _EPOCH_EXHAUSTED
+            and self.producer_epoch == 0
+        )
+        retry_on_bump = self.producer_epoch == producer_epoch + 1
+        if self.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            return retry_on_bump, False
+        if self.state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+            return retry_on_bump or retry_on_overflow, retry_on_overflow
+        return producer_epoch == self.producer_epoch, False
+
     def begin_end(
-        self, producer_id: int, producer_epoch: int, commit: bool, now_ms: int
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        now_ms: int,
+        transaction_version: int = TV_0,
+        fresh_producer_id: int | None = None,
     ) -> TxnLogValue | None:
-        """EndTxn from the client; None when the transaction already ended that way (a retry)."""
-        if self.producer_id != producer_id:
+        """EndTxn from the client; None when the transaction already ended that way (a retry).
+        ``fresh_producer_id`` is required when :meth:`end_needs_new_producer_id` says so."""
+        valid_epoch, retry_on_overflow = self._valid_end_epoch(producer_id, producer_epoch)
+        if self.producer_id != producer_id and not retry_on_overflow:
             raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-        if self.producer_epoch != producer_epoch:
+        if not valid_epoch:
             raise TxnError(ErrorCode.PRODUCER_FENCED)
         if self.pending is not None:
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
         state = self.state
         if state is TxnState.ONGOING:
-            target = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
-            return self._prepare(replace(self.snapshot(), state=target, last_update_ms=now_ms))
+            target = replace(
+                self.snapshot(),
+                state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
+                last_update_ms=now_ms,
+                client_transaction_version=transaction_version,
+            )
+            if not supports_epoch_bump(transaction_version):
+                return self._prepare(target)
+            next_producer_id = NO_PRODUCER_ID
+            if epoch_exhausted(self.producer_epoch):
+                if fresh_producer_id is None:
+                    raise AssertionError("a fresh producer id is needed to rotate")
+                next_producer_id = fresh_producer_id
+            bumped = replace(
+                target, producer_epoch=self.producer_epoch + 1, next_producer_id=next_producer_id
+            )
+            return self._prepare(bumped, self.producer_epoch)
         if state is (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT):
             return None
         if state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
@@ -281,6 +356,12 @@ class TxnMetadata:
             f"Transaction {self.transactional_id} is {state.display_name}, "
             f"cannot {'commit' if commit else 'abort'}",
         )
+
+    def ended_producer(self) -> tuple[int, int]:
+        """The producer id and epoch an EndTxn v5 answers: the next transaction's."""
+        if self.next_producer_id != NO_PRODUCER_ID:
+            return self.next_producer_id, 0
+        return self.producer_id, self.producer_epoch
 
     def begin_fence(self, now_ms: int) -> TxnLogValue:
         """Abort the Ongoing transaction on the coordinator's initiative (timeout, or a new
@@ -305,9 +386,24 @@ class TxnMetadata:
             raise TxnError(ErrorCode.INVALID_TXN_STATE)
         if self.pending is not None:
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
-        return self._prepare(
-            replace(self.snapshot(), state=target, partitions=frozenset(), last_update_ms=now_ms)
+        completed = replace(
+            self.snapshot(), state=target, partitions=frozenset(), last_update_ms=now_ms
         )
+        if (
+            supports_epoch_bump(self.client_transaction_version)
+            and self.next_producer_id != NO_PRODUCER_ID
+        ):
+            # The epoch overflowed with this transaction: its markers are written, so the
+            # fresh producer id takes over at epoch 0.
+            completed = replace(
+                completed,
+                producer_id=self.next_producer_id,
+                previous_producer_id=self.producer_id,
+                next_producer_id=NO_PRODUCER_ID,
+                producer_epoch=0,
+            )
+            return self._prepare(completed, self.producer_epoch)
+        return self._prepare(completed)
 
     def begin_expire(self) -> TxnLogValue:
         """transactional.id.expiration.ms passed without use: the id goes (a tombstone)."""

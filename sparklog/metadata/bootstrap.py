@@ -13,7 +13,10 @@ Metadata versions: Kafka's ``MetadataVersion`` feature levels for 3.3-IV3 (the o
 cluster can bootstrap with) to 4.1-IV1; a release version ``X.Y`` means the newest IV of X.Y.
 From 4.1-IV0 on, the bootstrap also finalizes ``eligible.leader.replicas.version=1`` (KIP-966
 is on by default for new clusters from Kafka 4.1, as there); the default release (4.0) leaves
-it off.
+it off. From 4.0-IV2 on it finalizes ``transaction.version=2`` (Kafka's TransactionVersion TV_2
+bootstraps from 4.0-IV2: transactions version 2, KIP-890 part 2, on new 4.0 clusters), below
+that ``transaction.version`` stays unset (0). ``--feature name=level`` of ``storage format``
+overrides a bootstrapped level (:func:`with_feature_levels`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from sparklog.metadata.image import METADATA_VERSION_FEATURE
+from sparklog.metadata.image import METADATA_VERSION_FEATURE, TRANSACTION_VERSION_FEATURE
 from sparklog.metadata.records import MetadataRecord, RecordError, decode_record, make_record
 from sparklog.protocol.record_codec import RecordInput, build_batch, decode_batch
 from sparklog.protocol.records import CorruptRecordError, iter_batches
@@ -60,6 +63,13 @@ ELR_FEATURE: Final = "eligible.leader.replicas.version"
 # 4.1-IV0: the first release that bootstraps eligible.leader.replicas.version=1.
 ELR_DEFAULT_FROM_LEVEL: Final = 26
 MINIMUM_BOOTSTRAP: Final = "3.3-IV3"
+# 4.0-IV2: TransactionVersion TV_2's bootstrap metadata version.
+TV2_DEFAULT_FROM_LEVEL: Final = 24
+# The features `storage format --feature` may set, with the levels this node supports.
+BOOTSTRAP_FEATURES: Final[dict[str, tuple[int, int]]] = {
+    ELR_FEATURE: (0, 1),
+    TRANSACTION_VERSION_FEATURE: (0, 2),
+}
 
 
 class BootstrapError(Exception):
@@ -114,12 +124,44 @@ class BootstrapMetadata:
                 "FeatureLevelRecord", {"name": METADATA_VERSION_FEATURE, "feature_level": level}
             )
         ]
+        if level >= TV2_DEFAULT_FROM_LEVEL:
+            records.append(
+                make_record(
+                    "FeatureLevelRecord", {"name": TRANSACTION_VERSION_FEATURE, "feature_level": 2}
+                )
+            )
         if level >= ELR_DEFAULT_FROM_LEVEL:
             # Kafka 4.1 turns eligible leader replicas (KIP-966) on for new clusters.
             records.append(
                 make_record("FeatureLevelRecord", {"name": ELR_FEATURE, "feature_level": 1})
             )
         return BootstrapMetadata(tuple(records), source)
+
+    def with_feature_levels(self, levels: dict[str, int]) -> BootstrapMetadata:
+        """These records with ``levels`` (``--feature name=level``) replacing the bootstrapped
+        ones; level 0 leaves a feature out. BootstrapError for an unknown feature or level."""
+        for name, level in levels.items():
+            supported = BOOTSTRAP_FEATURES.get(name)
+            if supported is None:
+                raise BootstrapError(
+                    f"Unsupported feature: {name}. Supported features are: "
+                    f"{', '.join(sorted(BOOTSTRAP_FEATURES))}"
+                )
+            if not supported[0] <= level <= supported[1]:
+                raise BootstrapError(
+                    f"Unsupported level {level} of {name}: supported {supported[0]}-{supported[1]}"
+                )
+        kept = [
+            r
+            for r in self.records
+            if not (r.name == "FeatureLevelRecord" and r.data["name"] in levels)
+        ]
+        added = [
+            make_record("FeatureLevelRecord", {"name": name, "feature_level": level})
+            for name, level in sorted(levels.items())
+            if level > 0
+        ]
+        return BootstrapMetadata(tuple(kept + added), self.source)
 
 
 def write_bootstrap_checkpoint(directory: str | Path, bootstrap: BootstrapMetadata) -> Path:

@@ -31,6 +31,8 @@ from sparklog.metadata.security_image import AclsImage, ClientQuotasImage
 
 NO_LEADER: Final = -1
 METADATA_VERSION_FEATURE: Final = "metadata.version"
+# KIP-890: level 2 turns on transactions version 2 (an epoch bump per transaction).
+TRANSACTION_VERSION_FEATURE: Final = "transaction.version"
 
 # ConfigResource.Type (Kafka's wire codes)
 RESOURCE_TOPIC: Final = 2
@@ -253,6 +255,11 @@ class FeaturesImage:
     def metadata_version(self) -> int:
         """The finalized metadata.version level, 0 when not bootstrapped yet."""
         return self.levels.get(METADATA_VERSION_FEATURE, 0)
+
+    @property
+    def transaction_version(self) -> int:
+        """The finalized transaction.version level, 0 when not finalized."""
+        return self.levels.get(TRANSACTION_VERSION_FEATURE, 0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,8 @@
 
 Declared from Apache Kafka's EndTxnRequest/Response (validVersions 0-5, flexible 3+). v5 is
 KIP-890 part 2 (the coordinator bumps the epoch on every transaction and answers the new
-producer id and epoch); this node runs transactions version 1 (no bump per transaction), so
-it serves 0-4, which is what librdkafka and the Java client use against such a broker.
+producer id and epoch), honoured as such when the cluster finalized ``transaction.version`` 2;
+older versions keep transactions version 1 semantics.
 """
 
 from sparklog.protocol.schema import api, field, message
@@ -28,4 +28,4 @@ RESPONSE = message(
     field("producer_epoch", "int16", "5+", default=-1, ignorable=True),
 )
 
-END_TXN = api(26, "EndTxn", "0-4", REQUEST, RESPONSE)
+END_TXN = api(26, "EndTxn", "0-5", REQUEST, RESPONSE)

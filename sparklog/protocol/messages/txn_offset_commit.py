@@ -1,15 +1,16 @@
 """TxnOffsetCommit (key 28): commit a group's offsets as part of a producer's transaction.
 
-Declared from Apache Kafka's TxnOffsetCommitRequest/Response (validVersions 0-4, flexible 3+;
+Declared from Apache Kafka's TxnOffsetCommitRequest/Response (validVersions 0-5, flexible 3+;
 v2 adds the committed leader epoch, v3 the member id, group instance id and generation so
-the group coordinator can fence zombie members).
+the group coordinator can fence zombie members, v5 is KIP-890 part 2: the coordinator adds the
+group's offsets partition to the transaction itself, with no AddOffsetsToTxn first).
 """
 
 from sparklog.protocol.schema import api, array, field, message
 
 REQUEST = message(
     "TxnOffsetCommitRequest",
-    "0-4",
+    "0-5",
     "3+",
     field("transactional_id", "string"),
     field("group_id", "string"),
@@ -33,7 +34,7 @@ REQUEST = message(
 
 RESPONSE = message(
     "TxnOffsetCommitResponse",
-    "0-4",
+    "0-5",
     "3+",
     field("throttle_time_ms", "int32"),
     array(
@@ -47,4 +48,4 @@ RESPONSE = message(
     ),
 )
 
-TXN_OFFSET_COMMIT = api(28, "TxnOffsetCommit", "0-4", REQUEST, RESPONSE)
+TXN_OFFSET_COMMIT = api(28, "TxnOffsetCommit", "0-5", REQUEST, RESPONSE)
