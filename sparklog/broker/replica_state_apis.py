@@ -7,8 +7,9 @@ Contract (Kafka's ``ReplicaManager.describeLogDirs`` / ``activeProducerState``):
   false (this broker never moves replicas between dirs), and from v4 the file system's
   ``total_bytes`` / ``usable_bytes``. An offline dir is KAFKA_STORAGE_ERROR with no topics.
 - DescribeProducers answers, per requested partition, every producer in the partition's
-  producer state. A partition the image does not know is UNKNOWN_TOPIC_OR_PARTITION; one not
-  led here NOT_LEADER_OR_FOLLOWER; one in an offline log dir KAFKA_STORAGE_ERROR.
+  producer state, on the leader or a follower (each replica keeps its own, as in Kafka). A
+  partition the image does not know is UNKNOWN_TOPIC_OR_PARTITION; one with no replica here
+  NOT_LEADER_OR_FOLLOWER; one in an offline log dir KAFKA_STORAGE_ERROR.
 Both read local state only; they never block and never write.
 """
 
@@ -114,7 +115,7 @@ def _producers_of(ctx: BrokerContext, topic: str, index: int) -> dict[str, Any]:
     ):
         entry["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
         return entry
-    if partition is None or not partition.is_leader:
+    if partition is None:  # any replica answers (Kafka: Partition.activeProducerState)
         entry["error_code"] = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return entry
     entry["active_producers"] = [

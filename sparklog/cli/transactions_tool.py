@@ -1,11 +1,13 @@
-"""``sparklog transactions``: kafka-transactions.sh's list and describe.
+"""``sparklog transactions``: kafka-transactions.sh's list, describe, describe-producers,
+find-hanging and abort (the last three in :mod:`sparklog.cli.transactions_producers`).
 
     sparklog transactions --bootstrap-server B list
     sparklog transactions --bootstrap-server B describe --transactional-id ID
 
 ``list`` asks every broker (each coordinates some transactional ids) with ListTransactions
 (66); ``describe`` asks the id's coordinator with DescribeTransactions (65). Both print
-Kafka's table: columns padded to their longest cell, each followed by a TAB.
+Kafka's table: columns padded to their longest cell, each followed by a TAB; so do
+describe-producers and find-hanging. abort prints nothing when it succeeds, as Kafka's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,14 @@ from sparklog.cli.admin_client import (
     kafka_error,
     open_admin,
     run_tool,
+)
+from sparklog.cli.transactions_producers import (
+    HANGING_HEADERS,
+    PRODUCERS_HEADERS,
+    abort,
+    add_producer_subcommands,
+    describe_producers,
+    find_hanging,
 )
 
 LIST_HEADERS = ("TransactionalId", "Coordinator", "ProducerId", "TransactionState")
@@ -40,14 +50,16 @@ DESCRIBE_HEADERS = (
 def add_transactions_parser(sub: Any) -> None:
     parser = sub.add_parser(
         "transactions",
-        help="list and describe transactions (kafka-transactions.sh)",
-        description="List transactional ids or describe one's current transaction.",
+        help="list, describe, find hanging and abort transactions (kafka-transactions.sh)",
+        description="List transactional ids, describe one's current transaction, describe a "
+        "partition's producers, find hanging transactions and abort one.",
     )
     add_connection_args(parser)
     commands = parser.add_subparsers(dest="transactions_command", required=True)
     commands.add_parser("list", help="list transactional ids and their states")
     describe = commands.add_parser("describe", help="describe one transactional id")
     describe.add_argument("--transactional-id", required=True, help="the transactional id")
+    add_producer_subcommands(commands)
     parser.set_defaults(run=run_transactions)
 
 
@@ -115,6 +127,18 @@ def _describe(args: argparse.Namespace) -> int:
 
 def run_transactions(args: argparse.Namespace) -> int:
     def body() -> int:
-        return _list(args) if args.transactions_command == "list" else _describe(args)
+        command = args.transactions_command
+        if command == "list":
+            return _list(args)
+        if command == "describe":
+            return _describe(args)
+        with open_admin(args) as admin:
+            if command == "describe-producers":
+                print_table(PRODUCERS_HEADERS, describe_producers(admin, args))
+            elif command == "find-hanging":
+                print_table(HANGING_HEADERS, find_hanging(admin, args))
+            else:
+                abort(admin, args)
+        return 0
 
     return run_tool("", body)

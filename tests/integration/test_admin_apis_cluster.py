@@ -1,7 +1,8 @@
 """The admin APIs on a KRaft cluster (1 controller, 2 brokers): AlterConfigs sent to a broker is
 forwarded to the controller and seen by every broker; DescribeTopicPartitions reports two
 replicas; each broker's DescribeLogDirs lists its own replica; DescribeProducers is answered by
-the leader and refused by the follower (NOT_LEADER_OR_FOLLOWER)."""
+the leader and by the follower from its own producer state (Kafka's
+Partition.activeProducerState: any replica with the log answers)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType
-from kafka.errors import NotLeaderForPartitionError
 
 from tests.integration.cluster_harness import Cluster, partition_metadata, running_cluster
 
@@ -116,7 +116,7 @@ def test_replicas_log_dirs_and_producers(cluster: Cluster) -> None:
         tp = TopicPartition(TOPIC, 0)
         [active] = admin.describe_producers([tp])[tp].active_producers
         assert active.last_sequence == 19
-        with pytest.raises(NotLeaderForPartitionError):
-            admin.describe_producers([tp], broker_id=follower)
+        [on_follower] = admin.describe_producers([tp], broker_id=follower)[tp].active_producers
+        assert (on_follower.producer_id, on_follower.last_sequence) == (active.producer_id, 19)
     finally:
         admin.close()
