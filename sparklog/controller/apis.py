@@ -3,7 +3,10 @@
 What a request on a ``controller.listener.names`` listener reaches:
 
 - ApiVersions: the APIs this listener serves (:data:`CONTROLLER_APIS` that this node can
-  answer: a broker-only node serves none, it has no controller listener).
+  answer: a broker-only node serves none, it has no controller listener), with the supported
+  and finalized feature levels the node injects (``features``).
+- DescribeCluster (endpoint type CONTROLLER, KIP-919): the cluster id, the KRaft leader and
+  the voters' addresses; ALTER on the cluster when an authorizer is set, as in Kafka.
 - KRaft RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch of ``__cluster_metadata``,
   FetchSnapshot, DescribeQuorum, Add/Remove/UpdateRaftVoter): the node's raft driver
   (``RaftDriver.handle_request``, injected: this package does not import ``net``).
@@ -58,6 +61,7 @@ CREATE_ACLS: Final = 30
 DELETE_ACLS: Final = 31
 ALTER_CLIENT_QUOTAS: Final = 49
 DESCRIBE_QUORUM: Final = 55
+DESCRIBE_CLUSTER: Final = 60
 ADD_RAFT_VOTER: Final = 80
 REMOVE_RAFT_VOTER: Final = 81
 ALTER_USER_SCRAM_CREDENTIALS: Final = 51
@@ -87,7 +91,7 @@ LIFECYCLE_KEYS: Final = frozenset(
     }
 )
 CONTROLLER_APIS: Final = frozenset(
-    {API_VERSIONS_KEY, *RAFT_API_KEYS, *LIFECYCLE_KEYS, *ADMIN_OPERATIONS}
+    {API_VERSIONS_KEY, DESCRIBE_CLUSTER, *RAFT_API_KEYS, *LIFECYCLE_KEYS, *ADMIN_OPERATIONS}
 )
 
 
@@ -104,6 +108,16 @@ def error_body(
 ) -> dict[str, Any]:
     """The response a Kafka client expects when the whole request failed with ``code``."""
     c = int(code)
+    if api_key == DESCRIBE_CLUSTER:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": c,
+            "error_message": message,
+            "endpoint_type": 2,
+            "cluster_id": "",
+            "controller_id": -1,
+            "brokers": [],
+        }
     if api_key == CREATE_TOPICS:
         topics = [
             {"name": t["name"], "error_code": c, "error_message": message}
@@ -202,6 +216,11 @@ class ControllerApis:
         self.clock_ms = clock_ms
         # authorizer.class.name's StandardAuthorizer (set by the node); None: allow all
         self.authorizer: StandardAuthorizer | None = None
+        # DescribeCluster's (leader id, controllers): the raft driver's voters (set by the node)
+        self.controllers: Callable[[], tuple[int, list[dict[str, Any]]]] | None = None
+        # ApiVersions' supported/finalized feature fields (set by the node), as a Kafka
+        # controller advertises them: kafka-features.sh --bootstrap-controller reads them
+        self.features: Callable[[], dict[str, Any]] | None = None
 
     async def __call__(self, request: Request, conn: Any) -> dict[str, Any] | None:
         key = request.header.api_key
@@ -212,8 +231,15 @@ class ControllerApis:
                 ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                 "Cluster authorization failed.",
             )
+        if key == API_VERSIONS_KEY and self.features is not None:
+            answer = dict(await self.raft(request, conn))
+            if not answer.get("error_code"):
+                answer.update(self.features())
+            return answer
         if key == API_VERSIONS_KEY or key in RAFT_API_KEYS:
             return await self.raft(request, conn)
+        if key == DESCRIBE_CLUSTER:
+            return self._describe_cluster(request.body, request.header.api_version)
         body = request.body
         version = request.header.api_version
         try:
@@ -222,6 +248,33 @@ class ControllerApis:
             return await self.controller.call(self._operation(key, body, version))
         except KafkaApiError as exc:
             return error_body(key, body, exc.code, exc.message or exc.code.name)
+
+    def _describe_cluster(self, body: Mapping[str, Any], version: int) -> dict[str, Any]:
+        """Kafka's ControllerApis.handleDescribeCluster: only endpoint type 2 (CONTROLLER) is
+        served (MISMATCHED_ENDPOINT_TYPE for brokers, INVALID_REQUEST at v0); the controllers
+        are the quorum's voters, ``controller_id`` the KRaft leader. Cluster authorized
+        operations are not computed (the schema's default)."""
+        answer: dict[str, Any] = {
+            "throttle_time_ms": 0,
+            "error_code": 0,
+            "error_message": None,
+            "endpoint_type": 2,
+            "cluster_id": self.cluster_id,
+            "controller_id": -1,
+            "brokers": [],
+        }
+        wanted = int(body.get("endpoint_type", 1))
+        if wanted != 2:
+            code = ErrorCode.INVALID_REQUEST if version == 0 else ErrorCode.MISMATCHED_ENDPOINT_TYPE
+            answer["error_code"] = int(code)
+            answer["error_message"] = (
+                "The request was sent to an endpoint of type CONTROLLER, but we wanted an "
+                f"endpoint of type {'BROKER' if wanted == 1 else wanted}"
+            )
+            return answer
+        if self.controllers is not None:
+            answer["controller_id"], answer["brokers"] = self.controllers()
+        return answer
 
     def _authorized(self, key: int, conn: Any) -> bool:
         """Kafka's ControllerApis: the quorum's RPCs, broker lifecycle and the admin requests
@@ -235,6 +288,7 @@ class ControllerApis:
             return False
         operation = {
             DESCRIBE_QUORUM: AclOperation.DESCRIBE,
+            DESCRIBE_CLUSTER: AclOperation.ALTER,  # Kafka: ALTER on a controller
             ADD_RAFT_VOTER: AclOperation.ALTER,
             REMOVE_RAFT_VOTER: AclOperation.ALTER,
         }.get(key, AclOperation.CLUSTER_ACTION)

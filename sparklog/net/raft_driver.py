@@ -304,6 +304,18 @@ class RaftDriver(Generic[T]):
                     return endpoint.host, endpoint.port
         return self._learned.get(node_id)
 
+    def cluster_controllers(self) -> tuple[int, list[dict[str, Any]]]:
+        """DescribeCluster on a controller listener (KIP-919): the KRaft leader id (-1 when
+        unknown) and every voter as a DescribeCluster ``brokers`` entry (its address)."""
+        controllers = []
+        for node in self.replica.voters.latest.voters:
+            address = self.address_of(node.key.id)
+            if address is not None:
+                controllers.append(
+                    {"broker_id": node.key.id, "host": address[0], "port": address[1], "rack": None}
+                )
+        return self.replica.leader_and_epoch.leader_id, controllers
+
     def _learn_endpoints(self, body: Mapping[str, Any]) -> None:
         for node in body.get("node_endpoints") or ():
             with contextlib.suppress(KeyError, TypeError, ValueError):
