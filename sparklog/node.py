@@ -44,7 +44,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from sparklog.broker.alter_partition_sender import AlterPartitionSender
-from sparklog.broker.apis import BrokerApis, served_broker_apis
+from sparklog.broker.apis import BrokerApis, feature_fields, served_broker_apis
 from sparklog.broker.consumer_lag import local_high_watermark, register_consumer_lag
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.controller_channel import ControllerClient
@@ -172,6 +172,8 @@ class Node:
         controller_apis.authorizer = StandardAuthorizer.from_config(
             config, lambda: plane.loader.image.acls.acls
         )
+        controller_apis.controllers = plane.driver.cluster_controllers
+        controller_apis.features = lambda: feature_fields(plane.loader.image)
         try:  # checked now: a bad value must stop the node before anything runs
             parse_ip_overrides(str(config.get("max.connections.per.ip.overrides")))
         except ValueError as exc:

@@ -24,7 +24,7 @@ from typing import Any
 
 from sparklog.client.connection import KafkaConnection
 from sparklog.config import ServerConfig, controller_endpoints
-from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.errors import ErrorCode, ProtocolError
 from sparklog.protocol.kafka_uuid import uuid_from_str, uuid_to_str
 from sparklog.storage.meta_properties import read_meta_properties
 
@@ -55,6 +55,39 @@ class QuorumClient:
     def __init__(self, bootstrap: str, *, via_broker: bool) -> None:
         self.bootstrap = bootstrap
         self.via_broker = via_broker
+        # Kafka's tools take HOST:PORT[,HOST:PORT...]: a failed address moves on to the next.
+        self._seeds = [_split(a.strip()) for a in bootstrap.split(",") if a.strip()]
+        if not self._seeds:
+            raise QuorumCommandError(f"expected HOST:PORT[,HOST:PORT...], got {bootstrap!r}")
+        self._next_seed = 0
+
+    def _seed(self) -> tuple[str, int]:
+        address = self._seeds[self._next_seed % len(self._seeds)]
+        self._next_seed += 1
+        return address
+
+    def cluster_id(self) -> str:
+        """DescribeCluster's cluster id (Kafka's --status prints it first); a controller
+        answers it for endpoint type 2 (KIP-919), a broker for type 1."""
+        last = "no answer"
+        for _ in self._seeds:
+            try:
+                response = self._on(
+                    self._seed(),
+                    "DescribeCluster",
+                    {
+                        "include_cluster_authorized_operations": False,
+                        "endpoint_type": 1 if self.via_broker else 2,
+                    },
+                )
+            except (OSError, ConnectionError, ProtocolError) as exc:
+                last = str(exc)
+                continue
+            if response.get("error_code"):
+                code = int(response["error_code"])
+                raise QuorumCommandError(response.get("error_message") or _code_name(code))
+            return str(response["cluster_id"])
+        raise QuorumCommandError(f"could not describe the cluster: {last}")
 
     def _on(self, address: tuple[str, int], api: str, body: dict[str, Any]) -> dict[str, Any]:
         with KafkaConnection(*address, timeout_s=30.0) as conn:
@@ -65,7 +98,7 @@ class QuorumClient:
         self, attempts: int = _ATTEMPTS
     ) -> tuple[dict[str, Any], dict[int, list[str]], tuple[str, int]]:
         """The leader's DescribeQuorum partition, the voters' endpoints, the leader address."""
-        address = _split(self.bootstrap)
+        address = self._seed()
         last_error = "no answer"
         failures = 0
         hops = 0
@@ -74,7 +107,7 @@ class QuorumClient:
                 response = self._on(address, "DescribeQuorum", _describe_body())
             except (OSError, ConnectionError) as exc:
                 last_error = str(exc)
-                address = _split(self.bootstrap)
+                address = self._seed()
                 failures += 1
                 if failures < attempts:
                     time.sleep(0.5)
@@ -105,7 +138,7 @@ class QuorumClient:
                 hops += 1
                 continue
             hops = 0
-            address = _split(self.bootstrap)
+            address = self._seed()
             failures += 1
             if failures < attempts:
                 time.sleep(0.5)
@@ -126,46 +159,67 @@ class QuorumClient:
         raise QuorumCommandError(f"{api} failed: {last}")
 
 
+_ZERO_UUID = bytes(16)
+
+
 def _voter_text(replica: dict[str, Any], nodes: dict[int, list[str]]) -> str:
+    """MetadataQuorumCommand's Node.toString: ``{"id": 1, "directoryId": "..." (null for the
+    zero uuid), "endpoints": [...]}`` (endpoints only when DescribeQuorum's nodes has them)."""
+    directory = bytes(replica["replica_directory_id"])
     entry: dict[str, Any] = {
         "id": replica["replica_id"],
-        "directoryId": uuid_to_str(bytes(replica["replica_directory_id"])),
+        "directoryId": None if directory == _ZERO_UUID else uuid_to_str(directory),
     }
-    if replica["replica_id"] in nodes:
+    if nodes.get(replica["replica_id"]):
         entry["endpoints"] = nodes[replica["replica_id"]]
     return json.dumps(entry)
 
 
-def status_lines(partition: dict[str, Any], nodes: dict[int, list[str]]) -> list[str]:
+def _leader_end(partition: dict[str, Any]) -> int:
+    leader_id = int(partition["leader_id"])
+    leader = next((v for v in partition["current_voters"] if v["replica_id"] == leader_id), None)
+    return int(leader["log_end_offset"]) if leader else int(partition["high_watermark"])
+
+
+def status_lines(
+    partition: dict[str, Any], nodes: dict[int, list[str]], cluster_id: str
+) -> list[str]:
+    """MetadataQuorumCommand.handleDescribeStatus: the max-lag follower is the first voter
+    with the smallest log end offset (the leader itself when none is behind: lag time 0)."""
     leader_id = int(partition["leader_id"])
     voters = partition["current_voters"]
     observers = partition["observers"]
     leader = next((v for v in voters if v["replica_id"] == leader_id), None)
-    leader_end = int(leader["log_end_offset"]) if leader else int(partition["high_watermark"])
-    followers = [v for v in voters if v["replica_id"] != leader_id]
-    max_lag = max((leader_end - int(v["log_end_offset"]) for v in followers), default=0)
-    if leader is not None and followers:
-        caught = [int(v["last_caught_up_timestamp"]) for v in followers]
-        max_lag_ms = int(leader["last_caught_up_timestamp"]) - min(caught)
-    else:
+    laggard = min(voters, key=lambda v: int(v["log_end_offset"]), default=None)
+    max_lag = _leader_end(partition) - int(laggard["log_end_offset"]) if laggard else 0
+    if leader is None or laggard is None or laggard is leader:
         max_lag_ms = 0
+    elif int(leader["last_caught_up_timestamp"]) >= 0 <= int(laggard["last_caught_up_timestamp"]):
+        max_lag_ms = int(leader["last_caught_up_timestamp"]) - int(
+            laggard["last_caught_up_timestamp"]
+        )
+    else:
+        max_lag_ms = -1
     rows = [
+        ("ClusterId", cluster_id),
         ("LeaderId", str(leader_id)),
         ("LeaderEpoch", str(partition["leader_epoch"])),
         ("HighWatermark", str(partition["high_watermark"])),
         ("MaxFollowerLag", str(max_lag)),
         ("MaxFollowerLagTimeMs", str(max_lag_ms)),
         ("CurrentVoters", "[" + ", ".join(_voter_text(v, nodes) for v in voters) + "]"),
-        ("CurrentObservers", "[" + ", ".join(_voter_text(o, {}) for o in observers) + "]"),
+        ("CurrentObservers", "[" + ", ".join(_voter_text(o, nodes) for o in observers) + "]"),
     ]
     return [f"{name + ':':<24}{value}" for name, value in rows]
 
 
 def replication_lines(partition: dict[str, Any]) -> list[str]:
+    """MetadataQuorumCommand.handleDescribeReplication through ToolsUtils.prettyPrintTable:
+    the leader, the other voters, then the observers; every cell padded to its column's width
+    and followed by a tab."""
     leader_id = int(partition["leader_id"])
     voters = partition["current_voters"]
-    leader = next((v for v in voters if v["replica_id"] == leader_id), None)
-    leader_end = int(leader["log_end_offset"]) if leader else int(partition["high_watermark"])
+    leader_end = _leader_end(partition)
     header = (
         "NodeId",
         "DirectoryId",
@@ -176,17 +230,16 @@ def replication_lines(partition: dict[str, Any]) -> list[str]:
         "Status",
     )
     rows: list[tuple[str, ...]] = [header]
-    replicas = [(v, "Follower") for v in voters] + [(o, "Observer") for o in partition["observers"]]
-    replicas.sort(key=lambda item: (item[0]["replica_id"] != leader_id, item[1] == "Observer"))
+    replicas = [(v, "Leader") for v in voters if v["replica_id"] == leader_id]
+    replicas += [(v, "Follower") for v in voters if v["replica_id"] != leader_id]
+    replicas += [(o, "Observer") for o in partition["observers"]]
     for replica, status in replicas:
-        if replica["replica_id"] == leader_id:
-            status = "Leader"
         rows.append(
             (
                 str(replica["replica_id"]),
                 uuid_to_str(bytes(replica["replica_directory_id"])),
                 str(replica["log_end_offset"]),
-                str(max(leader_end - int(replica["log_end_offset"]), 0)),
+                str(leader_end - int(replica["log_end_offset"])),
                 str(replica["last_fetch_timestamp"]),
                 str(replica["last_caught_up_timestamp"]),
                 status,
@@ -194,8 +247,7 @@ def replication_lines(partition: dict[str, Any]) -> list[str]:
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
+        "".join(cell.ljust(w) + "\t" for cell, w in zip(row, widths, strict=True)) for row in rows
     ]
 
 
@@ -229,9 +281,10 @@ def run_metadata_quorum(args: argparse.Namespace) -> int:
     try:
         if args.command == "describe":
             partition, nodes, _ = client.describe()
-            lines = (
-                replication_lines(partition) if args.replication else status_lines(partition, nodes)
-            )
+            if args.replication:
+                lines = replication_lines(partition)
+            else:
+                lines = status_lines(partition, nodes, client.cluster_id())
             print("\n".join(lines))
         elif args.command == "add-controller":
             if not args.command_config:
@@ -265,8 +318,14 @@ def run_metadata_quorum(args: argparse.Namespace) -> int:
 def add_metadata_quorum_parser(sub: Any) -> None:
     quorum = sub.add_parser("metadata-quorum", help="describe and change the KRaft quorum")
     target = quorum.add_mutually_exclusive_group(required=True)
-    target.add_argument("--bootstrap-server", help="HOST:PORT of a broker")
-    target.add_argument("--bootstrap-controller", help="HOST:PORT of a controller listener")
+    target.add_argument(
+        "--bootstrap-server", metavar="HOST:PORT[,HOST:PORT...]", help="brokers (comma-separated)"
+    )
+    target.add_argument(
+        "--bootstrap-controller",
+        metavar="HOST:PORT[,HOST:PORT...]",
+        help="controller listeners (comma-separated)",
+    )
     quorum.add_argument(
         "--command-config", help="add-controller: the new controller's server.properties"
     )

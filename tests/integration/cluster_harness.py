@@ -326,6 +326,8 @@ class Cluster:
             value = value.strip()
             if name in ("CurrentVoters", "CurrentObservers"):
                 status[name] = json.loads(value)
+            elif name == "ClusterId":
+                status[name] = value
             elif name:
                 status[name] = int(value)
         return status

@@ -28,11 +28,14 @@ PARTITION = {
 
 
 def test_status_lines() -> None:
-    lines = status_lines(PARTITION, {2: ["CONTROLLER://h:9093"]})
+    lines = status_lines(PARTITION, {2: ["CONTROLLER://h:9093"]}, "ARM-IBlytDe2oEeL54zUgQ")
     fields = {line.split(":", 1)[0]: line.split(":", 1)[1].strip() for line in lines}
+    # MetadataQuorumCommand.handleDescribeStatus: ClusterId first, each name padded to 24.
+    assert lines[0] == "ClusterId:              ARM-IBlytDe2oEeL54zUgQ"
     assert fields["LeaderId"] == "2" and fields["LeaderEpoch"] == "7"
     assert fields["HighWatermark"] == "100"
     assert fields["MaxFollowerLag"] == "5"
+    # the max-lag follower is voter 1 (smallest log end offset): 1500 - 1000
     assert fields["MaxFollowerLagTimeMs"] == "500"
     assert (
         '{"id": 2, "directoryId": "' + DIR + '", "endpoints": ["CONTROLLER://h:9093"]}'
@@ -44,6 +47,11 @@ def test_status_lines() -> None:
 
 def test_replication_lines() -> None:
     lines = replication_lines(PARTITION)
+    # ToolsUtils.prettyPrintTable: each cell padded to its column's width, then a tab.
+    assert lines[0] == (
+        "NodeId\tDirectoryId           \tLogEndOffset\tLag\tLastFetchTimestamp\t"
+        "LastCaughtUpTimestamp\tStatus  \t"
+    )
     assert lines[0].split() == [
         "NodeId",
         "DirectoryId",
