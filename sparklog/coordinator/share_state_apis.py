@@ -286,7 +286,9 @@ def _summary(partition: int, code: ErrorCode, state: ShareState | None) -> dict[
         "error_code": int(code),
         "error_message": None,
         "state_epoch": state.state_epoch if state else -1,
+        "leader_epoch": state.leader_epoch if state else -1,
         "start_offset": state.start_offset if state else -1,
+        "delivery_complete_count": state.delivery_complete_count if state else -1,
     }
 
 

@@ -89,6 +89,16 @@ class ShareState:
     batches: tuple[Batch, ...] = ()
     snapshot_epoch: int = 0
 
+    @property
+    def delivery_complete_count(self) -> int:
+        """KIP-1226's count: offsets at or after the start offset whose delivery is complete
+        (Acknowledged, 2, or Archived, 4, in the state batches)."""
+        return sum(
+            last - max(first, self.start_offset) + 1
+            for first, last, delivery_state, _ in self.batches
+            if delivery_state in (2, 4) and last >= self.start_offset
+        )
+
 
 def encode_record(
     key: StateKey, state: ShareState | None, snapshot: bool

@@ -31,9 +31,9 @@ KAFKA_42_VERSIONS = {
     79: (1, 2),  # ShareAcknowledge
     83: (0, 0),  # InitializeShareGroupState
     84: (0, 0),  # ReadShareGroupState
-    85: (0, 0),  # WriteShareGroupState (Kafka 0-1: v1 adds KIP-1226's count; v0 served)
+    85: (0, 1),  # WriteShareGroupState (v1 adds KIP-1226's DeliveryCompleteCount)
     86: (0, 0),  # DeleteShareGroupState
-    87: (0, 0),  # ReadShareGroupStateSummary (Kafka 0-1; v0 served)
+    87: (0, 1),  # ReadShareGroupStateSummary (v1 adds DeliveryCompleteCount)
     90: (0, 0),  # DescribeShareGroupOffsets
     91: (0, 0),  # AlterShareGroupOffsets
     92: (0, 0),  # DeleteShareGroupOffsets

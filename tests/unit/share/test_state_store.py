@@ -6,7 +6,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sparklog.protocol.codec import decode_from, encode_bytes
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.messages.read_share_group_state_summary import RESPONSE
+from sparklog.protocol.types import Reader
 from sparklog.share.state_store import ShareState, ShareStateStore, decode_record, encode_record
 
 KEY = ("g", b"\x01" * 16, 3)
@@ -113,3 +116,24 @@ def test_pruning_below_redundant_before_keeps_the_state(
     for offset in range(prune, len(log)):
         pruned.replay(*log[offset], offset)
     assert pruned.states == store.states
+
+
+def test_delivery_complete_count_counts_acked_and_archived_from_the_start_offset() -> None:
+    # (first, last, state, count): 2 Acknowledged, 4 Archived, 0 Available
+    batches = ((5, 9, 2, 1), (10, 11, 0, 1), (12, 14, 4, 5), (15, 15, 2, 1))
+    assert ShareState(1, 0, 5, batches).delivery_complete_count == 5 + 3 + 1
+    # a batch that starts before the start offset counts from the start offset only
+    assert ShareState(1, 0, 8, batches).delivery_complete_count == 2 + 3 + 1
+    assert ShareState(1, 0, 16, batches).delivery_complete_count == 0
+
+
+def test_summary_v1_carries_the_delivery_complete_count() -> None:
+    part = {"partition": 0, "error_code": 0, "error_message": None, "state_epoch": 1,
+            "leader_epoch": 3, "start_offset": 5, "delivery_complete_count": 9}  # fmt: skip
+    body = {"results": [{"topic_id": b"\x01" * 16, "partitions": [part]}]}
+    v1 = decode_from(RESPONSE, 1, Reader(encode_bytes(RESPONSE, 1, body), 0))
+    assert v1["results"][0]["partitions"][0]["delivery_complete_count"] == 9
+    v0_bytes = encode_bytes(RESPONSE, 0, body)
+    assert len(v0_bytes) == len(encode_bytes(RESPONSE, 1, body)) - 4
+    v0 = decode_from(RESPONSE, 0, Reader(v0_bytes, 0))
+    assert v0["results"][0]["partitions"][0]["leader_epoch"] == 3
