@@ -5,7 +5,8 @@ Contract:
   ``sparklog.read.from=store``, from the store's manifests alone (no broker is contacted).
   Specific offsets or per-partition timestamps must name exactly the assigned partitions.
 - Each partition's range is ``[start, end)``: earliest is the log start offset, latest the high
-  watermark (read_uncommitted) or the last stable offset (read_committed), from ListOffsets; in
+  watermark (read_uncommitted) or the last stable offset (read_committed), from ListOffsets
+  sent to each partition's leader (the Metadata of the first bootstrap server names it); in
   store-only mode the manifest's ``log_start_offset`` and the end of its last finished segment.
   Timestamps resolve to the first offset whose record timestamp is at least the timestamp:
   with ListOffsets on the brokers, from the manifests' timestamp ranges and the Parquet
@@ -36,6 +37,7 @@ from typing import Final, TypeVar
 
 from sparklog.client.connection import KafkaConnection
 from sparklog.connector.security import client_security, security_params
+from sparklog.protocol.errors import error_name
 from sparklog.tiering.layout import Manifest, partition_dir
 from sparklog.tiering.reader import TieredStoreReader
 from sparklog.tiering.segment_reader import first_at_or_after, open_segment
@@ -299,7 +301,7 @@ def _list_offsets(
             if p["error_code"] != 0:
                 raise _RetryableError(
                     f"ListOffsets for {topic['name']}-{p['partition_index']} failed with error"
-                    f" {p['error_code']}"
+                    f" {p['error_code']} ({error_name(int(p['error_code']))})"
                 )
             result[(topic["name"], p["partition_index"])] = int(p["offset"])
     return result
@@ -370,22 +372,33 @@ def _broker_states(
         bootstrap, client_id="sparklog-connector", security=security
     ) as conn:
         parts = _broker_partitions(conn, options)
-        if resolve_starting:
-            _check_all_specified(options, [(b.topic, b.partition) for b in parts])
-        # One node answers for all here; multi-broker clusters need per-leader requests.
-        rc = options.read_committed
-        earliest = _list_offsets(conn, parts, lambda b: EARLIEST, rc)
-        latest = _list_offsets(conn, parts, lambda b: LATEST, rc)
-        times: list[dict[tuple[str, int], int]] = []
-        for spec, wanted in ((options.starting, resolve_starting), (options.ending, True)):
-            if wanted and spec.by_timestamp:
+    if resolve_starting:
+        _check_all_specified(options, [(b.topic, b.partition) for b in parts])
+    # ListOffsets is answered by a partition's leader only (others: NOT_LEADER_OR_FOLLOWER),
+    # so each leader is asked for the partitions it leads, as Kafka's clients do.
+    by_leader: dict[str, list[BrokerPartition]] = {}
+    for b in parts:
+        by_leader.setdefault(b.leader, []).append(b)
+    rc = options.read_committed
+    earliest: dict[tuple[str, int], int] = {}
+    latest: dict[tuple[str, int], int] = {}
+    times: tuple[dict[tuple[str, int], int], ...] = ({}, {})
+    for leader, led in by_leader.items():
+        with KafkaConnection.connect(
+            leader, client_id="sparklog-connector", security=security
+        ) as conn:
+            earliest.update(_list_offsets(conn, led, lambda b: EARLIEST, rc))
+            latest.update(_list_offsets(conn, led, lambda b: LATEST, rc))
+            for spec, wanted, found in (
+                (options.starting, resolve_starting, times[0]),
+                (options.ending, True, times[1]),
+            ):
+                if wanted and spec.by_timestamp:
 
-                def at(b: BrokerPartition, spec: OffsetSpec = spec) -> int:
-                    return _timestamp_of(spec, b.topic, b.partition)
+                    def at(b: BrokerPartition, spec: OffsetSpec = spec) -> int:
+                        return _timestamp_of(spec, b.topic, b.partition)
 
-                times.append(_list_offsets(conn, parts, at, rc))
-            else:
-                times.append({})
+                    found.update(_list_offsets(conn, led, at, rc))
     states = {}
     for b in parts:
         key = (b.topic, b.partition)
