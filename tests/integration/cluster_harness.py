@@ -14,7 +14,8 @@ Contract:
 - ``add_controller()`` formats and starts one more controller with
   ``--no-initial-controllers`` (an observer until ``metadata-quorum add-controller``).
 - Nodes keep their ports and directories across ``kill()`` (SIGKILL) / ``start()``. Children
-  get PR_SET_PDEATHSIG; ``close()`` never raises and leaves no process behind.
+  get PR_SET_PDEATHSIG; ``close()`` stops the brokers, then the controllers; it never raises
+  and leaves no process behind.
 - Every node serves its metrics on ``sparklog.metrics.listener`` (a free loopback port of its
   own): ``node.metrics()`` reads them (``{mbean: {attribute: value}}``) through the CLI's client,
   ``node.metric(mbean, attribute)`` one value (``None`` while unreachable).
@@ -363,7 +364,9 @@ class Cluster:
         return next(b for b in self.brokers if b.node_id == node_id)
 
     def close(self) -> None:
-        for node in self.nodes:
+        # Brokers first, while the controllers can still grant their controlled shutdowns
+        # (with the controllers gone, each broker waits out its controlled-shutdown timeout).
+        for node in [*self.brokers, *self.controllers]:
             with contextlib.suppress(Exception):
                 node.stop(timeout_s=15.0)
             with contextlib.suppress(Exception):
