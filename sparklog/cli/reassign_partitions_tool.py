@@ -73,6 +73,11 @@ def add_reassign_partitions_parser(sub: Any) -> None:
     )
     parser.add_argument("--broker-list", help="with --generate: the brokers to use, e.g. 1,2,3")
     parser.add_argument(
+        "--preserve-throttles",
+        action="store_true",
+        help="with --verify: do not clear the reassignment throttles when it is done",
+    )
+    parser.add_argument(
         "--additional",
         action="store_true",
         help="with --execute: start even if some partitions are being reassigned",
@@ -250,8 +255,53 @@ def execute(
     print(f"Successfully started partition reassignment{plural} for {_names(sorted(partitions))}")
 
 
-def verify(conn: KafkaConnection, targets: dict[TopicPartition, list[int]]) -> None:
-    partitions = list(targets)
+_TOPIC_THROTTLES = (
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+)
+
+
+def clear_throttles(conn: KafkaConnection, targets: dict[TopicPartition, list[int]]) -> None:
+    """ReassignPartitionsCommand.clearAllThrottles once nothing is moving: the two lines it
+    prints, and the topic-level throttle configs deleted (IncrementalAlterConfigs DELETE).
+    This service has no broker-level throttle rates, so there is nothing to delete there."""
+    brokers = {b["node_id"] for b in conn.request("Metadata", {"topics": []})["brokers"]}
+    brokers.update(b for replicas in targets.values() for b in replicas)
+    print(
+        f"Clearing broker-level throttles on broker{'' if len(brokers) == 1 else 's'} "
+        + ",".join(map(str, sorted(brokers)))
+    )
+    topics = sorted({topic for topic, _ in targets})
+    print(
+        f"Clearing topic-level throttles on topic{'' if len(topics) == 1 else 's'} "
+        + ",".join(topics)
+    )
+    response = conn.request(
+        "IncrementalAlterConfigs",
+        {
+            "resources": [
+                {
+                    "resource_type": 2,
+                    "resource_name": topic,
+                    "configs": [
+                        {"name": key, "config_operation": 1, "value": None}
+                        for key in _TOPIC_THROTTLES
+                    ],
+                }
+                for topic in topics
+            ],
+            "validate_only": False,
+        },
+    )
+    for result in response["responses"]:
+        if result["error_code"]:
+            raise ReassignError(_error(result["error_code"], result.get("error_message")))
+
+
+def verify(
+    conn: KafkaConnection, targets: dict[TopicPartition, list[int]], preserve_throttles: bool
+) -> None:
+    partitions = sorted(targets)
     in_progress = ongoing(conn, partitions)
     current = current_replicas(conn, partitions)
     print("Status of partition reassignment:")
@@ -268,6 +318,8 @@ def verify(conn: KafkaConnection, targets: dict[TopicPartition, list[int]]) -> N
                 f"There is no active reassignment of partition {name}, but replica set is "
                 f"{have} rather than {want}."
             )
+    if not in_progress and not preserve_throttles:
+        clear_throttles(conn, targets)
 
 
 def cancel(conn: KafkaConnection, targets: dict[TopicPartition, list[int]]) -> None:
@@ -344,7 +396,7 @@ def run_reassign_partitions(args: argparse.Namespace) -> int:
             if args.execute:
                 execute(conn, targets, args.additional)
             elif args.verify:
-                verify(conn, targets)
+                verify(conn, targets, args.preserve_throttles)
             elif args.cancel:
                 cancel(conn, targets)
             else:
