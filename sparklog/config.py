@@ -18,7 +18,9 @@ Contract:
   controller listeners, inter-broker listener, quorum voters / bootstrap servers), so a bad file
   fails before anything touches the disk.
 - Keys in ``ACCEPTED`` are Kafka keys we accept (so a real Kafka file loads) but do not use yet;
-  they are kept as strings in :attr:`ServerConfig.props`.
+  they are kept as strings in :attr:`ServerConfig.props`. So are the RLMM plugin's keys (under
+  ``remote.log.metadata.manager.impl.prefix``, default ``rlmm.config.``, e.g. Kafka's
+  ``remote.log.metadata.common.client.*`` client security): the RLMM here has no clients.
 
 The object is immutable; there are no dynamic (runtime-altered) broker configs yet.
 
@@ -66,6 +68,14 @@ __all__ = [
     "check_formatted",
     "controller_endpoints",
 ]
+
+# Kafka hands the keys under remote.log.metadata.manager.impl.prefix (default rlmm.config.) to
+# its RemoteLogMetadataManager plugin: the TopicBasedRLMM's __remote_log_metadata settings and
+# the remote.log.metadata.common.client.* / .producer.* / .consumer.* security of its clients.
+# This node's RLMM keeps its state in the store's manifests (sparklog.tiering.rlmm) and has no
+# Kafka clients, so those keys are accepted (a secured tiered Kafka file loads) and unused.
+RLMM_PREFIX_KEY = "remote.log.metadata.manager.impl.prefix"
+RLMM_PREFIX_DEFAULT = "rlmm.config."
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
@@ -180,6 +190,7 @@ class ServerConfig:
     @classmethod
     def from_props(cls, props: Mapping[str, str]) -> ServerConfig:
         known = sorted(set(DEFS) | ACCEPTED)
+        rlmm_prefix = str(props.get(RLMM_PREFIX_KEY) or RLMM_PREFIX_DEFAULT)
         values: dict[str, Any] = {}
         for key, raw in props.items():
             definition = DEFS.get(key)
@@ -188,6 +199,8 @@ class ServerConfig:
                 if refused is not None:
                     raise ConfigError(refused)
                 if key in ACCEPTED or key.startswith("listener.name."):
+                    continue
+                if key == RLMM_PREFIX_KEY or key.startswith(rlmm_prefix):
                     continue
                 close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
                 hint = f" Did you mean {close[0]!r}?" if close else ""

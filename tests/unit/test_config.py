@@ -139,6 +139,25 @@ def test_accepted_unused_kafka_keys_and_listener_prefixes() -> None:
     assert config.props["ssl.client.auth"] == "none"
 
 
+def test_rlmm_plugin_keys_are_accepted_under_its_prefix() -> None:
+    # A secured Kafka file configures the TopicBasedRLMM's clients; the store-based RLMM has
+    # none, so the keys load and are unused. Outside the prefix they are unknown.
+    client = "remote.log.metadata.common.client"
+    config = make(
+        **{
+            f"rlmm.config.{client}.security.protocol": "SASL_SSL",
+            f"rlmm.config.{client}.sasl.mechanism": "SCRAM-SHA-512",
+            "rlmm.config.remote.log.metadata.topic.replication.factor": "3",
+        }
+    )
+    assert config.props[f"rlmm.config.{client}.security.protocol"] == "SASL_SSL"
+    make(**{"remote.log.metadata.manager.impl.prefix": "mine.", f"mine.{client}.x": "1"})
+    with pytest.raises(ConfigError, match=re.escape("key 'rlmm.config.x'")):
+        make(**{"remote.log.metadata.manager.impl.prefix": "mine.", "rlmm.config.x": "1"})
+    with pytest.raises(ConfigError, match=re.escape(f"key '{client}.x'")):
+        make(**{f"{client}.x": "1"})
+
+
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [
