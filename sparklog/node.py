@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -48,6 +49,7 @@ from sparklog.broker.apis import BrokerApis, feature_fields, served_broker_apis
 from sparklog.broker.consumer_lag import local_high_watermark, register_consumer_lag
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.controller_channel import ControllerClient
+from sparklog.broker.dir_assignments import DirectoryAssignments
 from sparklog.broker.fetch_session import FetchSessionCache
 from sparklog.broker.lifecycle import BrokerLifecycleManager
 from sparklog.broker.log_dir_failure import log_dir_of
@@ -271,6 +273,7 @@ class Node:
             producer_id_expiration_ms=int(config.get("producer.id.expiration.ms")),
             replica_lag_time_max_ms=int(config.get("replica.lag.time.max.ms")),
         )
+        replica_manager.set_directory_ids(self._data_dir_ids())
         self.replica_manager = replica_manager
         self.faults.attach(replica_manager)
         controller_client = ControllerClient(
@@ -349,7 +352,7 @@ class Node:
             security=inter_broker_security(config),
         )
         apis = BrokerApis(ctx)
-        log_dirs = [uuid_from_str(d) for d in self.directory_ids.values() if d]
+        log_dirs = list(self._data_dir_ids().values())
         self.lifecycle = BrokerLifecycleManager(
             config,
             self.cluster_id,
@@ -477,15 +480,35 @@ class Node:
         )
         self.isr_sender = sender
         replica_manager.isr_sender = sender.submit
+        # KIP-858: where each replica's log is, for the controller (AssignReplicasToDirs).
+        assignments = DirectoryAssignments(
+            config.node_id,
+            controller_client.request,
+            broker_epoch,
+            lambda: plane.loader.image,
+            retry_backoff_ms=int(config.get("controller.quorum.retry.backoff.ms")),
+        )
+        replica_manager.dir_assigner = assignments.submit
         register_replica_metrics(self.metrics, replica_manager, fetchers)
         lag_ms = int(config.get("replica.lag.time.max.ms"))
         self._tasks += [
             asyncio.create_task(sender.run(self._stopping)),
+            asyncio.create_task(assignments.run(self._stopping)),
             # Kafka's isr-expiration task runs every replica.lag.time.max.ms / 2.
             asyncio.create_task(
                 self._every(lag_ms / 2000.0, lambda: self._shrink_isr(replica_manager))
             ),
         ]
+
+    def _data_dir_ids(self) -> dict[str, bytes]:
+        """The data log dirs' ids (``log.dirs``; as Kafka, a separate metadata log dir is not
+        one: its failure halts the node), registered with the controller (KIP-858)."""
+        data_dirs = {os.path.abspath(d) for d in self.config.log_dirs}
+        return {
+            d: uuid_from_str(i)
+            for d, i in self.directory_ids.items()
+            if i and os.path.abspath(d) in data_dirs
+        }
 
     @staticmethod
     def _shrink_isr(replica_manager: ReplicaManager) -> None:

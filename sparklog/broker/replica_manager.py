@@ -20,6 +20,11 @@ NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank under min ISR meanwhile), l
 lost (NOT_LEADER_OR_FOLLOWER) or its timeout passes (REQUEST_TIMED_OUT). Every HW move wakes
 both purgatories.
 
+Log dirs (KIP-858): a new replica's log is created in the dir the metadata places it in when
+that is one of ours, else in the least-loaded dir; a replica whose log is in a dir other than
+the one the metadata names is reported through ``dir_assigner``
+(:mod:`sparklog.broker.dir_assignments`).
+
 fsyncs never run on the event loop: when ``flush.messages`` asks for one after an append, or
 ``flush.ms`` at the scheduler's tick, the fsyncs run on a dedicated flusher thread while the
 loop keeps serving; a produce that needs its data flushed is answered after the fsync.
@@ -32,7 +37,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -46,8 +51,9 @@ from sparklog.broker.log_dir_failure import (
 from sparklog.broker.partition import Partition, PartitionState, RoleChange
 from sparklog.broker.publish_rounds import PublishRounds
 from sparklog.broker.purgatory import DelayedOperations
+from sparklog.controller.directories import assignment_supported, directory_of
 from sparklog.metadata.delta import MetadataDelta
-from sparklog.metadata.image import MetadataImage
+from sparklog.metadata.image import MetadataImage, PartitionRegistration
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.replication.leader import DEFAULT_REPLICA_LAG_TIME_MAX_MS
 from sparklog.replication.messages import (
@@ -69,6 +75,8 @@ TopicPartition = tuple[str, int]
 IsrSender = Callable[[Partition, AlterPartitionProposal], None]
 # (partitions we now follow, partitions we no longer follow)
 FollowerListener = Callable[[list[Partition], list[TopicPartition]], None]
+# (topic id, partition, directory id) -> tell the controller (AssignReplicasToDirs)
+DirAssigner = Callable[[bytes, int, bytes], None]
 
 DEFAULT_ACKS_TIMEOUT_MS = 30_000
 
@@ -124,6 +132,15 @@ class ReplicaManager:
         self.offline_partitions: set[TopicPartition] = set()
         # Large images are applied in time-boxed rounds (sparklog.broker.publish_rounds).
         self.publish_rounds = PublishRounds()
+        # KIP-858: each data log dir's id (absolute path -> id), and where to report a
+        # replica whose log is not in the dir the metadata names (set by the node).
+        self.directory_ids: dict[str, bytes] = {}
+        self._dir_paths: dict[bytes, str] = {}
+        self.dir_assigner: DirAssigner | None = None
+
+    def set_directory_ids(self, directory_ids: Mapping[str, bytes]) -> None:
+        self.directory_ids = {os.path.abspath(d): i for d, i in directory_ids.items()}
+        self._dir_paths = {i: d for d, i in self.directory_ids.items()}
 
     # -- metadata publisher -----------------------------------------------------------------
     def publish(self, delta: MetadataDelta, image: MetadataImage) -> None:
@@ -137,6 +154,7 @@ class ReplicaManager:
         live: set[TopicPartition] = set()
         followed: list[Partition] = []
         unfollowed: list[TopicPartition] = []
+        assign = assignment_supported(image.features.metadata_version) and bool(self.directory_ids)
         for topic in image.topics.by_name.values():
             config = self.topic_config(topic.name, image)
             for index, registration in topic.partitions.items():
@@ -150,8 +168,9 @@ class ReplicaManager:
                 if partition is None or partition.topic_id != topic.topic_id:
                     if partition is not None:
                         self._drop(tp)
+                    placed = self._dir_paths.get(directory_of(registration, self.broker_id))
                     try:
-                        partition = self._open(topic.name, index, topic.topic_id, config)
+                        partition = self._open(topic.name, index, topic.topic_id, config, placed)
                     except (TooManyOpenFilesError, OSError) as exc:
                         if not is_out_of_descriptors(exc):
                             self._creation_failed(tp, exc)
@@ -161,6 +180,8 @@ class ReplicaManager:
                 elif partition.log.config != config:
                     partition.log.update_config(config)
                 partition.local_broker_epoch = broker_epoch
+                if assign:
+                    self._maybe_assign(topic.topic_id, tp, registration)
                 was_follower = partition.follower_core is not None
                 change = partition.apply_state(
                     PartitionState(
@@ -206,13 +227,31 @@ class ReplicaManager:
             return self.default_config
         return self.default_config.with_overrides(overrides)
 
-    def _open(self, topic: str, index: int, topic_id: bytes, config: LogConfig) -> Partition:
+    def _maybe_assign(
+        self, topic_id: bytes, tp: TopicPartition, registration: PartitionRegistration
+    ) -> None:
+        """Report ``tp``'s log dir if the metadata names another (KIP-858)."""
+        log_dir = self.log_manager.dir_of(*tp)
+        actual = None if log_dir is None else self.directory_ids.get(log_dir)
+        if actual is None or self.dir_assigner is None:
+            return
+        if directory_of(registration, self.broker_id) != actual:
+            self.dir_assigner(topic_id, tp[1], actual)
+
+    def _open(
+        self,
+        topic: str,
+        index: int,
+        topic_id: bytes,
+        config: LogConfig,
+        log_dir: str | None = None,
+    ) -> Partition:
         existing = self.log_manager.get_log(topic, index)
         if existing is not None and existing.topic_id not in (None, topic_id):
             # A log left behind by an earlier topic of the same name: not ours any more.
             self.log_manager.delete_log(topic, index)
             existing = None
-        plog = existing or self.log_manager.create_log(topic, index, topic_id, config)
+        plog = existing or self.log_manager.create_log(topic, index, topic_id, config, log_dir)
         plog.auto_flush = False
         plog.producer_state.expiration_ms = self.producer_id_expiration_ms
         if existing is not None and existing.config != config:

@@ -139,18 +139,31 @@ class LogManager:
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
 
+    def dir_of(self, topic: str, partition: int) -> str | None:
+        """The (absolute) log dir holding the partition's log, if this node has it."""
+        return self._dir_of.get((topic, partition))
+
     def all_logs(self) -> list[Log]:
         return list(self._logs.values())
 
     def create_log(
-        self, topic: str, partition: int, topic_id: bytes | None, config: LogConfig | None = None
+        self,
+        topic: str,
+        partition: int,
+        topic_id: bytes | None,
+        config: LogConfig | None = None,
+        log_dir: str | None = None,
     ) -> Log:
-        """Return the partition's log, creating it in the least-loaded log dir if needed."""
+        """Return the partition's log, creating it if needed in ``log_dir`` (one of
+        :attr:`log_dirs`, the dir the metadata placed the replica in), else in the
+        least-loaded log dir."""
         key = (topic, partition)
         existing = self._logs.get(key)
         if existing is not None:
             return existing
-        if len(self.log_dirs) == 1:
+        if log_dir is not None and os.path.abspath(log_dir) in self.log_dirs:
+            log_dir = os.path.abspath(log_dir)
+        elif len(self.log_dirs) == 1:
             log_dir = self.log_dirs[0]  # no count of every log (20,000 creates: quadratic)
         else:
             counts = {d: 0 for d in self.log_dirs}

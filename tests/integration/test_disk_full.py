@@ -19,10 +19,18 @@ ENOSPC, and last a controller's metadata log dir.
 3. Broker 103 has two data log dirs, each a tmpfs. Filling the one holding a partition it
    alone hosts takes only that dir offline: a produce there answers KAFKA_STORAGE_ERROR, the
    broker keeps running on its other dir, and the controller records the offline dir from the
-   broker's heartbeats (KIP-858). After a clean stop, freeing the space and a restart, the
-   partition is served again with every record it held.
+   broker's heartbeats (KIP-858) and takes the partition's leadership away (no other replica:
+   no leader). After a clean stop, freeing the space and a restart, the partition is served
+   again with every record it held.
 
-4. Controller 3 keeps its metadata log on a tmpfs. Once it is full the controller halts with a
+4. Broker 103 leads the partitions of a topic whose replicas it holds in both of its dirs,
+   while a producer (``acks=all``) writes to every partition. Filling one dir moves the
+   leadership (and 103's place in the ISR) of exactly the partitions in that dir to other
+   brokers (KIP-858: the controller knows each replica's dir from AssignReplicasToDirs); the
+   partitions in the healthy dir keep 103 as their leader, producing goes on everywhere and
+   no acknowledged record is lost. Repaired and restarted, 103 rejoins every ISR.
+
+5. Controller 3 keeps its metadata log on a tmpfs. Once it is full the controller halts with a
    fatal fault naming the dir; the two other voters keep a leader and the cluster takes admin
    writes; with room again it restarts and catches up with the quorum.
 
@@ -34,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import threading
 import time
@@ -138,9 +147,14 @@ def halted(node: ClusterNode, timeout_s: float = WAIT_S) -> list[str]:
 
 
 class Producing:
-    """A producer thread (acks=all, idempotent) writing numbered values until stopped."""
+    """A producer thread (acks=all, idempotent) writing numbered values until stopped, round
+    robin over ``partitions`` of ``topic``; ``acked`` are the values acknowledged, ``acked_at``
+    the same by partition."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(
+        self, cluster: Cluster, topic: str = TOPIC, partitions: tuple[int, ...] = (0,)
+    ) -> None:
+        self.topic, self.partitions = topic, partitions
         self.producer = confluent_kafka.Producer(
             {
                 "bootstrap.servers": cluster.bootstrap_servers,
@@ -152,6 +166,7 @@ class Producing:
             }
         )
         self.acked: list[bytes] = []
+        self.acked_at: dict[int, list[bytes]] = {p: [] for p in partitions}
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -159,6 +174,7 @@ class Producing:
     def _report(self, err: Any, msg: Any) -> None:
         if err is None:
             self.acked.append(msg.value())
+            self.acked_at[msg.partition()].append(msg.value())
         else:
             self.errors.append(str(err))
 
@@ -167,7 +183,10 @@ class Producing:
         while not self._stop.is_set():
             value = f"record-{sequence:08d}-".encode() + b"x" * 200
             try:
-                self.producer.produce(TOPIC, value, partition=0, on_delivery=self._report)
+                partition = self.partitions[sequence % len(self.partitions)]
+                self.producer.produce(
+                    self.topic, value, partition=partition, on_delivery=self._report
+                )
                 sequence += 1
             except BufferError:
                 pass
@@ -286,9 +305,11 @@ def test_a_full_metadata_log_dir_is_a_fatal_fault_and_the_node_restarts(
 def test_one_of_two_log_dirs_failing_takes_only_its_partitions_offline(cluster: Cluster) -> None:
     broker = cluster.broker(103)
     topic = "one-dir-of-two"
+    since = len(broker.log_path.read_text(errors="replace"))
     created = admin_module.NewTopic(topic, num_partitions=1, replica_assignment=[[103]])
     client = admin(cluster.bootstrap_servers)
     client.create_topics([created], operation_timeout=30)[topic].result(timeout=60)
+    wait_for("the controller to place the replica", lambda: _placed(broker, since) >= 1)
     config = ProducerConfig(retries=5, retry_backoff_ms=200)
     with Producer(cluster.bootstrap_servers, config) as producer:
         for i in range(5):
@@ -297,7 +318,8 @@ def test_one_of_two_log_dirs_failing_takes_only_its_partitions_offline(cluster: 
     dirs = [Path(d) for d in broker.props["log.dirs"].split(",")]
     failing = next(d for d in dirs if (d / f"{topic}-0").is_dir())
     filler = fill(failing)
-    with Producer(cluster.bootstrap_servers, config) as producer:
+    # No retry: the first answer is the storage error (a retry would find no leader at all).
+    with Producer(cluster.bootstrap_servers, ProducerConfig(retries=0)) as producer:
         producer.send(topic, b"x" * 100_000, partition=0)  # more than a page: ENOSPC
         with pytest.raises(ProduceError) as raised:
             producer.flush()
@@ -313,6 +335,8 @@ def test_one_of_two_log_dirs_failing_takes_only_its_partitions_offline(cluster: 
     assert broker.is_running(), broker.log_tail()
     log = broker.log_path.read_text(errors="replace")
     assert f"(log dir {failing} is now offline)" in log and "Encountered fatal" not in log
+    # Its only replica is in the offline dir: the partition has no leader (KIP-858).
+    wait_for("no leader", lambda: partition_metadata(cluster, topic).leader == -1)
     # A clean stop with a dir offline, then a restart with room again: all is served.
     broker.stop()
     filler.unlink()
@@ -323,6 +347,82 @@ def test_one_of_two_log_dirs_failing_takes_only_its_partitions_offline(cluster: 
         producer.flush()
     values = consume_values(cluster.running_bootstrap_servers, topic, 0, 6, WAIT_S)
     assert values == [f"before-{i}".encode() for i in range(5)] + [b"after"]
+    assert_no_lost_task_anywhere(cluster)
+
+
+def _placed(broker: ClusterNode, since: int) -> int:
+    """Replicas the controller placed in their log dirs for ``broker`` (its log after
+    ``since``): AssignReplicasToDirs answered."""
+    tail = broker.log_path.read_text(errors="replace")[since:]
+    return sum(int(m.group(1)) for m in re.finditer(r"The controller placed (\d+) replicas", tail))
+
+
+def test_a_failed_dir_of_two_moves_the_leadership_of_only_its_partitions(
+    cluster: Cluster,
+) -> None:
+    broker = cluster.broker(103)
+    topic, count = "jbod-leaders", 4
+    partitions = tuple(range(count))
+    since = len(broker.log_path.read_text(errors="replace"))
+    created = admin_module.NewTopic(
+        topic,
+        num_partitions=count,
+        replica_assignment=[[103, 101, 102]] * count,
+        config={"min.insync.replicas": "2"},
+    )
+    client = admin(cluster.bootstrap_servers)
+    client.create_topics([created], operation_timeout=30)[topic].result(timeout=60)
+
+    def leaders() -> list[int]:
+        return [partition_metadata(cluster, topic, p).leader for p in partitions]
+
+    wait_for("103 leading every partition", lambda: leaders() == [103] * count)
+    # 103 has two data log dirs: the controller left its replicas UNASSIGNED and learns
+    # where each log went from AssignReplicasToDirs (KIP-858).
+    wait_for("the controller to place 103's replicas", lambda: _placed(broker, since) >= count)
+    dirs = [Path(d) for d in broker.props["log.dirs"].split(",")]
+    holder = {p: next(d for d in dirs if (d / f"{topic}-{p}").is_dir()) for p in partitions}
+    failing = holder[0]
+    moved = [p for p in partitions if holder[p] == failing]
+    kept = [p for p in partitions if holder[p] != failing]
+    assert moved and kept, holder
+    with Producing(cluster, topic, partitions) as producing:
+        wait_for(
+            "records acknowledged on every partition",
+            lambda: all(len(producing.acked_at[p]) >= 100 for p in partitions),
+        )
+        filler = fill(failing)
+
+        def moved_off() -> bool:
+            now = leaders()
+            assert all(now[p] == 103 for p in kept), now  # the healthy dir keeps its leader
+            return all(now[p] in (101, 102) for p in moved)
+
+        wait_for("the failed dir's partitions to get new leaders", moved_off)
+        acked = {p: len(producing.acked_at[p]) for p in partitions}
+        wait_for(
+            "producing past the move on every partition",
+            lambda: all(len(producing.acked_at[p]) >= acked[p] + 100 for p in partitions),
+        )
+        assert all(leaders()[p] == 103 for p in kept), leaders()
+    assert not producing.errors, producing.errors[:5]
+    assert broker.is_running(), broker.log_tail()
+    for p in moved:
+        assert 103 not in partition_metadata(cluster, topic, p).isrs
+    for p in partitions:
+        sent = producing.acked_at[p]
+        read = consume_values(cluster.running_bootstrap_servers, topic, p, len(sent), WAIT_S)
+        lost = set(sent) - set(read)
+        assert not lost, f"{len(lost)} acknowledged records lost from {topic}-{p}"
+    # Repaired and restarted, 103 recovers the failed dir's logs and rejoins their ISRs.
+    broker.stop()
+    filler.unlink()
+    broker.launch()
+    broker.wait_ready()
+    wait_for(
+        "103 back in every ISR",
+        lambda: all(103 in partition_metadata(cluster, topic, p).isrs for p in partitions),
+    )
     assert_no_lost_task_anywhere(cluster)
 
 
