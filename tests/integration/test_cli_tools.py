@@ -1,16 +1,39 @@
 """The smaller Kafka tools against a real node, with the Kafka tools' output lines:
-producer-perf-test, consumer-perf-test, delete-records, transactions, features, log-dirs,
-reassign-partitions --generate, storage info."""
+producer-perf-test, consumer-perf-test, delete-records, transactions (list, describe,
+describe-producers, find-hanging, abort), features, log-dirs, reassign-partitions (--generate,
+--execute, --verify), leader-election, metadata-quorum, topics --describe/--alter/--delete,
+storage info. The Kafka formats are the literals of cli_support."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cli_support import CliRun, assert_no_traceback, create_topic, sparklog
+from tests.integration.cli_support import (
+    CONSUMER_PERF_HEADER,
+    ELECTION_NOT_NEEDED,
+    FEATURE_LINE,
+    HANGING_HEADER,
+    PARTITION_LINE,
+    PRODUCER_SUMMARY,
+    PRODUCERS_HEADER,
+    QUORUM_REPLICATION_HEADER,
+    QUORUM_STATUS_NAMES,
+    REASSIGN_CLEARING,
+    REASSIGN_DONE,
+    REASSIGN_STARTED,
+    REASSIGN_STATUS,
+    TOPIC_LINE,
+    CliRun,
+    assert_no_traceback,
+    cells,
+    create_topic,
+    sparklog,
+)
 from tests.integration.cli_support import tool as cli_tool
 from tests.integration.conftest import unique_topic
 from tests.integration.node_harness import Node
@@ -32,16 +55,6 @@ def created(node: Node, prefix: str, partitions: int = 1) -> str:
     return create_topic(node.bootstrap, prefix, partitions)
 
 
-PRODUCER_SUMMARY = re.compile(
-    r"^(\d+) records sent, [\d.]+ records/sec \([\d.]+ MB/sec\), [\d.]+ ms avg latency, "
-    r"[\d.]+ ms max latency, \d+ ms 50th, \d+ ms 95th, \d+ ms 99th, \d+ ms 99\.9th\.$"
-)
-CONSUMER_HEADER = (
-    "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
-    "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
-)
-
-
 def test_perf_tools(node: Node) -> None:
     topic = created(node, "perf", partitions=2)
     produced = tool(node, "producer-perf-test", "--topic", topic, "--num-records", "3000",
@@ -51,7 +64,7 @@ def test_perf_tools(node: Node) -> None:
     assert summary is not None and summary.group(1) == "3000", produced.out
     consumed = tool(node, "consumer-perf-test", "--topic", topic, "--messages", "3000")
     assert consumed.status == 0, consumed.err
-    assert consumed.lines()[0] == CONSUMER_HEADER
+    assert consumed.lines()[0] == CONSUMER_PERF_HEADER
     fields = consumed.lines()[1].split(", ")
     assert len(fields) == 10 and fields[4] == "3000"
     assert abs(float(fields[2]) - 3000 * 100 / 1024 / 1024) < 0.001  # MB of values
@@ -139,10 +152,17 @@ def test_features_describe(node: Node) -> None:
     run = tool(node, "features", "describe")
     assert run.status == 0, run.err
     lines = {line.split("\t")[0]: line.split("\t")[1:] for line in run.lines()}
+    assert all(FEATURE_LINE.fullmatch(line) for line in run.lines()), run.out
     assert set(lines) == {
         "Feature: eligible.leader.replicas.version",
         "Feature: metadata.version",
+        "Feature: share.version",  # the module node enables share groups
+        "Feature: transaction.version",
     }
+    # FeatureCommand --bootstrap-controller: the controller advertises the same features.
+    at_controller = sparklog("features", "--bootstrap-controller",
+                             f"127.0.0.1:{node.controller_port}", "describe")  # fmt: skip
+    assert [line.split("\t")[0] for line in at_controller.lines()] == sorted(lines)
     metadata = lines["Feature: metadata.version"]
     assert metadata[:3] == [
         "SupportedMinVersion: 3.3-IV3",
@@ -185,3 +205,127 @@ def test_storage_info(node: Node, tmp_path: Path) -> None:
     missing = sparklog("storage", "info", "-c", str(elsewhere))
     assert missing.status == 1
     assert missing.lines() == ["Found problem:", f"  {tmp_path / 'nowhere'} does not exist", ""]
+
+
+def topic_line(topic: str, partitions: int, rf: int, configs: str = "") -> re.Pattern[str]:
+    """TOPIC_LINE with any topic id (22 characters of URL-safe base64)."""
+    line = TOPIC_LINE.format(
+        topic=topic, topic_id="TOPICID", partitions=partitions, rf=rf, configs=configs
+    )
+    return re.compile(re.escape(line).replace("TOPICID", r"[\w-]{22}"))
+
+
+def test_topics_describe_alter_delete(node: Node) -> None:
+    topic = created(node, "tdesc", partitions=2)
+    described = tool(node, "topics", "--describe", "--topic", topic).lines()
+    assert topic_line(topic, 2, 1).fullmatch(described[0]), described[0]
+    rows = [PARTITION_LINE.fullmatch(line) for line in described[1:]]
+    assert [r.groupdict() if r else None for r in rows] == [
+        {"topic": topic, "partition": str(p), "leader": "1", "replicas": "1", "isr": "1",
+         "elr": "", "last_known_elr": ""} for p in (0, 1)
+    ]  # fmt: skip
+    tool(node, "configs", "--alter", "--topic", topic, "--add-config", "retention.ms=86400000")
+    assert tool(node, "topics", "--alter", "--topic", topic, "--partitions", "3").out == ""
+    again = tool(node, "topics", "--describe", "--topic", topic).lines()
+    assert topic_line(topic, 3, 1, "retention.ms=86400000").fullmatch(again[0]), again[0]
+    assert len(again) == 4
+    for action in ("--describe", "--delete"):
+        quiet = tool(node, "topics", action, "--topic", "no-such-topic", "--if-exists")
+        assert (quiet.status, quiet.out) == (0, "")
+    assert tool(node, "topics", "--alter", "--topic", "no-such-topic", "--partitions", "2",
+                "--if-exists").status == 0  # fmt: skip
+    assert tool(node, "topics", "--delete", "--topic", topic).status == 0
+    gone = tool(node, "topics", "--delete", "--topic", topic)
+    assert gone.status == 1
+    # TopicCommand.ensureTopicExists
+    assert f"Error while executing topic command : Topic '{topic}' does not exist as expected" in (
+        gone.err
+    )
+
+
+def test_leader_election_and_reassignment(node: Node, tmp_path: Path) -> None:
+    topic = created(node, "elect")
+    elected = tool(node, "leader-election", "--election-type", "PREFERRED", "--topic", topic,
+                   "--partition", "0")  # fmt: skip
+    assert elected.lines() == [ELECTION_NOT_NEEDED.format(partitions=f"{topic}-0")]
+    # Kafka prints nothing when no partition of --all-topic-partitions needed an election.
+    assert tool(node, "leader-election", "--election-type", "PREFERRED",
+                "--all-topic-partitions").out == ""  # fmt: skip
+    spec = tmp_path / "reassign.json"
+    spec.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [1]}]}))  # fmt: skip
+    base = ("reassign-partitions", "--reassignment-json-file", str(spec))
+    executed = tool(node, *base, "--execute").lines()
+    current = {"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [1], "log_dirs": ["any"]}]}  # fmt: skip
+    # ReassignPartitionsCommand.currentPartitionReplicaAssignmentToString, then the start line.
+    assert executed[:2] == ["Current partition replica assignment", ""]
+    assert json.loads(executed[2]) == current
+    assert executed[3:] == [
+        "",
+        "Save this to use as the --reassignment-json-file option during rollback",
+        REASSIGN_STARTED.format(partition=f"{topic}-0"),
+    ]
+    assert tool(node, *base, "--verify").lines() == [
+        REASSIGN_STATUS,
+        REASSIGN_DONE.format(partition=f"{topic}-0"),
+        REASSIGN_CLEARING[0].format(s="", brokers="1"),
+        REASSIGN_CLEARING[1].format(topic=topic),
+    ]
+
+
+def test_metadata_quorum(node: Node) -> None:
+    controller = f"127.0.0.1:{node.controller_port}"
+    status = sparklog("metadata-quorum", "--bootstrap-controller", controller, "describe",
+                      "--status")  # fmt: skip
+    assert status.status == 0, status.err
+    names = [line[:24] for line in status.lines()]
+    assert names == [f"{name + ':':<24}" for name in QUORUM_STATUS_NAMES]
+    fields = {line[:24].strip()[:-1]: line[24:] for line in status.lines()}
+    assert fields["ClusterId"] == node.cluster_id
+    (voter,) = json.loads(fields["CurrentVoters"])
+    assert voter["id"] == 1 and voter["endpoints"] == [f"CONTROLLER://{controller}"]
+    via_broker = tool(node, "metadata-quorum", "describe", "--status")
+    assert via_broker.lines()[0] == status.lines()[0]
+    replication = sparklog("metadata-quorum", "--bootstrap-controller", controller, "describe",
+                           "--replication").lines()  # fmt: skip
+    assert cells(replication[0]) == QUORUM_REPLICATION_HEADER
+    assert [(row[0], row[6]) for row in map(cells, replication[1:])] == [("1", "Leader")]
+
+
+def test_producers_hanging_and_abort(node: Node) -> None:
+    topic = created(node, "hang")
+    producer = ck.Producer({"bootstrap.servers": node.bootstrap, "transactional.id": topic})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"x")
+    producer.flush(30)
+    try:
+        producers = tool(node, "transactions", "describe-producers", "--topic", topic,
+                         "--partition", "0").lines()  # fmt: skip
+        assert cells(producers[0]) == PRODUCERS_HEADER
+        (row,) = map(cells, producers[1:])
+        assert row[3] == "0" and row[5] == "0"  # last sequence, the open transaction's start
+        # The coordinator knows the transaction and this partition in it: not hanging.
+        hanging = tool(node, "transactions", "find-hanging", "--topic", topic,
+                       "--max-transaction-timeout", "0").lines()  # fmt: skip
+        assert [cells(line) for line in hanging] == [HANGING_HEADER]
+        scope = tool(node, "transactions", "find-hanging")
+        assert scope.status == 1 and scope.err.strip() == (
+            "The `find-hanging` command requires either --topic or --broker-id to limit the "
+            "scope of the search"
+        )
+        wrong = tool(node, "transactions", "abort", "--topic", topic, "--partition", "0",
+                     "--start-offset", "5")  # fmt: skip
+        assert wrong.status == 1 and wrong.err.strip() == (
+            f"Could not find any open transactions starting at offset 5 on partition {topic}-0"
+        )
+        aborted = tool(node, "transactions", "abort", "--topic", topic, "--partition", "0",
+                       "--start-offset", "0")  # fmt: skip
+        assert (aborted.status, aborted.out) == (0, "")
+        after = tool(node, "transactions", "describe-producers", "--topic", topic,
+                     "--partition", "0").lines()  # fmt: skip
+        assert cells(after[1])[5] == "None"
+    finally:
+        with contextlib.suppress(Exception):
+            producer.abort_transaction(5)
