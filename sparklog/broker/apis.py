@@ -38,7 +38,12 @@ from sparklog.broker.quota_enforcement import serve_with_quotas, wait_while_mute
 from sparklog.broker.replica_state_apis import handle_describe_log_dirs, handle_describe_producers
 from sparklog.broker.scram_apis import handle_describe_user_scram_credentials
 from sparklog.broker.share_fetch import handle_share_acknowledge, handle_share_fetch
-from sparklog.broker.share_partitions import share_groups_enabled
+from sparklog.broker.share_gate import (
+    SHARE_GROUP_API_KEYS,
+    SUPPORTED_SHARE_VERSIONS,
+    share_disabled_response,
+    share_groups_enabled,
+)
 from sparklog.broker.topic_partitions import handle_describe_topic_partitions
 from sparklog.broker.txn_markers import handle_write_txn_markers
 from sparklog.config import ServerConfig
@@ -50,6 +55,7 @@ from sparklog.coordinator.txn_apis import TXN_HANDLERS
 from sparklog.metadata.bootstrap import ELR_FEATURE
 from sparklog.metadata.image import (
     METADATA_VERSION_FEATURE,
+    SHARE_VERSION_FEATURE,
     TRANSACTION_VERSION_FEATURE,
     MetadataImage,
 )
@@ -122,17 +128,12 @@ HANDLERS[79] = handle_share_acknowledge
 # ApiVersions (18) is answered by BrokerApis itself, per listener.
 SERVED: dict[int, Api] = {key: API_BY_KEY[key] for key in sorted({18, *HANDLERS})}
 
-# KIP-932 share-group APIs, served (and advertised, with the share.version feature) only when
-# share groups are enabled, as Kafka 4.x does.
-SHARE_GROUP_API_KEYS = frozenset({76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92})
-SHARE_VERSION_FEATURE = "share.version"
-
 
 def served_broker_apis(config: ServerConfig) -> dict[int, Api]:
-    """The APIs a broker listener serves under ``config``."""
-    if share_groups_enabled(config):
-        return dict(SERVED)
-    return {k: a for k, a in SERVED.items() if k not in SHARE_GROUP_API_KEYS}
+    """The APIs a broker listener may serve; the KIP-932 share-group APIs among them are
+    advertised and served only while share groups are enabled
+    (:func:`~sparklog.broker.share_gate.share_groups_enabled`, checked per request)."""
+    return dict(SERVED)
 
 
 def _advertised_min_version(api: Api) -> int:
@@ -166,6 +167,7 @@ def api_versions_body(apis: Mapping[int, Api]) -> dict[str, Any]:
 SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     METADATA_VERSION_FEATURE: SUPPORTED_METADATA_VERSIONS,
     ELR_FEATURE: (0, 1),
+    SHARE_VERSION_FEATURE: SUPPORTED_SHARE_VERSIONS,
     TRANSACTION_VERSION_FEATURE: (0, 2),
 }
 
@@ -184,18 +186,6 @@ def feature_fields(image: MetadataImage) -> dict[str, Any]:
     }
 
 
-def _advertise_share_version(body: dict[str, Any]) -> None:
-    # share.version 1 is what enables share groups in Kafka 4.2; this broker enables them
-    # from its own configuration, so it reports the level it serves as finalized too.
-    body["supported_features"].append(
-        {"name": SHARE_VERSION_FEATURE, "min_version": 0, "max_version": 1}
-    )
-    if not any(f["name"] == SHARE_VERSION_FEATURE for f in body["finalized_features"]):
-        body["finalized_features"].append(
-            {"name": SHARE_VERSION_FEATURE, "max_version_level": 1, "min_version_level": 1}
-        )
-
-
 class BrokerApis:
     """Binds the handlers to a broker context; the listener's request callback."""
 
@@ -204,12 +194,18 @@ class BrokerApis:
 
     async def __call__(self, request: Request, conn: Connection) -> dict[str, Any] | None:
         if request.api.key == 18:
-            # Each listener advertises what it serves (the controller listener less).
-            body = api_versions_body(conn.served_apis)
+            # Each listener advertises what it serves (the controller listener less), the
+            # share-group APIs only while share groups are enabled.
+            apis = conn.served_apis
+            if not share_groups_enabled(self.ctx.config, self.ctx.image):
+                apis = {k: a for k, a in apis.items() if k not in SHARE_GROUP_API_KEYS}
+            body = api_versions_body(apis)
             body.update(feature_fields(self.ctx.image))
-            if 76 in conn.served_apis:
-                _advertise_share_version(body)
             return body
+        if request.api.key in SHARE_GROUP_API_KEYS and not share_groups_enabled(
+            self.ctx.config, self.ctx.image
+        ):
+            return share_disabled_response(request)
         quotas = self.ctx.quotas
         if quotas is not None and quotas.active:
             # Client quotas (sparklog.broker.quota_enforcement): a throttled connection's next

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field, replace
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.partition import Partition
 from sparklog.broker.share_persister import SharePersister
-from sparklog.config import ServerConfig
 from sparklog.config_keys import ConfigError
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.share.offset_reset import parse_offset_reset
@@ -42,13 +41,6 @@ from sparklog.share.share_session import ShareSessions
 GROUP_RESOURCE = 32
 
 SharePartitionKey = tuple[str, str, int]  # (group id, topic, partition)
-
-
-def share_groups_enabled(config: ServerConfig) -> bool:
-    """Kafka 4.x serves share groups when enabled: ``group.share.enable`` or "share" in
-    ``group.coordinator.rebalance.protocols``."""
-    protocols = config.get("group.coordinator.rebalance.protocols")
-    return bool(config.get("group.share.enable")) or "share" in protocols
 
 
 def group_config(ctx: BrokerContext, group_id: str, key: str, default: str) -> str:

@@ -27,7 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from sparklog.metadata.image import METADATA_VERSION_FEATURE, TRANSACTION_VERSION_FEATURE
+from sparklog.metadata.image import (
+    METADATA_VERSION_FEATURE,
+    SHARE_VERSION_FEATURE,
+    TRANSACTION_VERSION_FEATURE,
+)
 from sparklog.metadata.records import MetadataRecord, RecordError, decode_record, make_record
 from sparklog.protocol.record_codec import RecordInput, build_batch, decode_batch
 from sparklog.protocol.records import CorruptRecordError, iter_batches
@@ -69,6 +73,9 @@ TV2_DEFAULT_FROM_LEVEL: Final = 24
 BOOTSTRAP_FEATURES: Final[dict[str, tuple[int, int]]] = {
     ELR_FEATURE: (0, 1),
     TRANSACTION_VERSION_FEATURE: (0, 2),
+    # KIP-932: no release version this node knows (up to 4.1-IV1) bootstraps it; as in Kafka
+    # 4.1, share groups are turned on explicitly (`storage format --feature share.version=1`).
+    SHARE_VERSION_FEATURE: (0, 1),
 }
 
 

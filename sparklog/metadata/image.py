@@ -33,6 +33,8 @@ NO_LEADER: Final = -1
 METADATA_VERSION_FEATURE: Final = "metadata.version"
 # KIP-890: level 2 turns on transactions version 2 (an epoch bump per transaction).
 TRANSACTION_VERSION_FEATURE: Final = "transaction.version"
+# KIP-932: level 1 turns on share groups.
+SHARE_VERSION_FEATURE: Final = "share.version"
 
 # ConfigResource.Type (Kafka's wire codes)
 RESOURCE_TOPIC: Final = 2

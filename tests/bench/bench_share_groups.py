@@ -127,7 +127,8 @@ def main() -> None:
     parser.add_argument("--consumers", type=int, default=1)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as root:
-        node = Node(Path(root) / "node", {"group.share.enable": "true"})
+        node = Node(Path(root) / "node")
+        node.bootstrap_features = {"share.version": 1}  # share groups on, as Kafka's feature
         node.start()
         try:
             create_topic(node, TOPIC, args.partitions)

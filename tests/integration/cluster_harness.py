@@ -194,8 +194,11 @@ class Cluster:
         overrides: Mapping[str, object] | None = None,
         controller_overrides: Mapping[str, object] | None = None,
         broker_overrides: Mapping[str, object] | None = None,
+        bootstrap_features: Mapping[str, int] | None = None,
     ) -> None:
         self.root = root
+        # feature levels the initial controllers bootstrap (`storage format --feature`)
+        self.bootstrap_features = dict(bootstrap_features or {})
         self.overrides = {k: str(v) for k, v in (overrides or {}).items()}
         self.controller_overrides = {k: str(v) for k, v in (controller_overrides or {}).items()}
         self.broker_overrides = {k: str(v) for k, v in (broker_overrides or {}).items()}
@@ -274,6 +277,9 @@ class Cluster:
 
     def _format(self, node: ClusterNode, *flags: str) -> None:
         assert self.cluster_id is not None
+        if "--initial-controllers" in flags:
+            for name, level in sorted(self.bootstrap_features.items()):
+                flags = (*flags, "--feature", f"{name}={level}")
         cli(
             "storage",
             "format",
@@ -446,11 +452,19 @@ def running_cluster(
     overrides: Mapping[str, object],
     *,
     prepare: Callable[[Cluster], None] | None = None,
+    bootstrap_features: Mapping[str, int] | None = None,
 ) -> Iterator[Cluster]:
     """A started ``Cluster`` for the body, closed after it; node logs shown on a failure (a
     start-up failure is otherwise only a timeout). ``prepare`` may change nodes' ``props``
-    (then ``write_properties()``) before the first start, e.g. to place their directories."""
-    cluster = Cluster(root, controllers=controllers, brokers=brokers, overrides=overrides)
+    (then ``write_properties()``) before the first start, e.g. to place their directories;
+    ``bootstrap_features`` are finalized from the start (e.g. ``{"share.version": 1}``)."""
+    cluster = Cluster(
+        root,
+        controllers=controllers,
+        brokers=brokers,
+        overrides=overrides,
+        bootstrap_features=bootstrap_features,
+    )
     try:
         if prepare is not None:
             prepare(cluster)

@@ -135,6 +135,8 @@ class Node:
         self.overrides: dict[str, str] = {k: str(v) for k, v in (overrides or {}).items()}
         self.process: subprocess.Popen[bytes] | None = None
         self.cluster_id: str | None = None
+        # feature levels `storage format --feature` bootstraps (set before the first start)
+        self.bootstrap_features: dict[str, int] = {}
         self.starts = 0
         self._write_properties()
 
@@ -209,6 +211,11 @@ class Node:
             "--config",
             str(self.properties_path),
             "--standalone",
+            *(
+                arg
+                for name, level in sorted(self.bootstrap_features.items())
+                for arg in ("--feature", f"{name}={level}")
+            ),
         )
 
     def start(self, ready_timeout_s: float = READY_TIMEOUT_S) -> None:

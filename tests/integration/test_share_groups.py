@@ -53,17 +53,21 @@ WARMUP = b"warmup"
 def share_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     factory = NodeFactory(tmp_path_factory.mktemp("share-node"))
     try:
-        yield factory.create(
+        node = factory.create(
             {
-                "group.share.enable": "true",
                 "group.share.record.lock.duration.ms": LOCK_MS,
                 "group.share.delivery.count.limit": DELIVERY_LIMIT,
                 "group.share.heartbeat.interval.ms": 1000,
                 "sparklog.metrics.listener": f"127.0.0.1:{free_port()}",
                 "share.coordinator.snapshot.update.records.per.snapshot": 10,
                 "share.coordinator.state.topic.prune.interval.ms": 1,
-            }
+            },
+            start=False,
         )
+        # Share groups on as Kafka turns them on: share.version finalized at format.
+        node.bootstrap_features = {"share.version": 1}
+        node.start()
+        yield node
     finally:
         factory.close()
 
@@ -408,3 +412,28 @@ def test_group_configs_earliest_and_read_committed(share_node: Node) -> None:
         f"group={group},topic={topic},partition=0"
     ]
     assert window["Value"] == 0, window  # everything acknowledged: nothing in flight
+
+
+def test_share_apis_are_off_until_share_version_is_finalized(node: Node, share_node: Node) -> None:
+    """A node formatted without ``--feature share.version=1`` neither advertises nor serves
+    the share-group APIs (UNSUPPORTED_VERSION, as Kafka's isShareGroupProtocolEnabled gate)."""
+    hello = {"client_software_name": "sparklog-test", "client_software_version": "0"}
+    heartbeat = {
+        "group_id": "g",
+        "member_id": "m",
+        "member_epoch": 0,
+        "rack_id": None,
+        "subscribed_topic_names": ["t"],
+    }
+    with SparklogAdmin(node.bootstrap) as admin:
+        versions = admin.request("ApiVersions", hello, version=3)
+        assert not {a["api_key"] for a in versions["api_keys"]} & {76, 77, 78, 79}
+        assert "share.version" in {f["name"] for f in versions["supported_features"]}
+        assert "share.version" not in {f["name"] for f in versions["finalized_features"]}
+        refused = admin.request("ShareGroupHeartbeat", heartbeat, version=1)
+        assert refused["error_code"] == 35, refused  # UNSUPPORTED_VERSION
+    with SparklogAdmin(share_node.bootstrap) as admin:
+        versions = admin.request("ApiVersions", hello, version=3)
+        assert {76, 77, 78, 79} <= {a["api_key"] for a in versions["api_keys"]}
+        finalized = {f["name"]: f["max_version_level"] for f in versions["finalized_features"]}
+        assert finalized["share.version"] == 1

@@ -50,7 +50,6 @@ SETTINGS = {
     "min.insync.replicas": 2,
     "offsets.topic.replication.factor": 3,
     "offsets.topic.num.partitions": OFFSETS_PARTITIONS,
-    "group.share.enable": "true",
     "group.share.record.lock.duration.ms": 5000,
     "group.share.heartbeat.interval.ms": 1000,
     "share.coordinator.state.topic.num.partitions": STATE_PARTITIONS,
@@ -60,6 +59,7 @@ SETTINGS = {
     "share.coordinator.snapshot.update.records.per.snapshot": 10,
     "share.coordinator.state.topic.prune.interval.ms": 1,
 }
+SHARE_ON = {"share.version": 1}
 TOPIC = "work"
 GROUP = "queue"
 RECORDS = 900
@@ -69,7 +69,10 @@ WARMUP = b"warmup"
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    with running_cluster(tmp_path, controllers=1, brokers=3, overrides=SETTINGS) as cluster:
+    # Share groups on as Kafka turns them on: share.version finalized by the controller.
+    with running_cluster(
+        tmp_path, controllers=1, brokers=3, overrides=SETTINGS, bootstrap_features=SHARE_ON
+    ) as cluster:
         yield cluster
 
 
