@@ -87,6 +87,21 @@ class _Partition:
     manifest: Manifest
     started: dict[str, RemoteLogSegmentMetadata] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # The metadata made of each manifest entry, by the entry's identity (the entry is kept
+    # with it, so its id is not reused): every remote fetch looks segments up, and building
+    # metadata (uuid decoding, dataclasses) for every segment of the partition each time was
+    # a large share of the event loop's time for a consumer catching up.
+    made: dict[int, tuple[ManifestSegment, RemoteLogSegmentMetadata]] = field(default_factory=dict)
+
+    def metadata_of(self, entry: ManifestSegment) -> RemoteLogSegmentMetadata:
+        hit = self.made.get(id(entry))
+        if hit is not None and hit[0] is entry:
+            return hit[1]
+        metadata = _metadata_of(self.tp, entry)
+        if len(self.made) > 2 * len(self.manifest.segments) + 64:
+            self.made.clear()  # entries of replaced manifests
+        self.made[id(entry)] = (entry, metadata)
+        return metadata
 
 
 def _metadata_of(tp: TopicIdPartition, entry: ManifestSegment) -> RemoteLogSegmentMetadata:
@@ -202,7 +217,7 @@ class RemoteLogMetadataManager:
             return started, started.state
         for entry in state.manifest.segments:
             if entry.segment_id == segment_id:
-                return _metadata_of(state.tp, entry), _FROM_MANIFEST[entry.state]
+                return state.metadata_of(entry), _FROM_MANIFEST[entry.state]
         return None, None
 
     def update_remote_log_segment_metadata(
@@ -364,7 +379,7 @@ class RemoteLogMetadataManager:
         with state.lock:
             found = [
                 m
-                for m in (_metadata_of(tp, e) for e in state.manifest.segments)
+                for m in (state.metadata_of(e) for e in state.manifest.segments)
                 if m.state in wanted
             ]
             found += [m for m in state.started.values() if m.state in wanted]
@@ -374,12 +389,14 @@ class RemoteLogMetadataManager:
         self, tp: TopicIdPartition, offset: int
     ) -> RemoteLogSegmentMetadata | None:
         """The finished segment holding ``offset`` (at or above the log start offset)."""
-        manifest = self.manifest(tp)
-        if offset < manifest.log_start_offset:
-            return None
-        for entry in manifest.finished_segments:
-            if entry.base_offset <= offset <= entry.end_offset:
-                return _metadata_of(tp, entry)
+        state = self._partition(tp)
+        with state.lock:
+            manifest = state.manifest
+            if offset < manifest.log_start_offset:
+                return None
+            for entry in manifest.finished_segments:
+                if entry.base_offset <= offset <= entry.end_offset:
+                    return state.metadata_of(entry)
         return None
 
     def highest_copied_offset(self, tp: TopicIdPartition) -> int:
