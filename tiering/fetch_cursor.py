@@ -11,7 +11,9 @@ Contract:
 - :class:`FetchCursors` holds idle cursors by ``(path, next offset, options)``: a fetch whose
   offset is exactly where a cursor stopped (the offset after its last batch, which is what a
   consumer asks for next) takes it; any other fetch starts afresh. A cursor is used by one
-  fetch at a time (taken out while in use). At most ``max_cursors`` are kept, holding at most
+  fetch at a time (taken out while in use). A cursor may also be put before its first read,
+  at the offset it starts from (a prefetch of the next segment: ``next_offset`` set by hand).
+  At most ``max_cursors`` are kept, holding at most
   ``max_bytes`` by their ``weight`` (the decoded row group a cursor may pin), least recently
   used closed first (the one just put is always kept), and one idle for ``idle_s`` is closed
   when the next one is put. A copy or delete of a segment closes its cursors
@@ -137,6 +139,10 @@ class FetchCursors:
             if cursor is not None:
                 self._bytes -= cursor.weight
             return cursor
+
+    def has(self, path: str, offset: int, options: Hashable) -> bool:
+        with self._lock:
+            return (path, offset, options) in self._cursors
 
     def put(self, path: str, options: Hashable, cursor: FetchCursor) -> None:
         """Keep ``cursor`` for a fetch at its next offset, or close it if it is spent."""

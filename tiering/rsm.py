@@ -125,7 +125,9 @@ class _RowGroupCache:
                 if table is not None:
                     self._entries.move_to_end(key)
                     return table
-            table = parquet.read_row_group(index, columns=columns)
+            # One thread: the columns of a remote fetch's row group are small, and fanning
+            # them out to Arrow's pool cost more CPU than it saved (fetches run concurrently).
+            table = parquet.read_row_group(index, columns=columns, use_threads=False)
             with self._lock:
                 if key not in self._entries:
                     self._entries[key] = table
@@ -357,6 +359,38 @@ class RemoteStorageManager:
         if not cursor.exhausted:
             self._read_ahead_pool().submit(cursor.read_ahead, max_bytes)
         return records
+
+    def prefetch_log_segment(
+        self,
+        metadata: RemoteLogSegmentMetadata,
+        start_offset: int,
+        max_bytes: int = 1 << 20,
+        *,
+        to_offset: int | None = None,
+        compression: int | None = None,
+    ) -> None:
+        """Start, on a worker thread, what :meth:`fetch_log_segment` of the same arguments
+        would do, and keep it as a cursor at ``start_offset`` with ``max_bytes`` of batches
+        encoded: a sequential reader that reached the end of the previous segment asks for
+        this next. Returns at once; a cursor already there is kept; errors are left for the
+        fetch itself to meet and report."""
+        path = segment_object_paths(metadata)[PARQUET_SUFFIX]
+        options = (to_offset, compression)
+
+        def prefetch() -> None:
+            if self._cursors.has(path, start_offset, options):
+                return
+            try:
+                cursor = self._open_cursor(path, start_offset, to_offset, compression)
+            except Exception:
+                return  # the fetch opens it again and reports what is wrong
+            cursor.next_offset = start_offset
+            # Listed before it encodes: a fetch arriving meanwhile takes it and waits for the
+            # batches under way instead of encoding them a second time.
+            self._cursors.put(path, options, cursor)
+            cursor.read_ahead(max_bytes)
+
+        self._read_ahead_pool().submit(prefetch)
 
     def _read_ahead_pool(self) -> ThreadPoolExecutor:
         with self._lock:

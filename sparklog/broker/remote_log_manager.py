@@ -448,7 +448,27 @@ class RemoteLogManager:
             self.metrics.fetch_errors.mark()
             raise
         self.metrics.fetch_bytes.mark(len(records))
+        self._prefetch_next(partition, tip, metadata, records, max_bytes)
         return records, metadata
+
+    def _prefetch_next(
+        self,
+        partition: Partition,
+        tip: TopicIdPartition,
+        metadata: RemoteLogSegmentMetadata,
+        records: bytes,
+        max_bytes: int,
+    ) -> None:
+        """A reader whose fetch reached the end of a remote segment asks for the next offset
+        next: when that is in the next remote segment (and not served locally), start
+        encoding that fetch now, so the request finds its batches ready instead of waiting
+        for the object to be read and re-encoded."""
+        following = _next_offset(records, -1)
+        if following <= metadata.end_offset or following >= partition.log.segments[0].base_offset:
+            return
+        segment = self.rlmm.remote_log_segment_metadata(tip, following)
+        if segment is not None:
+            self.rsm.prefetch_log_segment(segment, following, max_bytes)
 
     async def read(
         self, partition: Partition, offset: int, max_bytes: int, read_committed: bool = False

@@ -5,6 +5,7 @@ bounded by count, bytes and age."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +15,8 @@ from hypothesis import strategies as st
 
 from sparklog.protocol.records import iter_batches
 from sparklog.tiering.fetch_cursor import FetchCursor, FetchCursors
-from sparklog.tiering.rsm import RemoteStorageManager
+from sparklog.tiering.layout import PARQUET_SUFFIX
+from sparklog.tiering.rsm import RemoteStorageManager, segment_object_paths
 from sparklog.tiering.store import open_store
 
 from .helpers import segment_metadata, write_segment
@@ -112,3 +114,27 @@ def test_read_ahead_keeps_the_order_and_defers_errors() -> None:
     assert cursor.read(1) == _batch(4)
     with pytest.raises(ValueError, match="damaged"):
         cursor.read(1)
+
+
+def test_a_prefetched_segment_serves_the_fetch_that_follows(tmp_path: Path) -> None:
+    rsm, fresh, metadata = _setup(tmp_path)
+    opened: list[int] = []
+    open_cursor = rsm._open_cursor
+
+    def counting(path: str, start: int, to: int | None, codec: int | None) -> FetchCursor:
+        opened.append(start)
+        return open_cursor(path, start, to, codec)
+
+    rsm._open_cursor = counting  # type: ignore[method-assign,assignment]
+    rsm.prefetch_log_segment(metadata, 150, 600)  # type: ignore[arg-type]
+    deadline = time.monotonic() + 30
+    while not rsm._cursors.has(_parquet_path(metadata), 150, (None, None)):
+        assert time.monotonic() < deadline, "the prefetch never listed its cursor"
+        time.sleep(0.01)
+    got = rsm.fetch_log_segment(metadata, 150, 600)  # type: ignore[arg-type]
+    assert got == fresh.fetch_log_segment(metadata, 150, 600)  # type: ignore[arg-type]
+    assert opened == [150]  # the fetch took the prefetched cursor, opened nothing
+
+
+def _parquet_path(metadata: object) -> str:
+    return segment_object_paths(metadata)[PARQUET_SUFFIX]  # type: ignore[arg-type]
