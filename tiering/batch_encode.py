@@ -217,7 +217,7 @@ def encode_batches(
             | (CONTROL_MASK if fields["is_control"][i] else 0)
         )
         last = fields["batch_last_offset"][i]
-        body = _AFTER_CRC.pack(
+        after_crc = _AFTER_CRC.pack(
             attributes,
             last - base,
             int(base_timestamps[i]),
@@ -226,8 +226,15 @@ def encode_batches(
             fields["producer_epoch"][i],
             fields["base_sequence"][i],
             int(per_batch[i]),
-        ) + codecs.compress(codec, raw, None if levels is None else levels.get(codec))
-        prefix = _PREFIX.pack(
-            base, len(body) + 9, fields["partition_leader_epoch"][i], MAGIC_V2, crc32c.crc32c(body)
         )
-        yield prefix + body, base, last
+        # Uncompressed records go from the joined buffer into the batch in one copy (the
+        # join below); the CRC runs over the two pieces without concatenating them first.
+        records_bytes: bytes | memoryview = (
+            raw
+            if codec == codecs.NONE
+            else codecs.compress(codec, raw, None if levels is None else levels.get(codec))
+        )
+        crc = crc32c.crc32c(records_bytes, crc32c.crc32c(after_crc))
+        size = len(after_crc) + len(records_bytes) + 9
+        prefix = _PREFIX.pack(base, size, fields["partition_leader_epoch"][i], MAGIC_V2, crc)
+        yield b"".join((prefix, after_crc, records_bytes)), base, last
