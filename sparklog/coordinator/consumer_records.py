@@ -78,10 +78,10 @@ _MEMBER_VALUE = message(
         default=None,
     ),
 )
-_TARGET_METADATA_VALUE = message(
+TARGET_METADATA_VALUE = message(
     "ConsumerGroupTargetAssignmentMetadataValue", "0", "0+", field("assignment_epoch", "int32")
 )
-_TARGET_MEMBER_VALUE = message(
+TARGET_MEMBER_VALUE = message(
     "ConsumerGroupTargetAssignmentMemberValue",
     "0",
     "0+",
@@ -198,7 +198,7 @@ def encode(record: ConsumerRecord) -> tuple[bytes, bytes | None]:
         if record.assignment_epoch is None:
             return key, None
         return key, encode_value(
-            _TARGET_METADATA_VALUE, 0, 0, {"assignment_epoch": record.assignment_epoch}
+            TARGET_METADATA_VALUE, 0, 0, {"assignment_epoch": record.assignment_epoch}
         )
     ids = {"group_id": record.group_id, "member_id": record.member_id}
     if isinstance(record, MemberMetadataRecord):
@@ -222,7 +222,7 @@ def encode(record: ConsumerRecord) -> tuple[bytes, bytes | None]:
         if record.partitions is None:
             return key, None
         return key, encode_value(
-            _TARGET_MEMBER_VALUE, 0, 0, {"topic_partitions": wire_partitions(record.partitions)}
+            TARGET_MEMBER_VALUE, 0, 0, {"topic_partitions": wire_partitions(record.partitions)}
         )
     key = encode_value(MEMBER_KEY, CURRENT_MEMBER, CURRENT_MEMBER, ids)
     c = record.value
@@ -269,7 +269,7 @@ def decode_consumer_record(key: bytes, value: bytes | None) -> ConsumerRecord | 
         target = (
             None
             if value is None
-            else decode_value(_TARGET_METADATA_VALUE, value, None)["assignment_epoch"]
+            else decode_value(TARGET_METADATA_VALUE, value, None)["assignment_epoch"]
         )
         return TargetEpochRecord(group_id, target)
     if key_type not in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_MEMBER):
@@ -296,7 +296,7 @@ def decode_consumer_record(key: bytes, value: bytes | None) -> ConsumerRecord | 
     if key_type == TARGET_MEMBER:
         if value is None:
             return TargetMemberRecord(group_id, member_id, None)
-        v = decode_value(_TARGET_MEMBER_VALUE, value, None)
+        v = decode_value(TARGET_MEMBER_VALUE, value, None)
         return TargetMemberRecord(group_id, member_id, from_wire_partitions(v["topic_partitions"]))
     if value is None:
         return CurrentMemberRecord(group_id, member_id, None)

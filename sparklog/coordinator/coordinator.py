@@ -17,10 +17,8 @@ Contract:
   the producer and held as pending until :meth:`GroupCoordinator.complete_transaction` (called
   when a COMMIT/ABORT marker lands on the partition); replay honours the control batches the
   same way, so after a restart an undecided transaction's offsets stay pending.
-- Share groups (KIP-932) are kept in :attr:`GroupCoordinator.share_groups` and persisted the
-  same way: :meth:`GroupCoordinator.run_share_op` appends the records of what an operation
-  changed (:mod:`sparklog.coordinator.share_records`) before it returns, and a load replays
-  them, so a new coordinator knows the members, their epochs and assignments.
+- Share groups (KIP-932) are persisted the same way (:meth:`GroupCoordinator.run_share_op`,
+  :class:`~sparklog.coordinator.share_records.ShareGroupStore`); a load replays them too.
 - :meth:`run` drives the timers (session expiry, rebalance deadlines, offsets retention) and,
   when the node stops, answers every parked JoinGroup/SyncGroup with NOT_COORDINATOR so the
   listeners can drain.
@@ -79,11 +77,9 @@ from sparklog.coordinator.runtime import CoordinatorRuntime, PartitionView
 from sparklog.coordinator.share_records import (
     SHARE_RECORD_TYPES,
     Image,
-    install_groups,
-    owned_images,
+    ShareGroupStore,
     record_type,
     replay_share_record,
-    shard_changes,
 )
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.record_codec import (
@@ -145,11 +141,6 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _monotonic_ms() -> int:
-    # The share-group session clock (sparklog.coordinator.share_apis uses the same one).
-    return int(time.monotonic() * 1000)
-
-
 def _append_error(code: ErrorCode) -> ErrorCode:
     if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
         return ErrorCode.NOT_COORDINATOR
@@ -164,7 +155,6 @@ class _Loaded:
     consumer: ConsumerGroups
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     pending: PendingOffsets = field(default_factory=dict)
-    share: dict[str, Image] = field(default_factory=dict)  # persisted share-group records
 
 
 class GroupCoordinator:
@@ -186,7 +176,8 @@ class GroupCoordinator:
         self.retention_check_interval_ms = retention_check_interval_ms
         self.clock = clock
         self._loaded: dict[int, _Loaded] = {}
-        self.share_groups = share_groups or ShareGroups(45_000, 200)
+        self.share = ShareGroupStore(share_groups or ShareGroups(45_000, 200), self.partition_for)
+        self.share_groups = self.share.groups
         self._wake = asyncio.Event()
         self._next_retention_ms = clock() + retention_check_interval_ms
 
@@ -265,10 +256,8 @@ class GroupCoordinator:
         previous = self._loaded.get(partition.index)
         if previous is not None:
             self._abandon(previous)
-        loaded = _Loaded(
-            partition.index, partition.leader_epoch, shard, consumer, pending=pending, share=share
-        )
-        install_groups(self.share_groups, share, self._owned_by(partition.index), _monotonic_ms())
+        loaded = _Loaded(partition.index, partition.leader_epoch, shard, consumer, pending=pending)
+        self.share.loaded(partition.index, share)
         self._loaded[partition.index] = loaded
         log.info(
             "Loaded %d group(s) from %s-%d (%d records, epoch %d)",
@@ -280,28 +269,16 @@ class GroupCoordinator:
         )
         return loaded
 
-    def _owned_by(self, index: int) -> Callable[[str], bool]:
-        return lambda group_id: self.partition_for(group_id) == index
-
     async def run_share_op(
         self, group_id: str, op: Callable[[ShareGroups], T], resolve: TopicResolver
     ) -> T:
-        """Run ``op`` on the share groups under the lock of ``group_id``'s shard (loading it
-        first), then append the records of what changed in that shard's share groups. When
-        the append fails the shard's groups go back to what the log holds and the append's
-        error is raised."""
+        """``op`` on the share groups under the lock of ``group_id``'s shard (loaded first),
+        its changes appended before it returns (:meth:`ShareGroupStore.run`)."""
         loaded = self._shard(group_id)
         async with loaded.lock:
-            outcome = op(self.share_groups)
-            owned = self._owned_by(loaded.index)
-            images = owned_images(self.share_groups, owned, resolve)
-            fx = Effects(records=shard_changes(loaded.share, images))
-            error = await self._apply(loaded, fx)
-            if error is not None:
-                install_groups(self.share_groups, loaded.share, owned, _monotonic_ms())
-                raise KafkaApiError(error, "The share group's records were not written.")
-            loaded.share = images
-        return outcome
+            return await self.share.run(
+                loaded.index, op, resolve, lambda records: self._apply(loaded, Effects(records))
+            )
 
     def load_led_shards(self) -> None:
         """Load every ``__consumer_offsets`` partition we lead that is not loaded yet, so

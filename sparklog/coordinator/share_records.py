@@ -32,13 +32,16 @@ members, assignments, target and initialized topics (topics ``resolve`` knows).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 from sparklog.coordinator.consumer_group import STABLE
 from sparklog.coordinator.consumer_records import (
     GROUP_KEY,
     MEMBER_KEY,
+    TARGET_MEMBER_VALUE,
+    TARGET_METADATA_VALUE,
     TOPIC_PARTITIONS,
     decode_value,
     encode_value,
@@ -46,6 +49,7 @@ from sparklog.coordinator.consumer_records import (
     wire_partitions,
 )
 from sparklog.coordinator.records import CoordinatorRecordError
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.schema import array, field, message
 from sparklog.share.share_group import (
     Assignment,
@@ -56,6 +60,8 @@ from sparklog.share.share_group import (
 )
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+Records = list[tuple[bytes, bytes | None]]
 
 SHARE_MEMBER_METADATA = 10
 SHARE_GROUP_METADATA = 11
@@ -85,15 +91,9 @@ _MEMBER_VALUE = message(
 _GROUP_VALUE = message(
     "ShareGroupMetadataValue", "0", "0+", field("epoch", "int32"), field("metadata_hash", "int64")
 )
-_TARGET_METADATA_VALUE = message(
-    "ShareGroupTargetAssignmentMetadataValue", "0", "0+", field("assignment_epoch", "int32")
-)
-_TARGET_MEMBER_VALUE = message(
-    "ShareGroupTargetAssignmentMemberValue",
-    "0",
-    "0+",
-    array("topic_partitions", *TOPIC_PARTITIONS),
-)
+# ShareGroupTargetAssignmentMetadata/MemberValue have the consumer group's fields exactly.
+_TARGET_METADATA_VALUE = TARGET_METADATA_VALUE
+_TARGET_MEMBER_VALUE = TARGET_MEMBER_VALUE
 _CURRENT_VALUE = message(
     "ShareGroupCurrentMemberAssignmentValue",
     "0",
@@ -304,11 +304,51 @@ def owned_images(
     return {gid: group_image(g, resolve) for gid, g in groups.groups.items() if owned(gid)}
 
 
-def shard_changes(
-    persisted: Mapping[str, Image], images: Mapping[str, Image]
-) -> list[tuple[bytes, bytes | None]]:
+def shard_changes(persisted: Mapping[str, Image], images: Mapping[str, Image]) -> Records:
     """The records turning one partition's persisted images into ``images``."""
-    out: list[tuple[bytes, bytes | None]] = []
+    out: Records = []
     for group_id in sorted(persisted.keys() | images.keys()):
         out += image_changes(persisted.get(group_id, {}), images.get(group_id, {}))
     return out
+
+
+def _monotonic_ms() -> int:
+    # The share-group session clock (sparklog.coordinator.share_apis uses the same one).
+    return int(time.monotonic() * 1000)
+
+
+class ShareGroupStore:
+    """The share groups of one group coordinator and, per ``__consumer_offsets`` partition it
+    loaded, the images its log holds. :meth:`loaded` installs a partition's replayed groups;
+    :meth:`run` runs an operation, then appends what changed in that partition's groups
+    through ``append`` (the caller holds the partition's lock) and, when the append fails,
+    puts the partition's groups back to what the log holds and raises the append's error."""
+
+    def __init__(self, groups: ShareGroups, partition_for: Callable[[str], int]) -> None:
+        self.groups = groups
+        self._partition_for = partition_for
+        self._persisted: dict[int, dict[str, Image]] = {}
+
+    def _owned(self, index: int) -> Callable[[str], bool]:
+        return lambda group_id: self._partition_for(group_id) == index
+
+    def loaded(self, index: int, images: dict[str, Image]) -> None:
+        self._persisted[index] = images
+        install_groups(self.groups, images, self._owned(index), _monotonic_ms())
+
+    async def run(
+        self,
+        index: int,
+        op: Callable[[ShareGroups], T],
+        resolve: TopicResolver,
+        append: Callable[[Records], Awaitable[ErrorCode | None]],
+    ) -> T:
+        outcome = op(self.groups)
+        persisted = self._persisted.get(index, {})
+        images = owned_images(self.groups, self._owned(index), resolve)
+        error = await append(shard_changes(persisted, images))
+        if error is not None:
+            install_groups(self.groups, persisted, self._owned(index), _monotonic_ms())
+            raise KafkaApiError(error, "The share group's records were not written.")
+        self._persisted[index] = images
+        return outcome
