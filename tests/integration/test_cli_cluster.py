@@ -6,7 +6,8 @@ the group's coordinator, configs, get-offsets across leaders, log-dirs and featu
 node, metadata-quorum at the controllers (and through a broker), leader-election and
 reassign-partitions, transactions (list, describe at the coordinator, describe-producers on
 leader and followers, find-hanging, abort), console producer/consumer, the perf tools,
-delete-records across leaders, acls (added through one broker, listed by each), storage info.
+delete-records across leaders, acls (added through one broker, listed by each), share-groups
+(list, members, state at the coordinator, offsets, reset, delete), storage info.
 
 The cluster runs the StandardAuthorizer with the (plaintext, ANONYMOUS) clients as super users,
 so the acls tool has an authorizer to talk to and nothing is refused."""
@@ -60,7 +61,11 @@ AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root: Path = tmp_path_factory.mktemp("cli-cluster")
-    overrides = {"authorizer.class.name": AUTHORIZER, "super.users": "User:ANONYMOUS"}
+    overrides = {
+        "authorizer.class.name": AUTHORIZER,
+        "super.users": "User:ANONYMOUS",
+        "group.share.enable": "true",  # share groups on (KIP-932) for share-groups
+    }
     with running_cluster(root, controllers=3, brokers=3, overrides=overrides) as cluster:
         yield cluster
 
@@ -454,3 +459,53 @@ def test_storage_info_of_a_broker_and_a_controller(cluster: Cluster) -> None:
         found = [line for line in run.lines() if line.startswith("Found metadata: {")]
         assert found and all(f"cluster.id={cluster.cluster_id}," in line for line in found)
         assert all(f", node.id={node.node_id}, version=1}}" in line for line in found)
+
+
+def test_share_groups(cluster: Cluster) -> None:
+    topic, group = create(cluster, "cl-share", partitions=2), unique_topic("cl-sg")
+    consumer = ck.ShareConsumer({"bootstrap.servers": cluster.bootstrap_servers,
+                                 "group.id": group})  # fmt: skip
+    consumer.subscribe([topic])
+    try:
+        # share.auto.offset.reset is latest: produce until the member receives a record.
+        deadline = time.monotonic() + 90
+        while not [m for m in consumer.poll(0.5) if m.error() is None]:
+            assert time.monotonic() < deadline, "the share consumer never received a record"
+            produce(cluster, topic, 2, 2)
+        assert group in tool(cluster, "share-groups", "--list").lines()  # every broker asked
+        members = tool(cluster, "share-groups", "--describe", "--group", group, "--members")
+        # ShareGroupCommand.printMembers
+        assert members.lines()[1].split() == [
+            "GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"
+        ]  # fmt: skip
+        (row,) = [line.split() for line in members.lines()[2:] if line.strip()]
+        assert row[0] == group and row[4] == "2"
+        state = tool(cluster, "share-groups", "--describe", "--group", group, "--state").lines()
+        assert state[1].split() == ["GROUP", "COORDINATOR", "(ID)", "STATE", "#MEMBERS"]
+        address = {b.node_id: b.address for b in cluster.brokers}
+        _, coordinator, node_id, group_state, count = state[2].split()
+        assert coordinator == address[int(node_id.strip("()"))]
+        assert (group_state, count) == ("Stable", "1")
+    finally:
+        consumer.close()
+    until(
+        "the member left",
+        lambda: tool(cluster, "share-groups", "--describe", "--group", group, "--state").out,
+        lambda out: "Empty" in out,
+    )
+    offsets = tool(cluster, "share-groups", "--describe", "--group", group)
+    assert offsets.err == f"\nShare group '{group}' has no active members.\n"
+    assert offsets.lines()[1].split() == [
+        "GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET", "LAG"
+    ]  # fmt: skip
+    reset = tool(cluster, "share-groups", "--reset-offsets", "--group", group, "--topic", topic,
+                 "--to-earliest", "--execute")  # fmt: skip
+    assert reset.lines()[1].split() == ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]
+    assert sorted(line.split()[2:] for line in reset.lines()[2:] if line.strip()) == [
+        ["0", "0"], ["1", "0"]
+    ]  # fmt: skip
+    deleted = tool(cluster, "share-groups", "--delete", "--group", group)
+    assert deleted.out == f"Deletion of requested share groups ('{group}') was successful.\n"
+    missing = tool(cluster, "share-groups", "--describe", "--group", group)
+    assert missing.status == 1
+    assert missing.out == f"\nError: Share group '{group}' does not exist.\n"
