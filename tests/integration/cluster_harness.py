@@ -271,9 +271,18 @@ class Cluster:
             controller.directory_id = cli("storage", "random-uuid").splitlines()[-1]
         initial = ",".join(f"{c.node_id}@{c.address}:{c.directory_id}" for c in self.controllers)
         for controller in self.controllers:
-            self._format(controller, "--initial-controllers", initial)
+            flags = self.controller_format_flags()
+            self._format(controller, "--initial-controllers", initial, *flags)
         for broker in self.brokers:
             self._format(broker, "--no-initial-controllers")
+
+    def controller_format_flags(self) -> tuple[str, ...]:
+        """Extra ``storage format`` flags of the initial controllers (e.g. ``--add-scram``)."""
+        return ()
+
+    def node_ready(self, node: ClusterNode) -> None:
+        """Returns once ``node`` answers on its listener (bounded; NodeError otherwise)."""
+        node.wait_ready()
 
     def _format(self, node: ClusterNode, *flags: str) -> None:
         assert self.cluster_id is not None
@@ -297,7 +306,7 @@ class Cluster:
             if not node.is_running():
                 node.launch()
         for node in self.nodes:
-            node.wait_ready()
+            self.node_ready(node)
 
     def add_controller(
         self, node_id: int, extra_props: Mapping[str, object] | None = None
@@ -314,7 +323,7 @@ class Cluster:
         )
         self.controllers.append(node)
         node.launch()
-        node.wait_ready()
+        self.node_ready(node)
         return node
 
     def running_controllers(self) -> list[ClusterNode]:

@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 
 from tests.integration.cluster_harness import ClusterNode, wait_until
-from tests.integration.node_harness import assert_no_lost_task
-from tests.integration.security_support import ADMIN_PASSWORD
-from tests.integration.test_security_cluster import SecureCluster
+from tests.integration.security_support import (
+    ADMIN_PASSWORD,
+    SecureCluster,
+    running_secure_cluster,
+)
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import KafkaError, Producer  # noqa: E402
@@ -48,19 +50,9 @@ class AclCluster(SecureCluster):
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[AclCluster]:
-    secured = AclCluster(tmp_path)
-    try:
-        secured.start()
+    with running_secure_cluster(tmp_path, None, (CAROL_PASSWORD,), AclCluster) as secured:
+        assert isinstance(secured, AclCluster)
         yield secured
-    except Exception:
-        for node in secured.nodes:
-            print(f"----- {node.name} -----\n{node.log_tail()}")
-        raise
-    finally:
-        secured.close()
-    for node in secured.nodes:
-        assert_no_lost_task(node.log_path)
-        assert CAROL_PASSWORD not in node.log_path.read_text(errors="replace")
 
 
 def _on(cluster: AclCluster, broker: int, user: str, password: str) -> dict[str, Any]:

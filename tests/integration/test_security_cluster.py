@@ -10,7 +10,6 @@ quorum (Vote, Fetch) runs over SASL_SSL too.
 
 from __future__ import annotations
 
-import ssl
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,12 +17,14 @@ from typing import Any
 
 import pytest
 
-from sparklog.client.connection import KafkaConnection
-from sparklog.security.server_config import SslSettings
-from sparklog.security.tls import client_context
-from tests.integration.cluster_harness import HOST, Cluster, ClusterNode, cli, wait_until
-from tests.integration.node_harness import NodeError, assert_no_lost_task, free_port
-from tests.integration.security_support import ADMIN_PASSWORD, KEY_PASSWORD, SECRETS, make_tls
+from tests.integration.cluster_harness import ClusterNode, wait_until
+from tests.integration.node_harness import free_port
+from tests.integration.security_support import (
+    PLAIN,
+    SCRAM,
+    SecureCluster,
+    running_secure_cluster,
+)
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Producer  # noqa: E402
@@ -31,115 +32,12 @@ from confluent_kafka.admin import AdminClient  # noqa: E402
 from confluent_kafka.cimpl import NewTopic  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-CONTROLLER_PASSWORD = "ctrl-S3cret-Pw"
-PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
-SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
-
-
-class SecureCluster(Cluster):
-    def __init__(self, root: Path, controllers: int = 3, brokers: int = 3) -> None:
-        self.tls = make_tls(root / "tls")
-        super().__init__(root, controllers=controllers, brokers=brokers)
-
-    def _properties(self, node: ClusterNode) -> dict[str, str]:
-        props = super()._properties(node)
-        tls = self.tls
-        common = {
-            "ssl.keystore.type": "PEM",
-            "ssl.keystore.location": str(tls.server_pem),
-            "ssl.key.password": KEY_PASSWORD,
-            "ssl.truststore.type": "PEM",
-            "ssl.truststore.location": str(tls.ca_pem),
-            "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
-            "sasl.mechanism.controller.protocol": "PLAIN",
-            "listener.name.controller.plain.sasl.jaas.config": (
-                f'{PLAIN} required username="controller" password="{CONTROLLER_PASSWORD}" '
-                f'user_controller="{CONTROLLER_PASSWORD}";'
-            ),
-        }
-        props.update(common)
-        if node.role == "controller":
-            props["listener.security.protocol.map"] = "CONTROLLER:SASL_SSL"
-        else:
-            props.update(
-                {
-                    "listeners": f"BROKER://{node.address}",
-                    "advertised.listeners": f"BROKER://{node.address}",
-                    "listener.security.protocol.map": "BROKER:SASL_SSL,CONTROLLER:SASL_SSL",
-                    "inter.broker.listener.name": "BROKER",
-                    "listener.name.broker.sasl.enabled.mechanisms": "SCRAM-SHA-512",
-                    "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-                    "listener.name.broker.scram-sha-512.sasl.jaas.config": (
-                        f'{SCRAM} required username="admin" password="{ADMIN_PASSWORD}";'
-                    ),
-                    "offsets.topic.replication.factor": "2",
-                    "transaction.state.log.replication.factor": "2",
-                }
-            )
-        return props
-
-    def format(self) -> None:
-        self.cluster_id = cli("storage", "random-uuid").splitlines()[-1]
-        for controller in self.controllers:
-            controller.directory_id = cli("storage", "random-uuid").splitlines()[-1]
-        initial = ",".join(f"{c.node_id}@{c.address}:{c.directory_id}" for c in self.controllers)
-        scram = f"SCRAM-SHA-512=[name=admin,password={ADMIN_PASSWORD}]"
-        for controller in self.controllers:
-            self._format(controller, "--initial-controllers", initial, "--add-scram", scram)
-        for broker in self.brokers:
-            self._format(broker, "--no-initial-controllers")
-
-    def tls_ready(self, node: ClusterNode, timeout_s: float = 60.0) -> None:
-        context = client_context(SslSettings(truststore_location=str(self.tls.ca_pem)))
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if node.process is None or node.process.poll() is not None:
-                raise NodeError(f"{node.name} exited during start-up:\n{node.log_tail()}")
-            try:
-                with KafkaConnection(HOST, node.port, ssl_context=context, timeout_s=5):
-                    return
-            except (OSError, ConnectionError, ssl.SSLError):
-                if time.monotonic() > deadline:
-                    raise NodeError(f"{node.name} not ready:\n{node.log_tail()}") from None
-                time.sleep(0.2)
-
-    def start(self) -> None:
-        if self.cluster_id is None:
-            self.format()
-        for node in self.nodes:
-            if not node.is_running():
-                node.launch()
-        for node in self.nodes:
-            self.tls_ready(node)
-
-    def client(self) -> dict[str, Any]:
-        return {
-            "bootstrap.servers": ",".join(b.address for b in self.brokers),
-            "security.protocol": "SASL_SSL",
-            "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": "admin",
-            "sasl.password": ADMIN_PASSWORD,
-            "ssl.ca.location": str(self.tls.ca_pem),
-        }
 
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[SecureCluster]:
-    secure = SecureCluster(tmp_path)
-    try:
-        secure.start()
+    with running_secure_cluster(tmp_path, extra_secrets=("wrong-password",)) as secure:
         yield secure
-    except Exception:
-        for node in secure.nodes:
-            print(f"----- {node.name} -----\n{node.log_tail()}")
-        raise
-    finally:
-        secure.close()
-    for node in secure.nodes:
-        assert_no_lost_task(node.log_path)
-        text = node.log_path.read_text(errors="replace")
-        for secret in (*SECRETS, CONTROLLER_PASSWORD, "wrong-password"):
-            assert secret not in text, f"a password reached {node.name}'s log"
 
 
 def test_sasl_ssl_cluster_replicates_and_refuses_a_wrong_password(

@@ -68,16 +68,22 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+# confluent-kafka producer settings for a fast bulk produce.
+BULK_PRODUCER = {
+    "linger.ms": 20,
+    "batch.num.messages": 10_000,
+    "queue.buffering.max.messages": 1_000_000,
+    "queue.buffering.max.kbytes": 1_048_576,
+}
+
+
 def produce(node: Node, topic: str, records: Sequence[Rec]) -> None:
-    producer = make_producer(
-        node,
-        **{
-            "linger.ms": 20,
-            "batch.num.messages": 10_000,
-            "queue.buffering.max.messages": 1_000_000,
-            "queue.buffering.max.kbytes": 1_048_576,
-        },
-    )
+    produce_with(make_producer(node, **BULK_PRODUCER), topic, records)
+
+
+def produce_with(producer: Any, topic: str, records: Sequence[Rec]) -> None:
+    """Produce ``records`` to partition 0 with a confluent-kafka ``producer``; every record
+    must be acknowledged."""
     for i, rec in enumerate(records):
         while True:
             try:
@@ -123,6 +129,14 @@ def consume_confluent(
     node: Node, topic: str, start: int, count: int, deadline_s: float = 120.0
 ) -> list[tuple[int, Rec]]:
     consumer = make_consumer(node, **{"fetch.max.bytes": 8_388_608})
+    return consume_with(consumer, topic, start, count, deadline_s)
+
+
+def consume_with(
+    consumer: Any, topic: str, start: int, count: int, deadline_s: float = 120.0
+) -> list[tuple[int, Rec]]:
+    """(offset, record) pairs of partition 0 from ``start`` with a confluent-kafka
+    ``consumer`` (closed on return): ``count`` records, and none after them."""
     got: list[tuple[int, Rec]] = []
     try:
         consumer.assign([TopicPartition(topic, 0, start)])
