@@ -4,10 +4,11 @@ Contract:
 - ``Node(workdir, overrides)`` picks two free loopback ports (PLAINTEXT and CONTROLLER), writes
   ``workdir/server.properties`` with Kafka's property names (``overrides`` win), and keeps the
   same ports, log dir and cluster id across restarts so clients can reconnect.
-- ``start()`` formats storage on first use, launches ``python -m sparklog.cli.main server start``
-  with stdout and stderr appended to ``workdir/node.log``, and returns once the PLAINTEXT
-  listener answers ApiVersions (then allows Metadata a short grace period to list a broker), or
-  raises ``NodeError`` carrying the log tail. Every wait is bounded.
+- ``start()`` formats storage on first use (a fresh cluster id made in-process, then
+  ``sparklog storage format``), launches ``python -m sparklog.cli.main server start`` with
+  stdout and stderr appended to ``workdir/node.log``, and returns once the PLAINTEXT listener
+  answers ApiVersions (then allows Metadata a short grace period to list a broker), or raises
+  ``NodeError`` carrying the log tail. Every wait is bounded.
 - ``stop()`` is SIGTERM plus a bounded wait (escalating to SIGKILL, then raising); ``kill()`` is
   SIGKILL. The child gets PR_SET_PDEATHSIG so a crashed test run never leaves a node behind.
 - ``assert_no_lost_task(log_path)``: the fixtures' closing check that a node's log never says
@@ -28,6 +29,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from sparklog.protocol.kafka_uuid import random_uuid
 from tests.integration import wire
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -202,7 +204,9 @@ class Node:
         return done.stdout.decode().strip()
 
     def format(self) -> None:
-        self.cluster_id = self._cli("storage", "random-uuid").splitlines()[-1].strip()
+        # The id `storage random-uuid` would print, made in-process: one interpreter start less
+        # per node (the subcommand has tests of its own; `storage format` still runs the CLI).
+        self.cluster_id = random_uuid()
         self._cli(
             "storage",
             "format",
