@@ -133,19 +133,34 @@ class AddPartitionsToTxnManager:
         verify_only = self.mode(produce_version)
         if verify_only is None or not wanted:
             return dict.fromkeys(wanted, ErrorCode.NONE)
+        codes = await self.add_or_verify(
+            transactional_id, producer_id, producer_epoch, wanted, verify_only
+        )
+        return {tp: produce_error(code, produce_version) for tp, code in codes.items()}
+
+    async def add_or_verify(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
+        verify_only: bool,
+    ) -> dict[TopicPartition, ErrorCode]:
+        """The coordinator's code per partition for an add (TV2) or a verification; retried
+        with backoff while it is CONCURRENT_TRANSACTIONS (the previous transaction's markers
+        are being written), as Kafka's ``add.partitions.to.txn.retry.backoff.*``."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + _RETRY_MAX_S
         delay_s = _RETRY_BACKOFF_S
         while True:
             codes = await self._ask(
-                transactional_id, producer_id, producer_epoch, wanted, verify_only
+                transactional_id, producer_id, producer_epoch, partitions, verify_only
             )
             concurrent = any(c == ErrorCode.CONCURRENT_TRANSACTIONS for c in codes.values())
             if not concurrent or loop.time() + delay_s > deadline:
-                break
+                return codes
             await asyncio.sleep(delay_s)
             delay_s *= 2
-        return {tp: produce_error(code, produce_version) for tp, code in codes.items()}
 
     async def close(self) -> None:
         for _, connection in self._connections.values():

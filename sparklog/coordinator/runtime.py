@@ -121,6 +121,20 @@ class SharePersister(Protocol):
     ) -> tuple[ErrorCode, ShareState | None]: ...
 
 
+class TxnPartitionAdder(Protocol):
+    """A partition leader's line to the transaction coordinator of a transactional id, wherever
+    it is (the broker's ``AddPartitionsToTxnManager``): the coordinator's code per partition."""
+
+    async def add_or_verify(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[tuple[str, int]],
+        verify_only: bool,
+    ) -> dict[tuple[str, int], ErrorCode]: ...
+
+
 class CoordinatorContext(Protocol):
     """What the coordinator APIs' handlers read of the broker's request context."""
 
@@ -147,5 +161,8 @@ class CoordinatorContext(Protocol):
 
     @property
     def share_persister(self) -> SharePersister: ...
+
+    @property
+    def txn_verification(self) -> TxnPartitionAdder | None: ...
 
     def topic_name(self, topic_id: bytes) -> str | None: ...

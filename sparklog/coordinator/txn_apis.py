@@ -175,21 +175,30 @@ async def handle_end_txn(
 async def _implicit_add_offsets(
     ctx: CoordinatorContext, body: dict[str, Any], version: int
 ) -> ErrorCode:
-    """TxnOffsetCommit v5 with TV2: the offsets partition joins the transaction first (Kafka's
-    implicit AddOffsetsToTxn; its errors are the commit's)."""
-    transaction_version = request_transaction_version(ctx, version, 5)
-    if transaction_version < TV_2:
+    """TxnOffsetCommit v5 with TV2: the group coordinator (leader of the group's offsets
+    partition) first adds that partition to the transaction at the transaction coordinator,
+    wherever it is (Kafka's implicit AddOffsetsToTxn). What the client gets if that fails:
+    COORDINATOR_NOT_AVAILABLE while the coordinator cannot be reached or is busy (retriable),
+    PRODUCER_FENCED as is, TRANSACTION_ABORTABLE when the transaction cannot take it."""
+    if request_transaction_version(ctx, version, 5) < TV_2:
         return ErrorCode.NONE
-    try:
-        return await _transactions(ctx).add_partitions(
-            body["transactional_id"],
-            body["producer_id"],
-            body["producer_epoch"],
-            [_offsets_partition(ctx, body["group_id"])],
-            transaction_version,
-        )
-    except KafkaApiError as exc:
-        return exc.code
+    adder = ctx.txn_verification
+    if adder is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    offsets = _offsets_partition(ctx, body["group_id"])
+    codes = await adder.add_or_verify(
+        body["transactional_id"], body["producer_id"], body["producer_epoch"], [offsets], False
+    )
+    code = codes.get(offsets, ErrorCode.UNKNOWN_SERVER_ERROR)
+    if code in (ErrorCode.NONE, ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH):
+        return code
+    if code in (
+        ErrorCode.TRANSACTION_ABORTABLE,
+        ErrorCode.INVALID_TXN_STATE,
+        ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+    ):
+        return ErrorCode.TRANSACTION_ABORTABLE
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
 async def handle_txn_offset_commit(

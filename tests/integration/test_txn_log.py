@@ -19,10 +19,18 @@ from sparklog.client.connection import KafkaConnection
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.record_codec import build_batch
 from tests.integration.ck_helpers import create_topic, make_consumer
-from tests.integration.conftest import unique_topic
+from tests.integration.conftest import NodeFactory, unique_topic
 from tests.integration.node_harness import Node
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def node(node_factory: NodeFactory) -> Node:
+    """A node whose leaders append transactional batches without asking a coordinator
+    (``transaction.partition.verification.enable=false``, as in Kafka): these tests play the
+    coordinator themselves (WriteTxnMarkers by hand), so no coordinator knows their ids."""
+    return node_factory.create({"transaction.partition.verification.enable": False})
 
 
 class TxnClient:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from sparklog.broker.txn_verification import produce_error
+from sparklog.coordinator.txn_coordinator import TransactionCoordinator
 from sparklog.coordinator.txn_records import TxnState, decode_txn_record, txn_key, txn_value
 from sparklog.coordinator.txn_state import TV_0, TV_2, TxnError, TxnMetadata, new_metadata
 from sparklog.metadata.image import FeaturesImage, MetadataImage
@@ -147,6 +148,21 @@ def test_coordinator_bumps_answers_and_reloads(tmp_path: Path) -> None:
     asyncio.run(run())
 
 
+class LocalAdder:
+    """The broker's AddPartitionsToTxnManager when this node is the transaction coordinator."""
+
+    def __init__(self, coordinator: TransactionCoordinator | None) -> None:
+        assert coordinator is not None
+        self.coordinator = coordinator
+
+    async def add_or_verify(
+        self, tid: str, pid: int, epoch: int, partitions: list[tuple[str, int]], verify: bool
+    ) -> dict[tuple[str, int], ErrorCode]:
+        assert not verify
+        code = await self.coordinator.add_partitions(tid, pid, epoch, partitions, TV_2)
+        return dict.fromkeys(partitions, code)
+
+
 @pytest.mark.parametrize(("finalized", "bumped"), [(2, True), (1, False), (0, False)])
 def test_end_txn_v5_is_version_2_only_when_finalized(
     tmp_path: Path, finalized: int, bumped: bool
@@ -161,6 +177,7 @@ def test_end_txn_v5_is_version_2_only_when_finalized(
         ctx.image_supplier = lambda: MetadataImage(
             topics=image.topics, features=FeaturesImage(levels)
         )
+        ctx.txn_verification = LocalAdder(ctx.transactions)  # type: ignore[assignment]
         pid, epoch = await init_api(ctx)
         # TxnOffsetCommit v5 without AddOffsetsToTxn: the offsets partition is added for TV2
         commit = await call(

@@ -85,6 +85,54 @@ def test_release_version(tmp_path: Path) -> None:
         metadata_version_level("2.8")
 
 
+def _feature_levels(tmp_path: Path) -> dict[str, int]:
+    bootstrap = read_bootstrap_checkpoint(tmp_path / "a")
+    assert bootstrap is not None
+    return {
+        r.data["name"]: r.data["feature_level"]
+        for r in bootstrap.records
+        if r.name == "FeatureLevelRecord" and r.data["name"] != "metadata.version"
+    }
+
+
+@pytest.mark.parametrize(
+    ("release", "features", "levels"),
+    [
+        # Kafka's TransactionVersion TV_2 bootstraps from 4.0-IV2: on by default for 4.0
+        (None, (), {"transaction.version": 2}),
+        ("4.0-IV1", (), {}),
+        ("3.9", ("transaction.version=2",), {"transaction.version": 2}),
+        (None, ("transaction.version=1",), {"transaction.version": 1}),
+        (None, ("transaction.version=0",), {}),
+        ("4.1", (), {"transaction.version": 2, "eligible.leader.replicas.version": 1}),
+    ],
+)
+def test_bootstrapped_transaction_version(
+    tmp_path: Path, release: str | None, features: tuple[str, ...], levels: dict[str, int]
+) -> None:
+    format_storage(
+        config_for(tmp_path),
+        CLUSTER_ID,
+        standalone=True,
+        release_version=release,
+        features=features,
+    )
+    assert _feature_levels(tmp_path) == levels
+
+
+@pytest.mark.parametrize(
+    ("feature", "message"),
+    [
+        ("transaction.version=3", "Unsupported level 3 of transaction.version"),
+        ("no.such.version=1", "Unsupported feature: no.such.version"),
+        ("transaction.version", "expected FEATURE=LEVEL"),
+    ],
+)
+def test_feature_refusals(tmp_path: Path, feature: str, message: str) -> None:
+    with pytest.raises(StorageToolError, match=message):
+        format_storage(config_for(tmp_path), CLUSTER_ID, standalone=True, features=[feature])
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -1,0 +1,355 @@
+"""Transactions version 2 (KIP-890 part 2) and version 1 on one 3 + 3 cluster.
+
+The cluster is formatted with the default release (4.0), which finalizes
+``transaction.version=2``. Over real sockets, with the project's codec, the test speaks the
+request sequence of a Java 4.x producer with transactions version 2:
+FindCoordinator -> InitProducerId v5 -> Produce v12 straight to the leaders of partitions on
+different brokers (no AddPartitionsToTxn: each leader adds its partition) -> TxnOffsetCommit
+v5 (no AddOffsetsToTxn) -> EndTxn v5, which answers the bumped epoch the next transaction
+uses; the second transaction is aborted, and a batch at the epoch before the bump is fenced.
+A read_committed consumer (confluent-kafka) sees exactly the committed records, the group
+sees the committed offset. On the same cluster a librdkafka producer (transactions version 1:
+AddPartitionsToTxn, EndTxn v3) commits and aborts, its batches verified by the leaders.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import confluent_kafka
+import confluent_kafka.admin as admin_module
+import pytest
+from confluent_kafka.cimpl import NewTopic
+
+from sparklog.client.connection import KafkaConnection
+from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.record_codec import RecordInput, build_batch
+from tests.integration.cluster_harness import Cluster, running_cluster, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+PARTITIONS = 3
+SETTINGS = {
+    "default.replication.factor": 3,
+    "min.insync.replicas": 2,
+    "offsets.topic.replication.factor": 3,
+    "offsets.topic.num.partitions": 3,
+    "transaction.state.log.replication.factor": 3,
+    "transaction.state.log.min.isr": 2,
+    "transaction.state.log.num.partitions": 3,
+}
+RETRIABLE = {
+    ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    ErrorCode.CONCURRENT_TRANSACTIONS,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_COORDINATOR,
+    ErrorCode.REQUEST_TIMED_OUT,
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    root: Path = tmp_path_factory.mktemp("tv2")
+    with running_cluster(root, controllers=3, brokers=3, overrides=SETTINGS) as cluster:
+        yield cluster
+
+
+def admin(cluster: Cluster) -> Any:
+    return admin_module.AdminClient(
+        {"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0}
+    )
+
+
+def create_topic(cluster: Cluster, name: str) -> dict[int, int]:
+    """``name`` with PARTITIONS partitions, RF 3; partition -> leader once the ISR is full."""
+    client = admin(cluster)
+    client.create_topics([NewTopic(name, PARTITIONS, 3)], operation_timeout=30)[name].result(60)
+
+    def leaders() -> dict[int, int] | None:
+        found = admin(cluster).list_topics(topic=name, timeout=5).topics.get(name)
+        if found is None or found.error is not None or len(found.partitions) != PARTITIONS:
+            return None
+        if any(p.leader < 0 or len(p.isrs) != 3 for p in found.partitions.values()):
+            return None
+        return {index: int(p.leader) for index, p in found.partitions.items()}
+
+    result: dict[int, int] = wait_until(f"{name} with a full ISR", leaders)
+    return result
+
+
+def call(cluster: Cluster, node_id: int, api: str, body: dict[str, Any], version: int) -> Any:
+    with KafkaConnection.connect(cluster.broker(node_id).address, timeout_s=15) as conn:
+        return conn.request(api, body, version)
+
+
+def retry(what: str, send: Any, code_of: Any, timeout_s: float = 60.0) -> Any:
+    """Send until the answer is not a retriable error (as the Java producer retries)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        answer = send()
+        code = ErrorCode(code_of(answer))
+        if code not in RETRIABLE or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.05)
+
+
+def coordinator(cluster: Cluster, key: str, key_type: int) -> int:
+    def ask() -> int | None:
+        body = call(
+            cluster,
+            cluster.brokers[0].node_id,
+            "FindCoordinator",
+            {"key": key, "key_type": key_type},
+            3,
+        )
+        return int(body["node_id"]) if body["error_code"] == 0 else None
+
+    return int(wait_until(f"the coordinator of {key}", ask, 60))
+
+
+class Tv2Producer:
+    """The requests of a Java 4.x transactional producer with transactions version 2."""
+
+    def __init__(self, cluster: Cluster, transactional_id: str, topic: str) -> None:
+        self.cluster = cluster
+        self.transactional_id = transactional_id
+        self.topic = topic
+        self.coordinator = coordinator(cluster, transactional_id, 1)
+        self.sequences: dict[int, int] = {}
+        answer = retry(
+            "InitProducerId",
+            lambda: call(
+                cluster,
+                self.coordinator,
+                "InitProducerId",
+                {
+                    "transactional_id": transactional_id,
+                    "transaction_timeout_ms": 60_000,
+                    "producer_id": -1,
+                    "producer_epoch": -1,
+                },
+                5,
+            ),
+            lambda a: a["error_code"],
+        )
+        assert answer["error_code"] == 0, answer
+        self.producer_id: int = answer["producer_id"]
+        self.epoch: int = answer["producer_epoch"]
+
+    def produce(
+        self, leader: int, partition: int, values: list[str], epoch: int | None = None
+    ) -> int:
+        """Produce v12 to the partition's leader; the partition's error code."""
+        epoch = self.epoch if epoch is None else epoch
+        batch = build_batch(
+            [RecordInput(None, v.encode()) for v in values],
+            producer_id=self.producer_id,
+            producer_epoch=epoch,
+            base_sequence=self.sequences.get(partition, 0),
+            is_transactional=True,
+        )
+        body = {
+            "transactional_id": self.transactional_id,
+            "acks": -1,
+            "timeout_ms": 30_000,
+            "topic_data": [
+                {"name": self.topic, "partition_data": [{"index": partition, "records": batch}]}
+            ],
+        }
+
+        def code_of(answer: Any) -> int:
+            return int(answer["responses"][0]["partition_responses"][0]["error_code"])
+
+        answer = retry("Produce", lambda: call(self.cluster, leader, "Produce", body, 12), code_of)
+        code = code_of(answer)
+        if code == 0:
+            self.sequences[partition] = self.sequences.get(partition, 0) + len(values)
+        return code
+
+    def commit_offsets(self, group: str, partition: int, offset: int) -> int:
+        group_coordinator = coordinator(self.cluster, group, 0)
+        body = {
+            "transactional_id": self.transactional_id,
+            "group_id": group,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.epoch,
+            "generation_id": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [
+                {
+                    "name": self.topic,
+                    "partitions": [
+                        {
+                            "partition_index": partition,
+                            "committed_offset": offset,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": "",
+                        }
+                    ],
+                }
+            ],
+        }
+        answer = retry(
+            "TxnOffsetCommit",
+            lambda: call(self.cluster, group_coordinator, "TxnOffsetCommit", body, 5),
+            lambda a: a["topics"][0]["partitions"][0]["error_code"],
+        )
+        return int(answer["topics"][0]["partitions"][0]["error_code"])
+
+    def end(self, commit: bool) -> dict[str, Any]:
+        body = {
+            "transactional_id": self.transactional_id,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.epoch,
+            "committed": commit,
+        }
+        answer: dict[str, Any] = retry(
+            "EndTxn",
+            lambda: call(self.cluster, self.coordinator, "EndTxn", body, 5),
+            lambda a: a["error_code"],
+        )
+        if answer["error_code"] == 0:
+            # Java's TV2 producer takes the id and epoch the coordinator answers; a new epoch
+            # starts every partition at sequence 0
+            self.producer_id, self.epoch = answer["producer_id"], answer["producer_epoch"]
+            self.sequences.clear()
+        return answer
+
+
+def read_committed(cluster: Cluster, topic: str, count: int) -> list[str]:
+    """Every value read_committed sees, read until ``count`` arrived and a second more."""
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": f"check-{uuid.uuid4()}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "log_level": 0,
+        }
+    )
+    consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    values: list[str] = []
+    deadline = time.monotonic() + 60
+    quiet_until: float | None = None
+    try:
+        while time.monotonic() < deadline:
+            if len(values) >= count:
+                quiet_until = quiet_until or time.monotonic() + 1.0
+                if time.monotonic() > quiet_until:
+                    break
+            msg = consumer.poll(0.2)
+            if msg is None or msg.error():
+                continue
+            values.append((msg.value() or b"").decode())
+    finally:
+        consumer.close()
+    return sorted(values)
+
+
+def test_feature_is_finalized_and_advertised(cluster: Cluster) -> None:
+    body = call(
+        cluster,
+        cluster.brokers[0].node_id,
+        "ApiVersions",
+        {"client_software_name": "test", "client_software_version": "1"},
+        3,
+    )
+    finalized = {f["name"]: f["max_version_level"] for f in body["finalized_features"]}
+    supported = {f["name"]: f["max_version"] for f in body["supported_features"]}
+    assert finalized["transaction.version"] == 2 and supported["transaction.version"] == 2
+    ranges = {a["api_key"]: a["max_version"] for a in body["api_keys"]}
+    assert ranges[0] >= 12 and ranges[26] == 5 and ranges[28] == 5
+
+
+def test_java_tv2_sequence_and_librdkafka_tv1_on_one_cluster(cluster: Cluster) -> None:
+    topic = "tv2-out"
+    leaders = create_topic(cluster, topic)
+    assert len(set(leaders.values())) >= 2, leaders  # partitions on different brokers
+    producer = Tv2Producer(cluster, "tv2-producer", topic)
+    pid, epoch = producer.producer_id, producer.epoch
+
+    # transaction 1: committed, with the group's offset
+    for partition, leader in leaders.items():
+        assert producer.produce(leader, partition, [f"c1-{partition}-{i}" for i in range(3)]) == 0
+    assert producer.commit_offsets("tv2-group", 0, 42) == 0
+    described = call(
+        cluster,
+        producer.coordinator,
+        "DescribeTransactions",
+        {"transactional_ids": ["tv2-producer"]},
+        0,
+    )["transaction_states"][0]
+    # every partition (and the offsets partition) joined without AddPartitionsToTxn
+    joined = {(t["topic"], p) for t in described["topics"] for p in t["partitions"]}
+    assert {(topic, p) for p in leaders} <= joined and described["transaction_state"] == "Ongoing"
+    answer = producer.end(commit=True)
+    assert (answer["error_code"], answer["producer_id"], answer["producer_epoch"]) == (
+        0,
+        pid,
+        epoch + 1,
+    )
+
+    # transaction 2: aborted, at the bumped epoch
+    for partition, leader in leaders.items():
+        assert producer.produce(leader, partition, [f"a2-{partition}"]) == 0
+    answer = producer.end(commit=False)
+    assert (answer["error_code"], answer["producer_epoch"]) == (0, epoch + 2)
+
+    # a straggler of transaction 1 (epoch before the bump) is fenced by the markers
+    leader0 = leaders[0]
+    assert producer.produce(leader0, 0, ["zombie"], epoch=epoch) == ErrorCode.INVALID_PRODUCER_EPOCH
+
+    # transaction 3: committed after the abort
+    assert producer.produce(leader0, 0, ["c3-0"]) == 0
+    assert producer.end(commit=True)["producer_epoch"] == epoch + 3
+
+    expected = sorted([f"c1-{p}-{i}" for p in leaders for i in range(3)] + ["c3-0"])
+    assert read_committed(cluster, topic, len(expected)) == expected
+    group = confluent_kafka.Consumer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "group.id": "tv2-group", "log_level": 0}
+    )
+    try:
+        [committed] = group.committed([confluent_kafka.TopicPartition(topic, 0)], timeout=30)
+        assert committed.offset == 42
+    finally:
+        group.close()
+
+    # librdkafka: transactions version 1 on the same cluster, commit then abort
+    v1_topic = "tv1-out"
+    create_topic(cluster, v1_topic)
+    ck = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "transactional.id": "tv1-producer",
+            "log_level": 0,
+        }
+    )
+    ck.init_transactions(30)
+    ck.begin_transaction()
+    for i in range(6):
+        ck.produce(v1_topic, f"v1-c-{i}".encode(), partition=i % PARTITIONS)
+    ck.commit_transaction(30)
+    ck.begin_transaction()
+    for i in range(6):
+        ck.produce(v1_topic, f"v1-a-{i}".encode(), partition=i % PARTITIONS)
+    ck.flush(30)
+    ck.abort_transaction(30)
+    assert read_committed(cluster, v1_topic, 6) == sorted(f"v1-c-{i}" for i in range(6))
+    v1 = call(
+        cluster,
+        coordinator(cluster, "tv1-producer", 1),
+        "DescribeTransactions",
+        {"transactional_ids": ["tv1-producer"]},
+        0,
+    )["transaction_states"][0]
+    # version 1: the epoch InitProducerId gave stays
+    assert (v1["transaction_state"], v1["producer_epoch"]) == ("CompleteAbort", 0)
