@@ -89,6 +89,19 @@ def test_exhausted_epoch_rotates_to_a_fresh_producer_id() -> None:
     assert end(meta, EXHAUSTED - 1, True) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
 
 
+def test_timeout_abort_is_answered_to_the_version_2_producer() -> None:
+    """A TV2 transaction aborted by its timeout (the epoch bumped by the fence): the
+    producer's EndTxn(abort) at its epoch is a retry of that abort, answered with the new
+    epoch; a commit is INVALID_TXN_STATE."""
+    meta = ongoing()
+    meta.complete(meta.begin_fence(20))
+    assert end(meta, EPOCH, False) == ErrorCode.CONCURRENT_TRANSACTIONS
+    meta.complete(meta.begin_complete(30))
+    assert end(meta, EPOCH, False) is None
+    assert meta.ended_producer() == (PID, EPOCH + 1)
+    assert end(meta, EPOCH, True) == ErrorCode.INVALID_TXN_STATE
+
+
 def test_version_1_end_txn_keeps_the_epoch() -> None:
     meta = ongoing(version=TV_0)
     prepared = meta.begin_end(PID, EPOCH, True, 10, TV_0)
