@@ -58,6 +58,7 @@ async def forward_to_controller(ctx: BrokerContext, request: Request) -> dict[st
         49: "alter_client_quotas",
         51: "alter_user_scram_credentials",
         55: "describe_quorum",
+        57: "update_features",
         80: "add_raft_voter",
         81: "remove_raft_voter",
     }[request.api.key]

@@ -103,6 +103,7 @@ HANDLERS: dict[int, Handler] = {
     60: handle_describe_cluster,
     # DescribeQuorum, AddRaftVoter, RemoveRaftVoter: answered by the KRaft leader.
     55: _simple(forward_to_controller),
+    57: _simple(forward_to_controller),
     80: _simple(forward_to_controller),
     81: _simple(forward_to_controller),
     75: _simple(handle_describe_topic_partitions),

@@ -49,6 +49,7 @@ OPERATION_API_KEYS = {
     "alter_client_quotas": 49,
     "alter_user_scram_credentials": 51,
     "describe_quorum": 55,
+    "update_features": 57,
     "add_raft_voter": 80,
     "remove_raft_voter": 81,
 }

@@ -30,6 +30,7 @@ from typing import Any
 
 from sparklog.broker.controller_channel import ControllerClient
 from sparklog.config import ServerConfig
+from sparklog.metadata.bootstrap import BOOTSTRAP_FEATURES
 from sparklog.metadata.image import METADATA_VERSION_FEATURE
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.kafka_uuid import random_uuid_bytes
@@ -93,18 +94,17 @@ class BrokerLifecycleManager:
         self.session_timeout_ms = int(config.get("broker.session.timeout.ms"))
 
     def _registration(self) -> dict[str, Any]:
-        low, high = SUPPORTED_METADATA_VERSIONS
+        # Every feature this broker implements, so UpdateFeatures can check the cluster's
+        # brokers support a new level (as Kafka's BrokerRegistrationRequest carries them).
+        supported = {METADATA_VERSION_FEATURE: SUPPORTED_METADATA_VERSIONS, **BOOTSTRAP_FEATURES}
         return {
             "broker_id": self.config.node_id,
             "cluster_id": self.cluster_id,
             "incarnation_id": self.incarnation_id,
             "listeners": registration_listeners(self.config),
             "features": [
-                {
-                    "name": METADATA_VERSION_FEATURE,
-                    "min_supported_version": low,
-                    "max_supported_version": high,
-                }
+                {"name": name, "min_supported_version": low, "max_supported_version": high}
+                for name, (low, high) in sorted(supported.items())
             ],
             "rack": self.config.get("broker.rack"),
             "log_dirs": self.log_dirs,

@@ -65,6 +65,7 @@ DESCRIBE_CLUSTER: Final = 60
 ADD_RAFT_VOTER: Final = 80
 REMOVE_RAFT_VOTER: Final = 81
 ALTER_USER_SCRAM_CREDENTIALS: Final = 51
+UPDATE_FEATURES: Final = 57
 
 ADMIN_OPERATIONS: Final = {
     CREATE_TOPICS: "create_topics",
@@ -79,6 +80,7 @@ ADMIN_OPERATIONS: Final = {
     DELETE_ACLS: "delete_acls",
     ALTER_CLIENT_QUOTAS: "alter_client_quotas",
     ALTER_USER_SCRAM_CREDENTIALS: "alter_user_scram_credentials",
+    UPDATE_FEATURES: "update_features",
 }
 LIFECYCLE_KEYS: Final = frozenset(
     {
@@ -194,6 +196,17 @@ def error_body(
                 {"user": u, "error_code": c, "error_message": message} for u in dict.fromkeys(users)
             ],
         }
+    if api_key == UPDATE_FEATURES:
+        results = [
+            {"feature": u["feature"], "error_code": c, "error_message": message}
+            for u in body.get("feature_updates") or ()
+        ]
+        return {
+            "throttle_time_ms": 0,
+            "error_code": c,
+            "error_message": message,
+            "results": results,
+        }
     if api_key == LIST_PARTITION_REASSIGNMENTS:
         return {"throttle_time_ms": 0, "error_code": c, "error_message": message, "topics": []}
     return {"throttle_time_ms": 0, "error_code": c, "error_message": message}
@@ -291,6 +304,7 @@ class ControllerApis:
             DESCRIBE_CLUSTER: AclOperation.ALTER,  # Kafka: ALTER on a controller
             ADD_RAFT_VOTER: AclOperation.ALTER,
             REMOVE_RAFT_VOTER: AclOperation.ALTER,
+            UPDATE_FEATURES: AclOperation.ALTER,  # Kafka's ControllerApis: ALTER on the cluster
         }.get(key, AclOperation.CLUSTER_ACTION)
         return self.authorizer.authorize(
             session.principal,

@@ -42,6 +42,7 @@ from sparklog.controller.configs import (
     alter_configs,
     incremental_alter_configs,
 )
+from sparklog.controller.feature_control import update_features
 from sparklog.controller.partition_change import alter_partition
 from sparklog.controller.reassignment import (
     alter_partition_reassignments,
@@ -64,7 +65,7 @@ from sparklog.controller.topics import (
     create_topics,
     delete_topics,
 )
-from sparklog.metadata.bootstrap import BootstrapMetadata
+from sparklog.metadata.bootstrap import BOOTSTRAP_FEATURES, BootstrapMetadata
 from sparklog.metadata.delta import MetadataDelta
 from sparklog.metadata.image import (
     METADATA_VERSION_FEATURE,
@@ -322,6 +323,14 @@ class QuorumController:
     ) -> ControllerResult[dict[str, Any]]:
         """CreateAcls (30), see :mod:`sparklog.controller.security_control`."""
         records, response = create_acls(self._image, request, random_uuid_bytes)
+        return self._result(records, response)
+
+    def update_features(
+        self, request: Mapping[str, Any], version: int
+    ) -> ControllerResult[dict[str, Any]]:
+        """UpdateFeatures (57), see :mod:`sparklog.controller.feature_control`; the features
+        (other than metadata.version) this node implements are ``storage format``'s."""
+        records, response = update_features(self._image, request, version, BOOTSTRAP_FEATURES)
         return self._result(records, response)
 
     def delete_acls(

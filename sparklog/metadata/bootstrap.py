@@ -74,7 +74,7 @@ BOOTSTRAP_FEATURES: Final[dict[str, tuple[int, int]]] = {
     ELR_FEATURE: (0, 1),
     TRANSACTION_VERSION_FEATURE: (0, 2),
     # KIP-932: no release version this node knows (up to 4.1-IV1) bootstraps it; as in Kafka
-    # 4.1, share groups are turned on explicitly (`storage format --feature share.version=1`).
+    # 4.1, share groups are turned on explicitly (`--feature share.version=1`, UpdateFeatures).
     SHARE_VERSION_FEATURE: (0, 1),
 }
 

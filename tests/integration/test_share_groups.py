@@ -416,7 +416,8 @@ def test_group_configs_earliest_and_read_committed(share_node: Node) -> None:
 
 def test_share_apis_are_off_until_share_version_is_finalized(node: Node, share_node: Node) -> None:
     """A node formatted without ``--feature share.version=1`` neither advertises nor serves
-    the share-group APIs (UNSUPPORTED_VERSION, as Kafka's isShareGroupProtocolEnabled gate)."""
+    the share-group APIs (UNSUPPORTED_VERSION, as Kafka's isShareGroupProtocolEnabled gate)
+    until ``features upgrade`` finalizes it; ``features disable`` removes it again."""
     hello = {"client_software_name": "sparklog-test", "client_software_version": "0"}
     heartbeat = {
         "group_id": "g",
@@ -432,6 +433,16 @@ def test_share_apis_are_off_until_share_version_is_finalized(node: Node, share_n
         assert "share.version" not in {f["name"] for f in versions["finalized_features"]}
         refused = admin.request("ShareGroupHeartbeat", heartbeat, version=1)
         assert refused["error_code"] == 35, refused  # UNSUPPORTED_VERSION
+    # UpdateFeatures (kafka-features.sh upgrade) turns them on without a restart, disable off.
+    upgraded = tool(node.bootstrap, "features", "upgrade", "--feature", "share.version=1")
+    assert (upgraded.status, upgraded.out.strip()) == (0, "share.version was upgraded to 1.")
+    with SparklogAdmin(node.bootstrap) as admin:
+        deadline = time.monotonic() + 30
+        while admin.request("ShareGroupHeartbeat", heartbeat, version=1)["error_code"] == 35:
+            assert time.monotonic() < deadline, "share.version=1 never reached the broker"
+            time.sleep(0.1)
+    disabled = tool(node.bootstrap, "features", "disable", "--feature", "share.version")
+    assert (disabled.status, disabled.out.strip()) == (0, "share.version was disabled.")
     with SparklogAdmin(share_node.bootstrap) as admin:
         versions = admin.request("ApiVersions", hello, version=3)
         assert {76, 77, 78, 79} <= {a["api_key"] for a in versions["api_keys"]}
