@@ -7,7 +7,8 @@ The copy lag is the committed offsets above the tier: ``high watermark - (highes
 (it includes the active segment, which is never copied while it is active; the broker's
 ``RemoteCopyLagBytes`` / ``RemoteCopyLagSegments`` metrics count closed segments only).
 
-Blocking, one connection per leader; errors are raised as :class:`LagError` naming what failed.
+Blocking, one connection per leader, each with the given client security (``--command-config``:
+TLS and SASL for a secured cluster); errors are raised as :class:`LagError` naming what failed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparklog.client.connection import KafkaConnection
+from sparklog.security.client_security import ClientSecurity
 
 LATEST = -1
 EARLIEST_LOCAL = -4
@@ -88,16 +90,18 @@ def _list_offsets(conn: KafkaConnection, topic: str, partition: int) -> list[int
     return offsets
 
 
-def copy_lag(bootstrap: str, topic: str, partitions: list[int]) -> list[PartitionLag]:
+def copy_lag(
+    bootstrap: str, topic: str, partitions: list[int], security: ClientSecurity | None = None
+) -> list[PartitionLag]:
     """The copy lag of ``topic``'s ``partitions``, each from its leader."""
-    with KafkaConnection.connect(bootstrap) as conn:
+    with KafkaConnection.connect(bootstrap, security=security) as conn:
         leaders, brokers = _leaders(conn, topic)
     lags = []
     for partition in partitions:
         leader = leaders.get(partition, -1)
         if leader < 0 or leader not in brokers:
             raise LagError(f"{topic}-{partition} has no leader")
-        with KafkaConnection.connect(brokers[leader]) as conn:
+        with KafkaConnection.connect(brokers[leader], security=security) as conn:
             hw, local, tiered = _list_offsets(conn, topic, partition)
         lags.append(PartitionLag(partition, leader, hw, local, tiered))
     return lags

@@ -2,13 +2,14 @@
 
     sparklog tiering ls --store s3://bucket/prefix [--s3-endpoint URL] [...]
     sparklog tiering describe --store URL --topic T [--partition P] [--topic-id ID]
-                              [--bootstrap-server HOST:PORT]
+                              [--bootstrap-server HOST:PORT [--command-config FILE]]
 
 ``ls`` prints one line per partition (topic, topic id, partition, segment count, offset range,
 record count, bytes); ``describe`` prints a partition's manifest as a table (every partition of
 the topic when ``--partition`` is left out); with ``--bootstrap-server`` it also prints each
 partition's copy lag as its leader reports it (:mod:`sparklog.cli.tiering_lag`: committed
-offsets above the highest tiered one, with the high watermark and earliest local offset).
+offsets above the highest tiered one, with the high watermark and earliest local offset);
+``--command-config`` holds Kafka's client security keys for a secured cluster.
 S3 credentials come from the flags, else s3fs's
 usual chain (AWS_* environment variables, ~/.aws, an instance role). Nothing is written.
 
@@ -24,6 +25,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from sparklog.cli.admin_client import CliError, command_security, read_command_config
 from sparklog.cli.tiering_lag import LagError, copy_lag
 
 __all__ = ["add_tiering_parser", "run_tiering"]
@@ -53,6 +55,11 @@ def add_tiering_parser(subparsers: Any) -> argparse.ArgumentParser:
     describe.add_argument("--topic-id", help="a topic id, when the name was re-used")
     describe.add_argument(
         "--bootstrap-server", help="HOST:PORT of a broker: also print each partition's copy lag"
+    )
+    describe.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="client settings for --bootstrap-server (security.protocol, sasl.*, ssl.*)",
     )
     parser.set_defaults(run=run_tiering)
     return parser
@@ -123,9 +130,10 @@ def _describe(reader: Any, args: argparse.Namespace, out: TextIO) -> None:
     )
     lags = {}
     if getattr(args, "bootstrap_server", None):
-        lags = {
-            lag.partition: lag for lag in copy_lag(args.bootstrap_server, args.topic, partitions)
-        }
+        config = read_command_config(args.command_config)
+        security = command_security(config, args.command_config or "--command-config")
+        found = copy_lag(args.bootstrap_server, args.topic, partitions, security)
+        lags = {lag.partition: lag for lag in found}
     for partition in partitions:
         manifest = reader.read_manifest(args.topic, partition, topic_id)
         out.write(
@@ -206,7 +214,7 @@ def run_tiering(
     except OSError as exc:
         err.write(f"Error: cannot reach {args.bootstrap_server}: {exc}\n")
         return 1
-    except LagError as exc:
+    except (LagError, CliError) as exc:
         err.write(f"Error: {exc}\n")
         return 1
     return 0

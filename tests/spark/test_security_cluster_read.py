@@ -36,7 +36,7 @@ import pytest
 
 from sparklog.connector.options import parse_options
 from sparklog.connector.planning import ColdPiece, HotPiece, plan
-from tests.integration.cluster_harness import ClusterNode, wait_until
+from tests.integration.cluster_harness import ClusterNode, cli, wait_until
 from tests.integration.security_support import (
     ADMIN_PASSWORD,
     SCRAM,
@@ -191,7 +191,27 @@ def test_tiering_over_sasl_ssl_every_replica_and_a_rebuilt_follower(env: Env) ->
     assert isr(admin) == {b.node_id for b in cluster.brokers}
     leader = admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions[0].leader
     assert {s["broker_id"] for s in store.finished(TOPIC)} == {leader}
-    assert store.finished(TOPIC)[-1]["end_offset"] < RECORDS  # the transactions stay hot
+    tiered_end = store.finished(TOPIC)[-1]["end_offset"]
+    assert tiered_end < RECORDS  # the transactions stay hot
+
+    # The operator's view of the copy lag, asked of the leader over SASL_SSL.
+    command_config = cluster.root / "client.properties"
+    command_config.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+        f'sasl.jaas.config={SCRAM} required username="admin" password="{ADMIN_PASSWORD}";\n'
+        f"ssl.truststore.type=PEM\nssl.truststore.location={cluster.tls.ca_pem}\n"
+    )
+    described = cli(
+        *("tiering", "describe", "--store", store.url, "--topic", TOPIC),
+        *(
+            "--bootstrap-server",
+            cluster.brokers[0].address,
+            "--command-config",
+            str(command_config),
+        ),
+    )
+    assert f"HighestTieredOffset: {tiered_end}" in described, described
+    assert f"HighWatermark: {env.committed_base + TXN_RECORDS + 1}" in described, described
 
     # A follower whose partition directory is gone rebuilds from the store (the leader's
     # local log start over the SASL_SSL inter-broker listener), not by copying the log.
