@@ -137,6 +137,9 @@ class ReplicaManager:
         self.directory_ids: dict[str, bytes] = {}
         self._dir_paths: dict[bytes, str] = {}
         self.dir_assigner: DirAssigner | None = None
+        # The registration each partition's dir was last checked against (images share
+        # unchanged registrations: a publish re-checks only what changed).
+        self._dir_checked: dict[TopicPartition, PartitionRegistration] = {}
 
     def set_directory_ids(self, directory_ids: Mapping[str, bytes]) -> None:
         self.directory_ids = {os.path.abspath(d): i for d, i in directory_ids.items()}
@@ -180,7 +183,7 @@ class ReplicaManager:
                 elif partition.log.config != config:
                     partition.log.update_config(config)
                 partition.local_broker_epoch = broker_epoch
-                if assign:
+                if assign and self._dir_checked.get(tp) is not registration:
                     self._maybe_assign(topic.topic_id, tp, registration)
                 was_follower = partition.follower_core is not None
                 change = partition.apply_state(
@@ -235,6 +238,7 @@ class ReplicaManager:
         actual = None if log_dir is None else self.directory_ids.get(log_dir)
         if actual is None or self.dir_assigner is None:
             return
+        self._dir_checked[tp] = registration
         if directory_of(registration, self.broker_id) != actual:
             self.dir_assigner(topic_id, tp[1], actual)
 
@@ -270,6 +274,7 @@ class ReplicaManager:
 
     def _drop(self, tp: TopicPartition, checkpoint: bool = True) -> None:
         self.partitions.pop(tp, None)
+        self._dir_checked.pop(tp, None)
         self.log_manager.delete_log(*tp, checkpoint=checkpoint)
         self._wake(tp)
         log.info("Deleted partition %s-%d", *tp)

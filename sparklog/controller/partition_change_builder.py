@@ -25,6 +25,10 @@ PartitionChangeRecord to append, or None when nothing would change. It follows K
    also (to bump the leader epoch with the leader unchanged) when a reassignment removes
    replicas, when the ISR shrinks under a metadata.version before 3.6-IV0 (KAFKA-15021), or
    when the caller asks (``bump_leader_epoch``: a leader restarted in place).
+   ``directories`` (one per replica) is set when it changes: from metadata.version 3.7-IV2 a
+   replica keeps its dir, ``target_directories`` places one (AssignReplicasToDirs) and a new
+   replica gets ``default_dir`` (see :mod:`sparklog.controller.directories`); before 3.7-IV2
+   it is only kept parallel to a changed replica set (new replicas MIGRATING).
    Without ELR the ISR never becomes empty: a partition that loses its last ISR member keeps
    it, so that replica leads again once back. Replay of the record (``merge``) bumps the
    partition epoch on every change and the leader epoch whenever the leader field is set.

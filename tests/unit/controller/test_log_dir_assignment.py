@@ -10,7 +10,12 @@ from typing import Any
 
 import pytest
 
-from sparklog.controller.brokers import BrokerHeartbeats, assign_replicas_to_dirs, heartbeat
+from sparklog.controller.brokers import (
+    BrokerHeartbeats,
+    HeartbeatOutcome,
+    assign_replicas_to_dirs,
+    heartbeat,
+)
 from sparklog.controller.directories import (
     MIGRATING,
     UNASSIGNED,
@@ -69,6 +74,19 @@ class Cluster:
         t = self.controller.image.topics.get_topic("t")
         assert t is not None
         return [(t.topic_id, t.partitions[i]) for i in sorted(t.partitions)]
+
+
+def offline_a(cluster: Cluster, ctx: ReplicationContext) -> HeartbeatOutcome:
+    """Broker 1's heartbeat reporting dir A offline, decided on ``ctx`` (not appended)."""
+    body = {
+        "broker_id": 1,
+        "broker_epoch": cluster.epochs[1],
+        "current_metadata_offset": ctx.image.provenance.last_offset,
+        "want_fence": False,
+        "want_shut_down": False,
+        "offline_log_dirs": [DIR_A],
+    }
+    return heartbeat(ctx, BrokerHeartbeats(9000), body, 5)
 
 
 @pytest.fixture
@@ -170,16 +188,7 @@ def test_the_heartbeat_that_reports_an_offline_dir_does_not_unfence(cluster: Clu
     image = dataclasses.replace(
         ctx.image, cluster=dataclasses.replace(ctx.image.cluster, brokers=brokers)
     )
-    body = {
-        "broker_id": 1,
-        "broker_epoch": cluster.epochs[1],
-        "current_metadata_offset": image.provenance.last_offset,
-        "want_fence": False,
-        "want_shut_down": False,
-        "offline_log_dirs": [DIR_A],
-    }
-    sessions = BrokerHeartbeats(9000)
-    outcome = heartbeat(ReplicationContext(image, ctx.policy), sessions, body, 5)
+    outcome = offline_a(cluster, ReplicationContext(image, ctx.policy))
     assert outcome.response["is_fenced"]
     names = [r.name for r in outcome.records]
     assert names == ["PartitionChangeRecord", "BrokerRegistrationChangeRecord"]
@@ -196,13 +205,5 @@ def test_before_3_7_iv2_directories_are_not_tracked(cluster: Cluster) -> None:
     body = assignment_request(1, cluster.epochs[1], [(DIR_A, topic_id, 0)])
     records, response = assign_replicas_to_dirs(old, body)
     assert response["error_code"] == ErrorCode.UNSUPPORTED_VERSION and not records
-    beat = {
-        "broker_id": 1,
-        "broker_epoch": cluster.epochs[1],
-        "current_metadata_offset": image.provenance.last_offset,
-        "want_fence": False,
-        "want_shut_down": False,
-        "offline_log_dirs": [DIR_A],
-    }
-    outcome = heartbeat(old, BrokerHeartbeats(9000), beat, 5)
+    outcome = offline_a(cluster, old)
     assert not outcome.records
