@@ -130,9 +130,9 @@ def group_coordinator(cluster: Cluster) -> int:
     return int(partition_metadata(cluster, "__consumer_offsets", index).leader)
 
 
-def membership(cluster: Cluster) -> tuple[int, dict[str, int]] | None:
-    """(group epoch, member id -> member epoch) from the group coordinator, once both members
-    hold the group epoch; None until then (or while the coordinator moves)."""
+def membership(cluster: Cluster, count: int = 2) -> tuple[int, dict[str, int]] | None:
+    """(group epoch, member id -> member epoch) from the group coordinator, once ``count``
+    members all hold the group epoch; None until then (or while the coordinator moves)."""
     with SparklogAdmin(cluster.running_bootstrap_servers) as admin:
         group = admin.coordinator(GROUP).request(
             "ShareGroupDescribe", {"group_ids": [GROUP], "include_authorized_operations": False}
@@ -140,9 +140,23 @@ def membership(cluster: Cluster) -> tuple[int, dict[str, int]] | None:
     if group["error_code"] != 0:
         return None
     epochs = {m["member_id"]: m["member_epoch"] for m in group["members"]}
-    if len(epochs) != 2 or set(epochs.values()) != {group["group_epoch"]}:
+    if len(epochs) != count or set(epochs.values()) != {group["group_epoch"]}:
         return None
     return group["group_epoch"], epochs
+
+
+def join_and_leave(cluster: Cluster, ledger: Ledger) -> None:
+    """A third member joins (ShareGroupDescribe shows three at one epoch), then leaves."""
+    extra = share_consumer(cluster)
+
+    def three() -> Any:
+        ledger.consume(extra)
+        return membership(cluster, 3)
+
+    try:
+        wait_until("a third member", three, tolerate=(Exception,))
+    finally:
+        extra.close()
 
 
 def kill_and_restart(
@@ -202,9 +216,13 @@ def test_share_group_survives_leader_and_share_coordinator_kills(cluster: Cluste
                 broker_id = state_partition_leader(cluster, topic_id)
             elif victim == "group coordinator":
                 broker_id = group_coordinator(cluster)
+                # A third member joins and leaves first, so the group epoch passes 2, all two
+                # members rejoining from scratch would reach: a rejoin after the kill shows.
+                join_and_leave(cluster, ledger)
                 members_before = wait_until(
                     "a stable share group", lambda: membership(cluster), tolerate=(Exception,)
                 )
+                assert members_before[0] > 2, members_before
             else:
                 break
             kills.append(f"{victim} {broker_id}")
