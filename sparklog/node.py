@@ -43,6 +43,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from sparklog.broker.alter_partition_sender import AlterPartitionSender
 from sparklog.broker.apis import BrokerApis, feature_fields, served_broker_apis
@@ -55,7 +56,6 @@ from sparklog.broker.lifecycle import BrokerLifecycleManager
 from sparklog.broker.log_dir_failure import log_dir_of
 from sparklog.broker.producer_ids import ProducerIdManager
 from sparklog.broker.quotas import QuotaManagers, register_quota_metrics
-from sparklog.broker.remote_log_manager import RemoteLogManager
 from sparklog.broker.remote_metrics import register_remote_storage_metrics
 from sparklog.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from sparklog.broker.replica_manager import ReplicaManager
@@ -96,6 +96,11 @@ from sparklog.security.scram import ScramCredential
 from sparklog.storage.manager import LogManager
 from sparklog.storage.meta_properties import MetaPropertiesError
 from sparklog.tiering.config import TieringConfig
+
+if TYPE_CHECKING:
+    # Imported where tiering is enabled: it pulls in pyarrow and numpy, a quarter of the
+    # node's start-up imports, which a node without remote storage never uses.
+    from sparklog.broker.remote_log_manager import RemoteLogManager
 
 log = logging.getLogger(__name__)
 
@@ -417,6 +422,8 @@ class Node:
         ]
         tiering = TieringConfig.from_server_config(config)
         if tiering.enabled:
+            from sparklog.broker.remote_log_manager import RemoteLogManager
+
             self.remote_log_manager = RemoteLogManager(
                 tiering, config.node_id, self.cluster_id, replica_manager, _now_ms
             )

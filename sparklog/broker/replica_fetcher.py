@@ -42,11 +42,10 @@ import time
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparklog.broker.fetch_session_handler import FetchSessionHandler
 from sparklog.broker.partition import Partition
-from sparklog.broker.remote_aux_state import TierState, apply_tier_state
 from sparklog.broker.replica_manager import ReplicaManager, TopicPartition
 from sparklog.metadata.image import MetadataImage
 from sparklog.net.client import KafkaClientConnection
@@ -61,6 +60,10 @@ from sparklog.replication.messages import (
 )
 from sparklog.security.client_security import ClientSecurity
 
+if TYPE_CHECKING:
+    # Loaded only with tiered storage (it pulls in pyarrow through sparklog.tiering).
+    from sparklog.broker.remote_aux_state import TierState
+
 log = logging.getLogger(__name__)
 
 FETCH_KEY = 1
@@ -68,7 +71,7 @@ FETCH_VERSION = 17
 LIST_OFFSETS_KEY = 2
 LIST_OFFSETS_VERSION = 9
 EARLIEST_LOCAL_TIMESTAMP = -4
-TierReader = Callable[[Partition, int], Awaitable[TierState]]
+TierReader = Callable[[Partition, int], Awaitable["TierState"]]
 _IDLE_WAIT_S = 1.0
 _SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
 
@@ -456,6 +459,8 @@ class ReplicaFetcher:
             return True  # we moved on meanwhile; the next fetch decides again
         try:
             if state is not None:
+                from sparklog.broker.remote_aux_state import apply_tier_state
+
                 apply_tier_state(partition.log, state)
             else:
                 partition.log.truncate_fully_and_start_at(local_start)
