@@ -21,18 +21,21 @@ from pathlib import Path
 from typing import Any
 
 import confluent_kafka
-import confluent_kafka.admin as admin_module
 import pytest
-from confluent_kafka.cimpl import NewTopic
 
 from sparklog.client.connection import KafkaConnection
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.record_codec import RecordInput, build_batch
-from tests.integration.cluster_harness import Cluster, running_cluster, wait_until
+from tests.integration.cluster_harness import Cluster, running_cluster
+from tests.integration.test_transactions_cluster import (
+    PARTITIONS,
+    create_topic,
+    describe_txn,
+    find_coordinator,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-PARTITIONS = 3
 SETTINGS = {
     "default.replication.factor": 3,
     "min.insync.replicas": 2,
@@ -61,29 +64,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield cluster
 
 
-def admin(cluster: Cluster) -> Any:
-    return admin_module.AdminClient(
-        {"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0}
-    )
-
-
-def create_topic(cluster: Cluster, name: str) -> dict[int, int]:
-    """``name`` with PARTITIONS partitions, RF 3; partition -> leader once the ISR is full."""
-    client = admin(cluster)
-    client.create_topics([NewTopic(name, PARTITIONS, 3)], operation_timeout=30)[name].result(60)
-
-    def leaders() -> dict[int, int] | None:
-        found = admin(cluster).list_topics(topic=name, timeout=5).topics.get(name)
-        if found is None or found.error is not None or len(found.partitions) != PARTITIONS:
-            return None
-        if any(p.leader < 0 or len(p.isrs) != 3 for p in found.partitions.values()):
-            return None
-        return {index: int(p.leader) for index, p in found.partitions.items()}
-
-    result: dict[int, int] = wait_until(f"{name} with a full ISR", leaders)
-    return result
-
-
 def call(cluster: Cluster, node_id: int, api: str, body: dict[str, Any], version: int) -> Any:
     with KafkaConnection.connect(cluster.broker(node_id).address, timeout_s=15) as conn:
         return conn.request(api, body, version)
@@ -100,20 +80,6 @@ def retry(what: str, send: Any, code_of: Any, timeout_s: float = 60.0) -> Any:
         time.sleep(0.05)
 
 
-def coordinator(cluster: Cluster, key: str, key_type: int) -> int:
-    def ask() -> int | None:
-        body = call(
-            cluster,
-            cluster.brokers[0].node_id,
-            "FindCoordinator",
-            {"key": key, "key_type": key_type},
-            3,
-        )
-        return int(body["node_id"]) if body["error_code"] == 0 else None
-
-    return int(wait_until(f"the coordinator of {key}", ask, 60))
-
-
 class Tv2Producer:
     """The requests of a Java 4.x transactional producer with transactions version 2."""
 
@@ -121,7 +87,7 @@ class Tv2Producer:
         self.cluster = cluster
         self.transactional_id = transactional_id
         self.topic = topic
-        self.coordinator = coordinator(cluster, transactional_id, 1)
+        self.coordinator = find_coordinator(cluster, transactional_id)
         self.sequences: dict[int, int] = {}
         answer = retry(
             "InitProducerId",
@@ -174,7 +140,7 @@ class Tv2Producer:
         return code
 
     def commit_offsets(self, group: str, partition: int, offset: int) -> int:
-        group_coordinator = coordinator(self.cluster, group, 0)
+        group_coordinator = find_coordinator(self.cluster, group, 0)
         body = {
             "transactional_id": self.transactional_id,
             "group_id": group,
@@ -281,16 +247,11 @@ def test_java_tv2_sequence_and_librdkafka_tv1_on_one_cluster(cluster: Cluster) -
     for partition, leader in leaders.items():
         assert producer.produce(leader, partition, [f"c1-{partition}-{i}" for i in range(3)]) == 0
     assert producer.commit_offsets("tv2-group", 0, 42) == 0
-    described = call(
-        cluster,
-        producer.coordinator,
-        "DescribeTransactions",
-        {"transactional_ids": ["tv2-producer"]},
-        0,
-    )["transaction_states"][0]
+    described = describe_txn(cluster, "tv2-producer")
     # every partition (and the offsets partition) joined without AddPartitionsToTxn
     joined = {(t["topic"], p) for t in described["topics"] for p in t["partitions"]}
     assert {(topic, p) for p in leaders} <= joined and described["transaction_state"] == "Ongoing"
+    assert any(t == "__consumer_offsets" for t, _ in joined), joined
     answer = producer.end(commit=True)
     assert (answer["error_code"], answer["producer_id"], answer["producer_epoch"]) == (
         0,
@@ -344,12 +305,6 @@ def test_java_tv2_sequence_and_librdkafka_tv1_on_one_cluster(cluster: Cluster) -
     ck.flush(30)
     ck.abort_transaction(30)
     assert read_committed(cluster, v1_topic, 6) == sorted(f"v1-c-{i}" for i in range(6))
-    v1 = call(
-        cluster,
-        coordinator(cluster, "tv1-producer", 1),
-        "DescribeTransactions",
-        {"transactional_ids": ["tv1-producer"]},
-        0,
-    )["transaction_states"][0]
+    v1 = describe_txn(cluster, "tv1-producer")
     # version 1: the epoch InitProducerId gave stays
     assert (v1["transaction_state"], v1["producer_epoch"]) == ("CompleteAbort", 0)
