@@ -51,6 +51,7 @@ def test_replication_invariants_catch_a_broken_controller(mutation: str) -> None
             continue
         except InvariantViolation as exc:
             caught.append(str(exc))
+            break  # one violation is what this test needs; the other seeds add nothing
     assert caught, f"no safety violation found with mutation {mutation}"
 
 
@@ -65,4 +66,6 @@ def test_truncation_below_hw_is_caught_when_replayed_metadata_rewrites_the_epoch
             continue
         except InvariantViolation as exc:
             caught.append(str(exc))
+            if "below its high watermark" in caught[-1]:
+                break  # found what the assertion asks for
     assert any("below its high watermark" in message for message in caught), caught
