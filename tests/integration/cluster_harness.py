@@ -39,12 +39,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sparklog.cli.metadata_quorum_tool import QuorumClient, QuorumCommandError
 from sparklog.cli.metrics_tool import MetricsToolError, fetch_metrics
+from sparklog.protocol.kafka_uuid import random_uuid
 from tests.integration.node_harness import (
     REPO_ROOT,
     NodeError,
@@ -266,15 +268,19 @@ class Cluster:
         return props
 
     def format(self) -> None:
-        self.cluster_id = cli("storage", "random-uuid").splitlines()[-1]
+        # The ids `storage random-uuid` prints, made in-process (the subcommand has tests of its
+        # own), and the nodes' `storage format` runs side by side: each is its own interpreter
+        # start, ten in a row for a 3+3 cluster before.
+        self.cluster_id = random_uuid()
         for controller in self.controllers:
-            controller.directory_id = cli("storage", "random-uuid").splitlines()[-1]
+            controller.directory_id = random_uuid()
         initial = ",".join(f"{c.node_id}@{c.address}:{c.directory_id}" for c in self.controllers)
-        for controller in self.controllers:
-            flags = self.controller_format_flags()
-            self._format(controller, "--initial-controllers", initial, *flags)
-        for broker in self.brokers:
-            self._format(broker, "--no-initial-controllers")
+        flags = self.controller_format_flags()
+        jobs = [(c, ("--initial-controllers", initial, *flags)) for c in self.controllers]
+        jobs += [(b, ("--no-initial-controllers",)) for b in self.brokers]
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            for done in [pool.submit(self._format, node, *how) for node, how in jobs]:
+                done.result()
 
     def controller_format_flags(self) -> tuple[str, ...]:
         """Extra ``storage format`` flags of the initial controllers (e.g. ``--add-scram``)."""
