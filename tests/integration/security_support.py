@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sparklog.client.connection import KafkaConnection
+from sparklog.protocol.kafka_uuid import random_uuid
 from sparklog.security.server_config import SslSettings
 from sparklog.security.tls import client_context
 from tests.integration.cluster_harness import HOST, Cluster, ClusterNode
@@ -127,7 +128,7 @@ class SecureNode(Node):
         return props
 
     def format(self) -> None:
-        self.cluster_id = self._cli("storage", "random-uuid").splitlines()[-1].strip()
+        self.cluster_id = random_uuid()  # in-process, as Node.format does
         command = [
             sys.executable,
             "-m",
