@@ -10,6 +10,8 @@ uses; the second transaction is aborted, and a batch at the epoch before the bum
 A read_committed consumer (confluent-kafka) sees exactly the committed records, the group
 sees the committed offset. On the same cluster a librdkafka producer (transactions version 1:
 AddPartitionsToTxn, EndTxn v3) commits and aborts, its batches verified by the leaders.
+Last, ``sparklog features downgrade``/``upgrade`` of transaction.version switch the same
+requests between version 1 and version 2 semantics on the running cluster.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import pytest
 from sparklog.client.connection import KafkaConnection
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.record_codec import RecordInput, build_batch
-from tests.integration.cluster_harness import Cluster, running_cluster
+from tests.integration.cluster_harness import Cluster, cli, running_cluster, wait_until
 from tests.integration.test_transactions_cluster import (
     PARTITIONS,
     create_topic,
@@ -308,3 +310,56 @@ def test_java_tv2_sequence_and_librdkafka_tv1_on_one_cluster(cluster: Cluster) -
     v1 = describe_txn(cluster, "tv1-producer")
     # version 1: the epoch InitProducerId gave stays
     assert (v1["transaction_state"], v1["producer_epoch"]) == ("CompleteAbort", 0)
+
+
+def finalized_everywhere(cluster: Cluster, level: int) -> bool:
+    """Every broker's ApiVersions shows transaction.version finalized at ``level``."""
+    for broker in cluster.brokers:
+        body = call(
+            cluster,
+            broker.node_id,
+            "ApiVersions",
+            {"client_software_name": "test", "client_software_version": "1"},
+            3,
+        )
+        levels = {f["name"]: f["max_version_level"] for f in body["finalized_features"]}
+        if levels.get("transaction.version", 0) != level:
+            return False
+    return True
+
+
+def test_transaction_version_follows_the_finalized_level(cluster: Cluster) -> None:
+    """`sparklog features downgrade` to transaction.version 1: the same v5/v12 requests get
+    version 1 semantics (a Produce v12 to a partition never added is TRANSACTION_ABORTABLE,
+    EndTxn v5 keeps the epoch); `features upgrade` back to 2 turns the bump on again."""
+    topic = "tv-toggle"
+    leaders = create_topic(cluster, topic)
+    server = ("--bootstrap-server", cluster.bootstrap_servers)
+    out = cli("features", *server, "downgrade", "--feature", "transaction.version=1")
+    assert "transaction.version was downgraded to 1." in out, out
+    wait_until("transaction.version 1 on every broker", lambda: finalized_everywhere(cluster, 1))
+    producer = Tv2Producer(cluster, "tv-toggle-producer", topic)
+    epoch = producer.epoch
+    partition, leader = next(iter(leaders.items()))
+    # version 1: the leader only verifies, and the client never added the partition
+    assert producer.produce(leader, partition, ["v1"]) == ErrorCode.TRANSACTION_ABORTABLE
+    add = {
+        "v3_and_below_transactional_id": producer.transactional_id,
+        "v3_and_below_producer_id": producer.producer_id,
+        "v3_and_below_producer_epoch": epoch,
+        "v3_and_below_topics": [{"name": topic, "partitions": [partition]}],
+    }
+    call(cluster, producer.coordinator, "AddPartitionsToTxn", add, 3)
+    assert producer.produce(leader, partition, ["v1"]) == 0
+    assert producer.end(commit=True)["producer_epoch"] == epoch  # no bump
+
+    out = cli("features", *server, "upgrade", "--feature", "transaction.version=2")
+    assert "transaction.version was upgraded to 2." in out, out
+    wait_until("transaction.version 2 on every broker", lambda: finalized_everywhere(cluster, 2))
+    assert "FinalizedVersionLevel: 2" in next(
+        line
+        for line in cli("features", *server, "describe").splitlines()
+        if "transaction.version" in line
+    )
+    assert producer.produce(leader, partition, ["v2"]) == 0  # added by the leader
+    assert producer.end(commit=True)["producer_epoch"] == epoch + 1
