@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from sparklog.client.admin import (
     EARLIEST,
@@ -57,10 +58,22 @@ __all__ = [
 CliError = AdminError
 
 
-def add_connection_args(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
-    parser.add_argument(
+def add_connection_args(
+    parser: argparse.ArgumentParser, *, required: bool = True, controller: bool = False
+) -> None:
+    """--bootstrap-server and --command-config; with ``controller``, --bootstrap-controller
+    too, one of the two required (as Kafka's tools that also talk to controllers)."""
+    target: Any = parser
+    if controller:
+        target = parser.add_mutually_exclusive_group(required=required)
+        target.add_argument(
+            "--bootstrap-controller",
+            metavar="HOST:PORT[,HOST:PORT...]",
+            help="a controller listener (one or more, comma-separated)",
+        )
+    target.add_argument(
         "--bootstrap-server",
-        required=required,
+        required=required and not controller,
         metavar="HOST:PORT[,HOST:PORT...]",
         help="a broker's client listener (one or more, comma-separated)",
     )

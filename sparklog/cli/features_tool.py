@@ -24,7 +24,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sparklog.cli.admin_client import CliError, command_security, read_command_config, run_tool
+from sparklog.cli.admin_client import (
+    CliError,
+    add_connection_args,
+    command_security,
+    read_command_config,
+    run_tool,
+)
 from sparklog.client.connection import KafkaConnection
 from sparklog.client.pool import ConnectionPool
 from sparklog.metadata.bootstrap import metadata_version_name
@@ -37,20 +43,7 @@ def add_features_parser(sub: Any) -> None:
         help="describe the cluster's feature levels (kafka-features.sh)",
         description="Describe supported and finalized feature levels (metadata.version, ...).",
     )
-    target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument(
-        "--bootstrap-server",
-        metavar="HOST:PORT[,HOST:PORT...]",
-        help="a broker's client listener (one or more, comma-separated)",
-    )
-    target.add_argument(
-        "--bootstrap-controller",
-        metavar="HOST:PORT[,HOST:PORT...]",
-        help="a controller listener (one or more, comma-separated)",
-    )
-    parser.add_argument(
-        "--command-config", metavar="FILE", help="a properties file of client settings"
-    )
+    add_connection_args(parser, controller=True)
     commands = parser.add_subparsers(dest="features_command", required=True)
     commands.add_parser("describe", help="print every feature's supported and finalized levels")
     for name, text in (

@@ -148,8 +148,9 @@ def _ids(nodes: list[int] | None) -> str:
     return ",".join(map(str, nodes or []))
 
 
-def _overridden_configs(admin: AdminClient, names: list[str]) -> dict[str, str]:
-    """Topic -> ``k=v,...`` of its configs that are not defaults (TopicCommand's Configs:)."""
+def _topic_configs(admin: AdminClient, names: list[str]) -> dict[str, tuple[str, int]]:
+    """Topic -> (``k=v,...`` of its configs that are not defaults, TopicCommand's Configs:;
+    its min.insync.replicas, for the --under-min-isr / --at-min-isr filters)."""
     response = admin.request(
         "DescribeConfigs",
         {
@@ -161,14 +162,17 @@ def _overridden_configs(admin: AdminClient, names: list[str]) -> dict[str, str]:
             "include_documentation": False,
         },
     )
-    out: dict[str, str] = {}
+    out: dict[str, tuple[str, int]] = {}
     for result in response["results"]:
         _check(result["error_code"], result.get("error_message"), "Describing configs")
-        out[result["resource_name"]] = ",".join(
+        configs = sorted(result["configs"], key=lambda c: c["name"])
+        overrides = ",".join(
             f"{c['name']}={c['value']}"
-            for c in sorted(result["configs"], key=lambda c: c["name"])
+            for c in configs
             if c.get("config_source", -1) != _DEFAULT_CONFIG
         )
+        min_isr = next((c["value"] for c in configs if c["name"] == "min.insync.replicas"), "1")
+        out[result["resource_name"]] = (overrides, int(min_isr or 1))
     return out
 
 
@@ -208,12 +212,26 @@ def _describe(admin: AdminClient, args: argparse.Namespace) -> None:
     """TopicCommand.TopicDescription / PartitionDescription lines: a topic line (TopicId,
     PartitionCount, ReplicationFactor, Configs of non-defaults), then one line a partition
     (Leader ``none`` when leaderless, Adding/Removing Replicas during a reassignment, Elr and
-    LastKnownElr from DescribeTopicPartitions, ``N/A`` from a broker without that API)."""
+    LastKnownElr from DescribeTopicPartitions, ``N/A`` from a broker without that API).
+
+    TopicCommand.DescribeOptions: --under-replicated-partitions, --under-min-isr-partitions,
+    --at-min-isr-partitions and --unavailable-partitions print only the partitions they select
+    (and no topic line); --topics-with-overrides prints only the topic lines of topics with a
+    non-default config."""
     topics = _matching(admin, args)
     if not topics:
         return
     names = [topic["name"] for topic in topics]
-    configs = _overridden_configs(admin, names)
+    configs = _topic_configs(admin, names)
+    live = {b["node_id"] for b in admin.metadata([])["brokers"]}
+    filters = (
+        args.under_replicated_partitions,
+        args.under_min_isr_partitions,
+        args.at_min_isr_partitions,
+        args.unavailable_partitions,
+    )
+    describe_configs = not any(filters)
+    describe_partitions = not args.topics_with_overrides
     with_elr = (
         _partitions_with_elr(admin, names)
         if admin.conn.versions.get(75) is not None
@@ -228,17 +246,21 @@ def _describe(admin: AdminClient, args: argparse.Namespace) -> None:
         if first is not None:
             rf -= len(first["adding_replicas"])
         topic_id = base64.urlsafe_b64encode(bytes(topic["topic_id"])).decode().rstrip("=")
-        print(
-            f"Topic: {name}\tTopicId: {topic_id}\tPartitionCount: {len(partitions)}"
-            f"\tReplicationFactor: {rf}\tConfigs: {configs.get(name, '')}"
-        )
-        for p in partitions:
+        overrides, min_isr = configs.get(name, ("", 1))
+        if describe_configs and (not args.topics_with_overrides or overrides):
+            print(
+                f"Topic: {name}\tTopicId: {topic_id}\tPartitionCount: {len(partitions)}"
+                f"\tReplicationFactor: {rf}\tConfigs: {overrides}"
+            )
+        for p in partitions if describe_partitions else ():
+            move = moving.get((name, p["partition_index"]))
+            if any(filters) and not _selected(p, move, min_isr, live, filters):
+                continue
             leader = p["leader_id"] if p["leader_id"] >= 0 else "none"
             line = (
                 f"\tTopic: {name}\tPartition: {p['partition_index']}\tLeader: {leader}"
                 f"\tReplicas: {_ids(p['replica_nodes'])}\tIsr: {_ids(p['isr_nodes'])}"
             )
-            move = moving.get((name, p["partition_index"]))
             if move is not None:
                 line += (
                     f"\tAdding Replicas: {_ids(move['adding_replicas'])}"
@@ -251,6 +273,26 @@ def _describe(admin: AdminClient, args: argparse.Namespace) -> None:
                 value = p.get(key)
                 line += f"\t{label}: {'N/A' if value is None else _ids(value)}"
             print(line)
+
+
+def _selected(
+    partition: dict[str, Any],
+    move: dict[str, Any] | None,
+    min_isr: int,
+    live: set[int],
+    filters: tuple[bool, bool, bool, bool],
+) -> bool:
+    """TopicCommand.DescribeOptions.shouldPrintPartition for the requested filters."""
+    under_replicated, under_min_isr, at_min_isr, unavailable = filters
+    isr = len(partition["isr_nodes"])
+    rf = len(partition["replica_nodes"]) - (len(move["adding_replicas"]) if move else 0)
+    leader = int(partition["leader_id"])
+    return (
+        (under_replicated and rf - isr > 0)
+        or (under_min_isr and (leader < 0 or isr < min_isr))
+        or (at_min_isr and isr == min_isr)
+        or (unavailable and (leader < 0 or leader not in live))
+    )
 
 
 def _delete(admin: AdminClient, args: argparse.Namespace) -> None:
@@ -315,6 +357,14 @@ def add_topics_parser(sub: Any) -> None:
         "--if-not-exists", action="store_true", help="with --create: no error if it exists"
     )
     topics.add_argument("--exclude-internal", action="store_true", help="leave internal topics out")
+    for flag, what in (
+        ("--under-replicated-partitions", "partitions whose ISR is smaller than their replicas"),
+        ("--under-min-isr-partitions", "partitions whose ISR is below min.insync.replicas"),
+        ("--at-min-isr-partitions", "partitions whose ISR is exactly min.insync.replicas"),
+        ("--unavailable-partitions", "partitions whose leader is none or not a live broker"),
+        ("--topics-with-overrides", "only the topic lines of topics with non-default configs"),
+    ):
+        topics.add_argument(flag, action="store_true", help=f"with --describe: {what}")
     topics.set_defaults(run=run_topics)
 
 

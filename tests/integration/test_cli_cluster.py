@@ -153,6 +153,11 @@ def test_topics_describe_alter_delete(cluster: Cluster) -> None:
     assert line.endswith(
         "\tPartitionCount: 5\tReplicationFactor: 3\tConfigs: retention.ms=86400000"
     )
+    # TopicCommand.DescribeOptions filters: every ISR is full, three replicas each.
+    only = ("topics", "--describe", "--topic", topic)
+    assert tool(cluster, *only, "--under-replicated-partitions").out == ""
+    assert tool(cluster, *only, "--under-min-isr-partitions").out == ""
+    assert len(tool(cluster, *only, "--topics-with-overrides").lines()) == 1
     for action in ("--describe", "--delete"):
         quiet = tool(cluster, "topics", action, "--topic", "no-such-topic", "--if-exists")
         assert (quiet.status, quiet.out) == (0, "")

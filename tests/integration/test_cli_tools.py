@@ -229,6 +229,12 @@ def test_topics_describe_alter_delete(node: Node) -> None:
     again = tool(node, "topics", "--describe", "--topic", topic).lines()
     assert topic_line(topic, 3, 1, "retention.ms=86400000").fullmatch(again[0]), again[0]
     assert len(again) == 4
+    # TopicCommand.DescribeOptions: a partition filter prints only the partitions it selects.
+    only = ("topics", "--describe", "--topic", topic)
+    assert tool(node, *only, "--under-replicated-partitions").out == ""
+    assert tool(node, *only, "--unavailable-partitions").out == ""
+    assert tool(node, *only, "--at-min-isr-partitions").lines() == again[1:]  # ISR 1 = min 1
+    assert tool(node, *only, "--topics-with-overrides").lines() == again[:1]
     for action in ("--describe", "--delete"):
         quiet = tool(node, "topics", action, "--topic", "no-such-topic", "--if-exists")
         assert (quiet.status, quiet.out) == (0, "")

@@ -163,7 +163,7 @@ def test_leader_election_cli(cluster: Cluster) -> None:
     victim = cluster.brokers[2]
     victim.kill()
     wait_for("offline", lambda: state(cluster, "elect-offline", via=103).get("leader") == -1)
-    rc, _, err = run_cli(
+    rc, out, err = run_cli(
         "leader-election",
         "--bootstrap-server",
         bootstrap,
@@ -174,7 +174,7 @@ def test_leader_election_cli(cluster: Cluster) -> None:
         "--partition",
         "0",
     )
-    assert rc == 1 and "ELIGIBLE_LEADERS_NOT_AVAILABLE" in err
+    assert rc == 1 and "ELIGIBLE_LEADERS_NOT_AVAILABLE" in out, (out, err)
     restart(victim)
     wait_for("leader back", lambda: state(cluster, "elect-offline").get("leader") == 103)
 
