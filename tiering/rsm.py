@@ -17,7 +17,9 @@ Contract:
   :mod:`sparklog.tiering.transcode`) starting with the batch that holds ``start_offset``,
   compressed at the codecs' fast levels. Decoded row groups are cached (bounded by bytes),
   and a fetch from where another stopped resumes its encoder (:mod:`.fetch_cursor`), which
-  a worker thread has already run ahead by one fetch's bytes.
+  a worker thread has already run ahead by one fetch's bytes. ``prefetch_log_segment`` starts
+  such a cursor at a given offset before any fetch asks (returns at once; the broker calls it
+  for the next segment when a fetch reaches a segment's end); the fetch then takes it.
 - ``fetch_transaction_index`` returns the segment's aborted transactions (its ``.txnindex``;
   none when the object is absent, as in stores written before it existed). The small decoded
   indexes are cached (LRU, bounded by entry count); a copy or delete of the segment drops its
