@@ -125,6 +125,9 @@ class TxnPartitionAdder(Protocol):
     """A partition leader's line to the transaction coordinator of a transactional id, wherever
     it is (the broker's ``AddPartitionsToTxnManager``): the coordinator's code per partition."""
 
+    # transaction.partition.verification.enable: verify what version 1 clients added
+    verification_enabled: bool
+
     async def add_or_verify(
         self,
         transactional_id: str,

@@ -12,7 +12,8 @@ Transactions version 2 (KIP-890 part 2) is honoured only while the cluster's fin
 ``transaction.version`` is 2 or more (:func:`request_transaction_version`): then EndTxn v5 bumps
 the epoch and answers the next producer id and epoch, a partition leader's AddPartitionsToTxn
 v5 (not verify-only) is a TV2 producer's implicit add, and TxnOffsetCommit v5 adds the group's
-offsets partition itself (Kafka's implicit AddOffsetsToTxn). Below those versions, or on a
+offsets partition itself (Kafka's implicit AddOffsetsToTxn); older TxnOffsetCommits have it
+verified. Below those versions, or on a
 cluster at transaction.version < 2, the same requests keep version 1 semantics.
 """
 
@@ -172,22 +173,25 @@ async def handle_end_txn(
 
 
 # -- TxnOffsetCommit --------------------------------------------------------------------------
-async def _implicit_add_offsets(
+async def _offsets_in_transaction(
     ctx: CoordinatorContext, body: dict[str, Any], version: int
 ) -> ErrorCode:
-    """TxnOffsetCommit v5 with TV2: the group coordinator (leader of the group's offsets
-    partition) first adds that partition to the transaction at the transaction coordinator,
-    wherever it is (Kafka's implicit AddOffsetsToTxn). What the client gets if that fails:
-    COORDINATOR_NOT_AVAILABLE while the coordinator cannot be reached or is busy (retriable),
-    PRODUCER_FENCED as is, TRANSACTION_ABORTABLE when the transaction cannot take it."""
-    if request_transaction_version(ctx, version, 5) < TV_2:
-        return ErrorCode.NONE
+    """Before a TxnOffsetCommit is written, the group coordinator (leader of the group's offsets
+    partition) asks the transaction coordinator, wherever it is, about that partition: v5 on a
+    TV2 cluster adds it (Kafka's implicit AddOffsetsToTxn), older versions verify the client's
+    AddOffsetsToTxn (``transaction.partition.verification.enable``, KIP-890 part 1). What the
+    client gets if that fails: COORDINATOR_NOT_AVAILABLE while the coordinator cannot be
+    reached or is busy (retriable), PRODUCER_FENCED as is, and TRANSACTION_ABORTABLE (v4+;
+    INVALID_TXN_STATE before) when the partition is not, or cannot be, in the transaction."""
     adder = ctx.txn_verification
+    add = request_transaction_version(ctx, version, 5) >= TV_2
+    if not add and (adder is None or not adder.verification_enabled):
+        return ErrorCode.NONE
     if adder is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     offsets = _offsets_partition(ctx, body["group_id"])
     codes = await adder.add_or_verify(
-        body["transactional_id"], body["producer_id"], body["producer_epoch"], [offsets], False
+        body["transactional_id"], body["producer_id"], body["producer_epoch"], [offsets], not add
     )
     code = codes.get(offsets, ErrorCode.UNKNOWN_SERVER_ERROR)
     if code in (ErrorCode.NONE, ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH):
@@ -197,7 +201,7 @@ async def _implicit_add_offsets(
         ErrorCode.INVALID_TXN_STATE,
         ErrorCode.INVALID_PRODUCER_ID_MAPPING,
     ):
-        return ErrorCode.TRANSACTION_ABORTABLE
+        return ErrorCode.TRANSACTION_ABORTABLE if version >= 4 else ErrorCode.INVALID_TXN_STATE
     return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
@@ -224,7 +228,7 @@ async def handle_txn_offset_commit(
             )
     outcome: ErrorCode | list[ErrorCode]
     groups = ctx.groups
-    implicit = await _implicit_add_offsets(ctx, body, version)
+    implicit = await _offsets_in_transaction(ctx, body, version)
     if groups is None:
         outcome = ErrorCode.COORDINATOR_NOT_AVAILABLE
     elif implicit != ErrorCode.NONE:

@@ -164,6 +164,8 @@ def test_coordinator_bumps_answers_and_reloads(tmp_path: Path) -> None:
 class LocalAdder:
     """The broker's AddPartitionsToTxnManager when this node is the transaction coordinator."""
 
+    verification_enabled = True
+
     def __init__(self, coordinator: TransactionCoordinator | None) -> None:
         assert coordinator is not None
         self.coordinator = coordinator
@@ -171,7 +173,8 @@ class LocalAdder:
     async def add_or_verify(
         self, tid: str, pid: int, epoch: int, partitions: list[tuple[str, int]], verify: bool
     ) -> dict[tuple[str, int], ErrorCode]:
-        assert not verify
+        if verify:
+            return self.coordinator.verify_partitions(tid, pid, epoch, partitions)
         code = await self.coordinator.add_partitions(tid, pid, epoch, partitions, TV_2)
         return dict.fromkeys(partitions, code)
 
@@ -181,7 +184,8 @@ def test_end_txn_v5_is_version_2_only_when_finalized(
     tmp_path: Path, finalized: int, bumped: bool
 ) -> None:
     """EndTxn v5 and TxnOffsetCommit v5 imply transactions version 2 only on a cluster that
-    finalized transaction.version >= 2; below it they keep version 1 semantics."""
+    finalized transaction.version >= 2; below it they keep version 1 semantics (the offsets
+    partition is verified, not added)."""
 
     async def run() -> None:
         ctx = context(tmp_path)
@@ -219,7 +223,8 @@ def test_end_txn_v5_is_version_2_only_when_finalized(
         if bumped:
             assert code == 0 and described.state is TxnState.ONGOING
         else:
-            # TV1: the group coordinator commits, the transaction has no partitions yet
+            # TV1: verified, and the client never sent AddOffsetsToTxn
+            assert code == ErrorCode.TRANSACTION_ABORTABLE
             assert described.state is TxnState.EMPTY
             await ctx.transactions.add_partitions("tx", pid, epoch, [("a", 0)])
         body = {"transactional_id": "tx", "producer_id": pid, "producer_epoch": epoch}
