@@ -16,6 +16,16 @@ stuck inside C code (nodes die with the run through PR_SET_PDEATHSIG).
 
 from __future__ import annotations
 
+import os
+
+# grpcio >= 1.81 restarts its event-engine poller in the child of every fork (pthread_atfork);
+# subprocess.Popen (close_fds, and the harness's preexec_fn) then closes the poller's epoll fd
+# before exec and the child aborts with "epoll_wait error: Bad file descriptor"
+# (grpc/grpc#43055). The tests run gRPC clients in-process and then start node processes, so
+# a node could die at start-up at random: turn gRPC's fork support off for this process (every
+# child execs at once, and none uses the parent's gRPC state). Must precede any grpc import.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 import faulthandler
 import signal
 import socket
