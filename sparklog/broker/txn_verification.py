@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from sparklog.coordinator.coordinator import partition_for
+from sparklog.coordinator.txn_coordinator import TRANSACTION_STATE_TOPIC
 from sparklog.coordinator.txn_state import TV_2, supports_epoch_bump
 from sparklog.metadata.image import MetadataImage
 from sparklog.net.client import KafkaClientConnection
@@ -48,7 +49,6 @@ __all__ = ["AddPartitionsToTxnManager", "produce_error"]
 
 log = logging.getLogger(__name__)
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 ADD_PARTITIONS_VERSION = 5
 # Produce versions: 11 knows TRANSACTION_ABORTABLE, 12 is a transactions-version-2 producer.
 _ABORTABLE_FROM = 11

@@ -17,8 +17,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sparklog.coordinator.consumer_apis import CONSUMER_GROUP_HANDLERS
-from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator, partition_for
+from sparklog.coordinator.consumer_apis import CONSUMER_GROUP_HANDLERS, group_coordinator
+from sparklog.coordinator.coordinator import OFFSETS_TOPIC, partition_for
 from sparklog.coordinator.group_metadata import GroupState
 from sparklog.coordinator.offsets import CommitPartition
 from sparklog.coordinator.rebalance import JoinRequest, SyncRequest, TopicPartition
@@ -32,14 +32,6 @@ from sparklog.protocol.headers import Request
 log = logging.getLogger(__name__)
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-
-
-def _coordinator(ctx: CoordinatorContext) -> GroupCoordinator:
-    groups = ctx.groups
-    if groups is None:
-        raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "No group coordinator")
-    assert isinstance(groups, GroupCoordinator)
-    return groups
 
 
 # -- FindCoordinator --------------------------------------------------------------------------
@@ -171,7 +163,7 @@ async def handle_join_group(
         require_known_member=version >= 4,
     )
     try:
-        result = await _coordinator(ctx).join_group(req)
+        result = await group_coordinator(ctx).join_group(req)
     except KafkaApiError as exc:
         return _join_error(exc.code, req.member_id)
     if result.error != ErrorCode.NONE:
@@ -224,7 +216,7 @@ async def handle_sync_group(
         assignments={a["member_id"]: bytes(a["assignment"]) for a in body["assignments"]},
     )
     try:
-        result = await _coordinator(ctx).sync_group(req)
+        result = await group_coordinator(ctx).sync_group(req)
     except KafkaApiError as exc:
         return {"throttle_time_ms": 0, "error_code": int(exc.code), "assignment": b""}
     return {
@@ -241,7 +233,7 @@ async def handle_heartbeat(
 ) -> dict[str, Any]:
     body = request.body
     try:
-        code = await _coordinator(ctx).heartbeat(
+        code = await group_coordinator(ctx).heartbeat(
             body["group_id"],
             body["member_id"],
             body.get("group_instance_id"),
@@ -262,7 +254,7 @@ async def handle_leave_group(
     else:
         leaving = [(body["member_id"], None)]
     try:
-        outcome = await _coordinator(ctx).leave_group(body["group_id"], leaving)
+        outcome = await group_coordinator(ctx).leave_group(body["group_id"], leaving)
     except KafkaApiError as exc:
         outcome = exc.code
     if isinstance(outcome, ErrorCode):
@@ -326,7 +318,7 @@ async def handle_offset_commit(
         if not partitions and unknown:
             outcome: list[ErrorCode] | ErrorCode = []
         else:
-            outcome = await _coordinator(ctx).commit_offsets(
+            outcome = await group_coordinator(ctx).commit_offsets(
                 body["group_id"],
                 body["generation_id_or_member_epoch"],
                 body["member_id"],
@@ -381,7 +373,7 @@ async def _fetch_group(
             for index in topic["partition_indexes"]
         ]
     try:
-        coordinator = _coordinator(ctx)
+        coordinator = group_coordinator(ctx)
         offsets = await coordinator.fetch_offsets(group_id, wanted)
     except KafkaApiError as exc:
         return exc.code, []
@@ -452,7 +444,7 @@ async def handle_offset_delete(
     body = request.body
     wanted = [(t["name"], p["partition_index"]) for t in body["topics"] for p in t["partitions"]]
     try:
-        outcome = await _coordinator(ctx).delete_offsets(body["group_id"], wanted)
+        outcome = await group_coordinator(ctx).delete_offsets(body["group_id"], wanted)
     except KafkaApiError as exc:
         outcome = exc.code
     if isinstance(outcome, ErrorCode) or outcome[0] != ErrorCode.NONE:
@@ -488,7 +480,7 @@ async def handle_list_groups(
     states = {s.lower() for s in body.get("states_filter") or []}
     types = {t.lower() for t in body.get("types_filter") or []}
     try:
-        coordinator = _coordinator(ctx)
+        coordinator = group_coordinator(ctx)
         classic = coordinator.groups() if not types or "classic" in types else []
         consumer = coordinator.consumer_groups() if not types or "consumer" in types else []
     except KafkaApiError as exc:
@@ -523,7 +515,7 @@ async def handle_describe_groups(
             "authorized_operations": _AUTHORIZED_OPERATIONS_OMITTED,
         }
         try:
-            group = _coordinator(ctx).group(group_id)
+            group = group_coordinator(ctx).group(group_id)
         except KafkaApiError as exc:
             entry["error_code"] = int(exc.code)
             described.append(entry)
@@ -564,7 +556,9 @@ async def handle_delete_groups(
     for group_id in request.body["groups_names"]:
         try:
             share = await delete_share_group(ctx, group_id)
-            code = share if share is not None else await _coordinator(ctx).delete_group(group_id)
+            if share is None:
+                share = await group_coordinator(ctx).delete_group(group_id)
+            code = share
         except KafkaApiError as exc:
             code = exc.code
         results.append({"group_id": group_id, "error_code": int(code)})

@@ -21,7 +21,8 @@ from sparklog.protocol.headers import Request
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
-def _coordinator(ctx: CoordinatorContext) -> GroupCoordinator:
+def group_coordinator(ctx: CoordinatorContext) -> GroupCoordinator:
+    """The node's group coordinator, or COORDINATOR_NOT_AVAILABLE when it has none."""
     groups = ctx.groups
     if groups is None:
         raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "No group coordinator")
@@ -78,7 +79,7 @@ async def handle_consumer_group_heartbeat(
         client_id=request.header.client_id or "",
     )
     try:
-        result = await _coordinator(ctx).consumer_heartbeat(req, _resolver(ctx))
+        result = await group_coordinator(ctx).consumer_heartbeat(req, _resolver(ctx))
     except KafkaApiError as exc:
         return {
             "throttle_time_ms": 0,
@@ -145,7 +146,7 @@ async def handle_consumer_group_describe(
     for group_id in request.body["group_ids"]:
         entry = dead_group_entry(group_id)
         try:
-            coordinator = _coordinator(ctx)
+            coordinator = group_coordinator(ctx)
             group = coordinator.consumer_group(group_id)
         except KafkaApiError as exc:
             entry["error_code"] = int(exc.code)

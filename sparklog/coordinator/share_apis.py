@@ -19,9 +19,13 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from sparklog.coordinator.consumer_apis import assignment_describer, dead_group_entry
+from sparklog.coordinator.consumer_apis import (
+    assignment_describer,
+    dead_group_entry,
+    group_coordinator,
+)
 from sparklog.coordinator.consumer_records import wire_partitions
-from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator
+from sparklog.coordinator.coordinator import OFFSETS_TOPIC
 from sparklog.coordinator.runtime import CoordinatorContext
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
@@ -32,27 +36,18 @@ from sparklog.share.share_group import (
     TopicResolver,
 )
 
-
-def _coordinator(ctx: CoordinatorContext) -> GroupCoordinator:
-    groups = ctx.groups
-    if groups is None:
-        raise KafkaApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "No group coordinator")
-    assert isinstance(groups, GroupCoordinator)
-    return groups
-
-
 T = TypeVar("T")
 
 
 def share_groups(ctx: CoordinatorContext) -> ShareGroups:
     """The share groups of every ``__consumer_offsets`` partition we lead (loaded)."""
-    coordinator = _coordinator(ctx)
+    coordinator = group_coordinator(ctx)
     coordinator.load_led_shards()
     return coordinator.share_groups
 
 
 def _check_coordinator(ctx: CoordinatorContext, group_id: str) -> None:
-    index = _coordinator(ctx).partition_for(group_id)
+    index = group_coordinator(ctx).partition_for(group_id)
     if ctx.coordinator_runtime.leader_partition(OFFSETS_TOPIC, index) is None:
         raise KafkaApiError(ErrorCode.NOT_COORDINATOR, "This is not the correct coordinator.")
 
@@ -67,7 +62,7 @@ async def run_share_op(ctx: CoordinatorContext, group_id: str, op: Callable[[Sha
         groups.expire(_now_ms(), resolve)
         return op(groups)
 
-    return await _coordinator(ctx).run_share_op(group_id, expire_then, resolve)
+    return await group_coordinator(ctx).run_share_op(group_id, expire_then, resolve)
 
 
 async def persist_share_group(ctx: CoordinatorContext, group_id: str) -> ErrorCode:

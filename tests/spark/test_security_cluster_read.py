@@ -32,7 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import confluent_kafka
 import pytest
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from sparklog.connector.options import parse_options
 from sparklog.connector.planning import ColdPiece, HotPiece, plan
@@ -62,10 +65,6 @@ from tests.spark.support import (
     spark_rows,
     spark_session,
 )
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient  # noqa: E402
-from confluent_kafka.cimpl import NewTopic  # noqa: E402
 
 pytestmark = [*SPARK_MARKS, pytest.mark.integration, pytest.mark.timeout(600)]
 
