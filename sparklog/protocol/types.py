@@ -51,6 +51,16 @@ class FileRegion(Protocol):
 
 Chunk = bytes | memoryview | FileRegion
 
+# What a ``records`` field of a message being encoded may hold (codec.py): nothing, bytes, a
+# file region, or several of them written back to back.
+RecordsValue = (
+    BytesLike
+    | FileRegion
+    | list[BytesLike | FileRegion]
+    | tuple[BytesLike | FileRegion, ...]
+    | None
+)
+
 INT8: Final = struct.Struct(">b")
 INT16: Final = struct.Struct(">h")
 INT32: Final = struct.Struct(">i")
