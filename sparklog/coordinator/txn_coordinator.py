@@ -6,6 +6,9 @@ Contract:
   ``abs(java_hash(id)) % transaction.state.log.num.partitions`` of ``__transaction_state``
   (Kafka's ``Utils.abs(String.hashCode)``, so clients and tools agree). A request for an id
   whose partition we do not lead is NOT_COORDINATOR.
+- The shards and the one way a transition reaches the log are a collaborator,
+  :class:`sparklog.coordinator.txn_shards.TxnShards`; this module holds the request
+  operations, the marker phase and the timers.
 - A partition's state is its log: a shard is loaded by replaying the partition (log start to
   high watermark) the first time it is needed after we became leader or the leader epoch
   changed, and by the timer loop, which also loads shards nobody asked for yet so that
@@ -45,31 +48,20 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
 
 from sparklog.coordinator.coordinator import partition_for
-from sparklog.coordinator.log_replay import replay_batches
-from sparklog.coordinator.runtime import CoordinatorRuntime, MarkerWriter, PartitionView, TxnMarker
+from sparklog.coordinator.runtime import CoordinatorRuntime, MarkerWriter, TxnMarker
 from sparklog.coordinator.txn_answers import (
-    APPENDED_UNREPLICATED,
     InitResult,
     MarkerOutcome,
     ProducerIdSource,
     TxnConfig,
     TxnDescription,
-    append_error,
     marker_outcome,
 )
-from sparklog.coordinator.txn_records import (
-    TxnLogValue,
-    TxnRecordError,
-    TxnState,
-    decode_txn_record,
-    txn_key,
-    txn_value,
-)
+from sparklog.coordinator.txn_records import TxnLogValue, TxnState
+from sparklog.coordinator.txn_shards import TRANSACTION_STATE_TOPIC, TxnShard, TxnShards
 from sparklog.coordinator.txn_state import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -80,7 +72,6 @@ from sparklog.coordinator.txn_state import (
     new_metadata,
 )
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.record_codec import RecordInput, build_batch
 
 __all__ = [
     "TRANSACTION_STATE_TOPIC",
@@ -96,21 +87,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 _MARKER_RETRY_MIN_S = 0.02
 _MARKER_RETRY_MAX_S = 1.0
 _MARKER_LOG_EVERY = 20
 _MAX_TICK_S = 1.0
-_SETTLE_POLL_S = 1.0
-
-
-@dataclass
-class _Shard:
-    index: int
-    leader_epoch: int
-    txns: dict[str, TxnMetadata] = field(default_factory=dict)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
 
 def _now_ms() -> int:
@@ -132,185 +112,19 @@ class TransactionCoordinator:
         self.producer_ids = producer_ids
         self.marker_writer = marker_writer
         self.clock = clock
-        self._shards: dict[int, _Shard] = {}
+        self.shards = TxnShards(runtime, config.num_partitions, self._spawn_finish)
         self._next_abort_ms = 0
         self._next_expire_ms = clock() + config.expire_interval_ms
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.config.num_partitions)
 
-    # -- shards ------------------------------------------------------------------------------
-    def _leader_partition(self, index: int) -> PartitionView | None:
-        return self.runtime.leader_partition(TRANSACTION_STATE_TOPIC, index)
-
-    def _current(self, shard: _Shard) -> bool:
-        partition = self._leader_partition(shard.index)
-        return (
-            partition is not None
-            and partition.leader_epoch == shard.leader_epoch
-            and self._shards.get(shard.index) is shard
-        )
-
-    def _shard_at(self, index: int) -> _Shard | None:
-        partition = self._leader_partition(index)
-        if partition is None:
-            return None
-        shard = self._shards.get(index)
-        if shard is None or shard.leader_epoch != partition.leader_epoch:
-            shard = self._load(partition)
-        return shard
-
-    def _shard(self, transactional_id: str) -> _Shard:
-        shard = self._shard_at(self.partition_for(transactional_id))
-        if shard is None:
-            raise KafkaApiError(ErrorCode.NOT_COORDINATOR, "This is not the correct coordinator.")
-        return shard
-
-    def _load(self, partition: PartitionView) -> _Shard:
-        shard = _Shard(partition.index, partition.leader_epoch)
-        name = f"{TRANSACTION_STATE_TOPIC}-{partition.index}"
-        replayed = 0
-        batches = replay_batches(self.runtime, TRANSACTION_STATE_TOPIC, partition, control=False)
-        for _, records in batches:
-            for record in records:
-                try:
-                    transactional_id, value = decode_txn_record(record.key, record.value)
-                except TxnRecordError as exc:
-                    log.warning("Skipping record %d of %s: %s", record.offset, name, exc)
-                    continue
-                replayed += 1
-                if value is None or value.state is TxnState.DEAD:
-                    shard.txns.pop(transactional_id, None)
-                else:
-                    shard.txns[transactional_id] = TxnMetadata.from_log(transactional_id, value)
-        previous = self._shards.get(partition.index)
-        if previous is not None:
-            self._unload(previous)
-        self._shards[partition.index] = shard
-        log.info(
-            "Loaded %d transactional id(s) from %s (%d records, epoch %d)",
-            len(shard.txns),
-            name,
-            replayed,
-            partition.leader_epoch,
-        )
-        for meta in shard.txns.values():
-            if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
-                log.info(
-                    "Resuming the markers of %s (%s, producer %d epoch %d)",
-                    meta.transactional_id,
-                    meta.state.display_name,
-                    meta.producer_id,
-                    meta.producer_epoch,
-                )
-                self._spawn_finish(shard, meta, meta.snapshot())
-        return shard
-
-    def _unload(self, shard: _Shard) -> None:
-        for task in list(shard.tasks):
-            task.cancel()
-        shard.tasks.clear()
-        if self._shards.get(shard.index) is shard:
-            del self._shards[shard.index]
-
-    async def _persist(
-        self,
-        shard: _Shard,
-        meta: TxnMetadata,
-        target: TxnLogValue,
-        then: Callable[[], None] | None = None,
-    ) -> ErrorCode:
-        """Append ``target`` for ``meta`` and apply it (then call ``then``); the error for the
-        client if not. See the module docstring for an append that is in our log but not yet
-        replicated: it is applied (and ``then`` called) once the HW covers it."""
-        tombstone = target.state is TxnState.DEAD
-        record = RecordInput(
-            txn_key(meta.transactional_id), None if tombstone else txn_value(target)
-        )
-        try:
-            await self.runtime.append(
-                TRANSACTION_STATE_TOPIC,
-                shard.index,
-                bytearray(build_batch([record])),
-                target.timeout_ms,  # as Kafka: the transaction timeout bounds the wait
-            )
-        except Exception as exc:  # storage errors carry a Kafka error code
-            code = exc.code if isinstance(exc, KafkaApiError) else getattr(exc, "error_code", None)
-            if code is None:
-                log.exception("Writing a transition of %s failed", meta.transactional_id)
-                code = ErrorCode.KAFKA_STORAGE_ERROR
-            log.warning(
-                "Could not write the %s transition of %s: %s",
-                target.state.display_name,
-                meta.transactional_id,
-                exc,
-            )
-            partition = self._leader_partition(shard.index)
-            if code in APPENDED_UNREPLICATED and partition is not None and self._current(shard):
-                self._spawn(shard, self._settle(shard, meta, target, partition, then))
-            else:
-                meta.abandon()
-            return append_error(ErrorCode(code))
-        except BaseException:  # cancelled: the state stays what it was
-            meta.abandon()
-            raise
-        if not self._current(shard):
-            meta.abandon()
-            return ErrorCode.NOT_COORDINATOR
-        self._apply(shard, meta, target, then)
-        return ErrorCode.NONE
-
-    @staticmethod
-    def _apply(
-        shard: _Shard, meta: TxnMetadata, target: TxnLogValue, then: Callable[[], None] | None
-    ) -> None:
-        meta.complete(target)
-        if target.state is TxnState.DEAD:
-            shard.txns.pop(meta.transactional_id, None)
-        if then is not None:
-            then()
-
-    async def _settle(
-        self,
-        shard: _Shard,
-        meta: TxnMetadata,
-        target: TxnLogValue,
-        partition: PartitionView,
-        then: Callable[[], None] | None,
-    ) -> None:
-        """Apply a transition whose record is in our log once the HW covers it (the log end
-        now is at or past it); dropped if the shard stops being ours first."""
-        end = partition.log_end_offset
-        while self._current(shard) and partition.high_watermark < end:
-            await self.runtime.wait_until(
-                TRANSACTION_STATE_TOPIC,
-                shard.index,
-                lambda: not self._current(shard) or partition.high_watermark >= end,
-                _SETTLE_POLL_S,
-            )
-        async with shard.lock:
-            if not self._current(shard) or meta.pending != target:
-                return
-            log.info(
-                "The %s transition of %s is replicated after all; applying it",
-                target.state.display_name,
-                meta.transactional_id,
-            )
-            self._apply(shard, meta, target, then)
-
     # -- markers -----------------------------------------------------------------------------
-    @staticmethod
-    def _spawn(shard: _Shard, work: Coroutine[Any, Any, None]) -> None:
-        """Run ``work`` as a task of ``shard`` (cancelled when the shard is unloaded)."""
-        task = asyncio.get_running_loop().create_task(work)
-        shard.tasks.add(task)
-        task.add_done_callback(shard.tasks.discard)
-
-    def _spawn_finish(self, shard: _Shard, meta: TxnMetadata, prepared: TxnLogValue) -> None:
-        self._spawn(shard, self._finish(shard, meta, prepared))
+    def _spawn_finish(self, shard: TxnShard, meta: TxnMetadata, prepared: TxnLogValue) -> None:
+        self.shards.spawn(shard, self._finish(shard, meta, prepared))
 
     def _finisher(
-        self, shard: _Shard, meta: TxnMetadata, prepared: TxnLogValue
+        self, shard: TxnShard, meta: TxnMetadata, prepared: TxnLogValue
     ) -> Callable[[], None]:
         return lambda: self._spawn_finish(shard, meta, prepared)
 
@@ -318,13 +132,13 @@ class TransactionCoordinator:
         image = self.runtime.image
         return image is None or topic in image.topics.by_name
 
-    async def _finish(self, shard: _Shard, meta: TxnMetadata, prepared: TxnLogValue) -> None:
+    async def _finish(self, shard: TxnShard, meta: TxnMetadata, prepared: TxnLogValue) -> None:
         committed = prepared.state is TxnState.PREPARE_COMMIT
         remaining = set(prepared.partitions)
         delay_s = _MARKER_RETRY_MIN_S
         attempts = 0
         while remaining:
-            if not self._current(shard):
+            if not self.shards.current(shard):
                 return
             request = TxnMarker(
                 prepared.producer_id,
@@ -386,7 +200,7 @@ class TransactionCoordinator:
                 delay_s = min(delay_s * 2, _MARKER_RETRY_MAX_S)
         await self._complete(shard, meta, prepared)
 
-    async def _complete(self, shard: _Shard, meta: TxnMetadata, prepared: TxnLogValue) -> None:
+    async def _complete(self, shard: TxnShard, meta: TxnMetadata, prepared: TxnLogValue) -> None:
         """Persist CompleteCommit/CompleteAbort, again while the append is
         COORDINATOR_NOT_AVAILABLE (NOT_COORDINATOR: the next leader's load finishes it)."""
         delay_s = _MARKER_RETRY_MIN_S
@@ -394,7 +208,7 @@ class TransactionCoordinator:
         while True:
             async with shard.lock:
                 if (
-                    not self._current(shard)
+                    not self.shards.current(shard)
                     or shard.txns.get(meta.transactional_id) is not meta
                     or meta.state is not prepared.state
                     or meta.producer_epoch != prepared.producer_epoch
@@ -402,7 +216,7 @@ class TransactionCoordinator:
                 ):
                     return
                 target = meta.begin_complete(self.clock())
-                error = await self._persist(shard, meta, target)
+                error = await self.shards.persist(shard, meta, target)
             if error == ErrorCode.NONE or meta.pending is not None:
                 return  # written, or written and waiting to be replicated (_settle)
             attempts += 1
@@ -431,9 +245,9 @@ class TransactionCoordinator:
         if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
             return InitResult(ErrorCode.INVALID_REQUEST)
         expected = None if producer_id == NO_PRODUCER_ID else (producer_id, producer_epoch)
-        shard = self._shard(transactional_id)
+        shard = self.shards.of(transactional_id)
         async with shard.lock:
-            if not self._current(shard):
+            if not self.shards.current(shard):
                 return InitResult(ErrorCode.NOT_COORDINATOR)
             meta = shard.txns.get(transactional_id)
             now = self.clock()
@@ -448,7 +262,7 @@ class TransactionCoordinator:
             except TxnError as exc:
                 return InitResult(exc.code)
             then = self._finisher(shard, meta, target) if fencing else None
-            error = await self._persist(shard, meta, target, then)
+            error = await self.shards.persist(shard, meta, target, then)
             if error != ErrorCode.NONE:
                 return InitResult(error)
             if fencing:
@@ -490,7 +304,7 @@ class TransactionCoordinator:
         try:
             if not transactional_id:
                 raise TxnError(ErrorCode.INVALID_REQUEST)
-            meta = self._shard(transactional_id).txns.get(transactional_id)
+            meta = self.shards.of(transactional_id).txns.get(transactional_id)
             if meta is None:
                 raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
             return meta.verify_partitions(producer_id, producer_epoch, wanted)
@@ -553,9 +367,9 @@ class TransactionCoordinator:
         ``finish``, the markers phase starts once that state is durable."""
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
-        shard = self._shard(transactional_id)
+        shard = self.shards.of(transactional_id)
         async with shard.lock:
-            if not self._current(shard):
+            if not self.shards.current(shard):
                 # The partition moved while this request waited: its state is stale.
                 return ErrorCode.NOT_COORDINATOR
             meta = shard.txns.get(transactional_id)
@@ -578,13 +392,13 @@ class TransactionCoordinator:
             if target is None:
                 return ErrorCode.NONE
             then = self._finisher(shard, meta, target) if finish else None
-            return await self._persist(shard, meta, target, then)
+            return await self.shards.persist(shard, meta, target, then)
 
     def describe(self, transactional_id: str) -> TxnDescription | ErrorCode:
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
         try:
-            meta = self._shard(transactional_id).txns.get(transactional_id)
+            meta = self.shards.of(transactional_id).txns.get(transactional_id)
         except KafkaApiError as exc:
             return exc.code
         if meta is None:
@@ -601,12 +415,7 @@ class TransactionCoordinator:
 
     def transactions(self) -> list[TxnMetadata]:
         """Every transactional id of every partition we lead (loading those not loaded)."""
-        out: list[TxnMetadata] = []
-        for index in range(self.config.num_partitions):
-            shard = self._shard_at(index)
-            if shard is not None:
-                out.extend(shard.txns.values())
-        return out
+        return list(self.shards.all_transactions())
 
     # -- timers ------------------------------------------------------------------------------
     async def run(self, stopping: asyncio.Event) -> None:
@@ -624,16 +433,11 @@ class TransactionCoordinator:
                 except Exception:
                     log.exception("Transaction coordinator timers failed")
         finally:
-            for shard in list(self._shards.values()):
-                self._unload(shard)
+            self.shards.unload_all()
 
     async def tick(self) -> None:
         now = self.clock()
-        for index in range(self.config.num_partitions):
-            shard = self._shards.get(index)
-            if shard is not None and not self._current(shard):
-                self._unload(shard)
-            self._shard_at(index)
+        self.shards.refresh()
         if now >= self._next_abort_ms:
             self._next_abort_ms = now + self.config.abort_interval_ms
             await self.abort_timed_out()
@@ -644,10 +448,10 @@ class TransactionCoordinator:
     async def abort_timed_out(self) -> int:
         """Abort (with an epoch bump) every Ongoing transaction past its timeout."""
         aborted = 0
-        for shard in list(self._shards.values()):
+        for shard in self.shards.loaded():
             async with shard.lock:
                 for meta in list(shard.txns.values()):
-                    if not self._current(shard) or not meta.timed_out(self.clock()):
+                    if not self.shards.current(shard) or not meta.timed_out(self.clock()):
                         continue
                     target = meta.begin_fence(self.clock())
                     log.info(
@@ -657,23 +461,23 @@ class TransactionCoordinator:
                         meta.timeout_ms,
                     )
                     then = self._finisher(shard, meta, target)
-                    if await self._persist(shard, meta, target, then) == ErrorCode.NONE:
+                    if await self.shards.persist(shard, meta, target, then) == ErrorCode.NONE:
                         aborted += 1
         return aborted
 
     async def expire_ids(self) -> int:
         """Tombstone the transactional ids unused for transactional.id.expiration.ms."""
         expired = 0
-        for shard in list(self._shards.values()):
+        for shard in self.shards.loaded():
             async with shard.lock:
                 for meta in list(shard.txns.values()):
                     now = self.clock()
-                    if not self._current(shard) or not meta.expired(
+                    if not self.shards.current(shard) or not meta.expired(
                         now, self.config.id_expiration_ms
                     ):
                         continue
                     target = meta.begin_expire()
-                    if await self._persist(shard, meta, target) == ErrorCode.NONE:
+                    if await self.shards.persist(shard, meta, target) == ErrorCode.NONE:
                         expired += 1
         if expired:
             log.info("Expired %d transactional id(s)", expired)

@@ -199,7 +199,7 @@ def test_request_waiting_while_leadership_moves_is_not_coordinator(tmp_path: Pat
         s = Setup(tmp_path)
         c = s.coordinator
         await init(c)
-        shard = c._shard("tx")
+        shard = c.shards.of("tx")
         async with shard.lock:
             waiting = asyncio.get_running_loop().create_task(c.end_txn("tx", PID, 0, False))
             await asyncio.sleep(0.05)

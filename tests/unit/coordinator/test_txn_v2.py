@@ -144,14 +144,14 @@ def test_coordinator_bumps_answers_and_reloads(tmp_path: Path) -> None:
             epoch + 1,
         )
         # the epoch is exhausted on the next one: a fresh producer id from the id source
-        meta = c._shard("tx").txns["tx"]
+        meta = c.shards.of("tx").txns["tx"]
         meta.producer_epoch = EXHAUSTED
         assert await c.add_partitions("tx", pid, EXHAUSTED, [TP], TV_2) == ErrorCode.NONE
         code, new_pid, new_epoch = await c.end_transaction("tx", pid, EXHAUSTED, False, TV_2)
         assert (code, new_epoch) == (ErrorCode.NONE, 0) and new_pid != pid
         await settle()
         assert s.markers.calls[-1].producer_epoch == EXHAUSTED + 1
-        reloaded = s.fresh()._shard("tx").txns["tx"]
+        reloaded = s.fresh().shards.of("tx").txns["tx"]
         assert (reloaded.producer_id, reloaded.producer_epoch) == (new_pid, 0)
         assert (reloaded.state, reloaded.client_transaction_version) == (
             TxnState.COMPLETE_ABORT,
