@@ -2,6 +2,8 @@
 
 :func:`parse_options` turns Spark's option map (keys are case-insensitive, values strings) into
 a frozen :class:`SourceOptions`, or raises :class:`OptionError` whose message names the option.
+The typed single-value options (numbers, booleans, choices) are declared in :data:`OPTION_DEFS`
+and parsed by the one configuration framework, :mod:`sparklog.configdef`.
 Where Spark's Kafka source (``KafkaSourceProvider``) has a message for the same mistake, the
 message is Spark's; where Spark's message would not name the option (a bad number, bad JSON),
 Spark's text is followed by ``(option 'name')``.
@@ -52,6 +54,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from sparklog.configdef import AtLeast, ConfigDef, ConfigError, OneOf
 from sparklog.tiering.config import s3_storage_options
 
 __all__ = [
@@ -133,6 +136,38 @@ class OptionError(ValueError):
     """A missing, conflicting or malformed option; the message names it."""
 
 
+_POSITIVE: Final = AtLeast(1)
+# The typed single-value options, declared and parsed with the one configuration framework
+# (sparklog.configdef); Spark's names, types (toInt / toLong) and defaults. Keyed lower-case, as
+# Spark's option map is case-insensitive. A choice is matched case-insensitively too.
+OPTION_DEFS: Final = {
+    d.name.lower(): d
+    for d in (
+        ConfigDef("minPartitions", "int", None, _POSITIVE),
+        ConfigDef("maxRecordsPerPartition", "long", None, _POSITIVE),
+        ConfigDef("maxOffsetsPerTrigger", "long", None, _POSITIVE),
+        ConfigDef("maxBytesPerTrigger", "long", None, _POSITIVE),
+        ConfigDef("minOffsetsPerTrigger", "long", None, _POSITIVE),
+        ConfigDef("fetchOffset.numRetries", "int", 3, _POSITIVE),
+        ConfigDef("fetchOffset.retryIntervalMs", "long", 1000, AtLeast(0)),
+        ConfigDef("kafkaConsumer.pollTimeoutMs", "long", 120_000, _POSITIVE),
+        ConfigDef("failOnDataLoss", "boolean", True),
+        ConfigDef("includeHeaders", "boolean", False),
+        ConfigDef(
+            "kafka.isolation.level",
+            "string",
+            "read_uncommitted",
+            OneOf(("read_uncommitted", "read_committed")),
+        ),
+        ConfigDef("sparklog.read.from", "string", "both", OneOf(READ_FROM_CHOICES)),
+        ConfigDef("sparklog.hot.protocol", "string", "grpc", OneOf(HOT_PROTOCOL_CHOICES)),
+        ConfigDef(
+            "startingOffsetsByTimestampStrategy", "string", "error", OneOf(NO_MATCH_STRATEGIES)
+        ),
+    )
+}
+
+
 TopicPartitionValue = tuple[str, int, int]
 
 
@@ -211,36 +246,30 @@ class SourceOptions:
         return self.read_from != "brokers" and self.store_url is not None
 
 
-def _bool(options: Mapping[str, str], key: str, name: str, default: bool) -> bool:
+def _typed(options: Mapping[str, str], key: str) -> Any:
+    """The typed value of option ``key`` (lower-case) by :data:`OPTION_DEFS`, or its default.
+    Errors keep Spark's wording: ``Invalid value 'x' for option 'name', must be ...``, and
+    ``name must be positive`` for a count below 1."""
+    definition = OPTION_DEFS[key]
     raw = options.get(key)
     if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value not in ("true", "false"):
-        raise OptionError(f"Invalid value '{raw}' for option '{name}', must be true or false")
-    return value == "true"
-
-
-def _int(options: Mapping[str, str], key: str, name: str, minimum: int) -> int | None:
-    raw = options.get(key)
-    if raw is None:
-        return None
+        return definition.default
     try:
-        return_value = int(raw.strip())
-    except ValueError:
+        return definition.parse(raw.lower() if isinstance(definition.validator, OneOf) else raw)
+    except ConfigError as exc:
+        problem = str(exc.problem)
+        if definition.validator is _POSITIVE and not problem.startswith("expected "):
+            raise OptionError(f"{definition.name} must be positive (got {raw.strip()})") from None
+        if isinstance(definition.validator, OneOf):
+            choices = definition.validator.choices
+            listed = " or ".join(choices) if len(choices) == 2 else "one of " + ", ".join(choices)
+            problem = "must be " + listed
+        elif problem.startswith("expected "):
+            problem = "must be " + problem.removeprefix("expected ")
         raise OptionError(
-            f"Invalid value '{raw}' for option '{name}', must be an integer"
+            f"Invalid value '{raw}' for option '{definition.name}', "
+            + problem.removeprefix("Value ")
         ) from None
-    if return_value < minimum:
-        if minimum == 1:
-            raise OptionError(f"{name} must be positive (got {return_value})")
-        raise OptionError(f"Invalid value '{raw}' for option '{name}', must be at least {minimum}")
-    return return_value
-
-
-def _int_or(options: Mapping[str, str], key: str, name: str, minimum: int, default: int) -> int:
-    value = _int(options, key, name, minimum)
-    return default if value is None else value
 
 
 def parse_time_ms(text: str, name: str) -> int:
@@ -488,42 +517,27 @@ def parse_options(raw_options: Mapping[str, str], *, streaming: bool = False) ->
             LATEST,
         )
         _check_batch_specs(starting, ending)
-    strategy_raw = options.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
-    if strategy_raw not in NO_MATCH_STRATEGIES:
-        raise OptionError(
-            f"Invalid value '{options['startingoffsetsbytimestampstrategy']}' for option"
-            " 'startingOffsetsByTimestampStrategy', must be error or latest"
-        )
+    strategy = _typed(options, "startingoffsetsbytimestampstrategy")
     subscribe, pattern, assign = _strategy(options)
-    min_partitions = _int(options, "minpartitions", "minPartitions", 1)
-    max_records = _int(options, "maxrecordsperpartition", "maxRecordsPerPartition", 1)
+    min_partitions = _typed(options, "minpartitions")
+    max_records = _typed(options, "maxrecordsperpartition")
     group_id, kafka_params = _check_kafka_params(options)
-    read_from = options.get("sparklog.read.from", "both").strip().lower()
-    if read_from not in READ_FROM_CHOICES:
-        raise OptionError(
-            f"Invalid value '{options['sparklog.read.from']}' for option 'sparklog.read.from',"
-            f" must be one of {', '.join(READ_FROM_CHOICES)}"
-        )
-    hot_protocol = options.get("sparklog.hot.protocol", "grpc").strip().lower()
-    if hot_protocol not in HOT_PROTOCOL_CHOICES:
-        raise OptionError(
-            f"Invalid value '{options['sparklog.hot.protocol']}' for option"
-            f" 'sparklog.hot.protocol', must be one of {', '.join(HOT_PROTOCOL_CHOICES)}"
-        )
+    read_from = _typed(options, "sparklog.read.from")
+    hot_protocol = _typed(options, "sparklog.hot.protocol")
     bootstrap = options.get("kafka.bootstrap.servers", "").strip() or None
     if bootstrap is None and read_from != "store":
         raise OptionError(
             "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer"
         )
-    max_offsets = _int(options, "maxoffsetspertrigger", "maxOffsetsPerTrigger", 1)
-    max_bytes = _int(options, "maxbytespertrigger", "maxBytesPerTrigger", 1)
+    max_offsets = _typed(options, "maxoffsetspertrigger")
+    max_bytes = _typed(options, "maxbytespertrigger")
     commit_group = options.get("sparklog.commitoffsetstogroup", "").strip() or None
     if commit_group is not None and streaming and read_from == "store":
         raise OptionError(
             "Option 'sparklog.commitOffsetsToGroup' needs the brokers; it cannot be used with"
             " sparklog.read.from=store"
         )
-    min_offsets = _int(options, "minoffsetspertrigger", "minOffsetsPerTrigger", 1)
+    min_offsets = _typed(options, "minoffsetspertrigger")
     if min_offsets is not None and max_offsets is not None and min_offsets > max_offsets:
         raise OptionError(
             f"The value of minOffsetPerTrigger({min_offsets}) is higher than the"
@@ -547,12 +561,7 @@ def parse_options(raw_options: Mapping[str, str], *, streaming: bool = False) ->
         raise OptionError(
             "Option 'sparklog.store.url' must be specified with sparklog.read.from=store"
         )
-    isolation = options.get("kafka.isolation.level", "read_uncommitted").strip().lower()
-    if isolation not in ("read_uncommitted", "read_committed"):
-        raise OptionError(
-            f"Invalid value '{options['kafka.isolation.level']}' for option "
-            "'kafka.isolation.level', must be read_uncommitted or read_committed"
-        )
+    isolation = _typed(options, "kafka.isolation.level")
     prefix = "sparklog.store.s3."
     store_options = s3_storage_options(
         endpoint_url=options.get(prefix + "endpoint.url"),
@@ -568,16 +577,16 @@ def parse_options(raw_options: Mapping[str, str], *, streaming: bool = False) ->
         starting=starting,
         ending=ending,
         read_committed=isolation == "read_committed",
-        include_headers=_bool(options, "includeheaders", "includeHeaders", False),
+        include_headers=_typed(options, "includeheaders"),
         min_partitions=min_partitions,
         max_records_per_partition=max_records,
-        fail_on_data_loss=_bool(options, "failondataloss", "failOnDataLoss", True),
+        fail_on_data_loss=_typed(options, "failondataloss"),
         store_url=store_url,
         store_options=store_options,
         read_from=read_from,
         hot_protocol=hot_protocol,
         streaming=streaming,
-        no_match_strategy=strategy_raw,
+        no_match_strategy=strategy,
         max_offsets_per_trigger=max_offsets,
         max_bytes_per_trigger=max_bytes,
         commit_offsets_to_group=commit_group,
@@ -585,14 +594,8 @@ def parse_options(raw_options: Mapping[str, str], *, streaming: bool = False) ->
         max_trigger_delay_ms=delay_ms,
         group_id=group_id,
         group_id_prefix=options.get("groupidprefix"),
-        fetch_offset_num_retries=_int_or(
-            options, "fetchoffset.numretries", "fetchOffset.numRetries", 1, 3
-        ),
-        fetch_offset_retry_interval_ms=_int_or(
-            options, "fetchoffset.retryintervalms", "fetchOffset.retryIntervalMs", 0, 1000
-        ),
-        poll_timeout_ms=_int_or(
-            options, "kafkaconsumer.polltimeoutms", "kafkaConsumer.pollTimeoutMs", 1, 120_000
-        ),
+        fetch_offset_num_retries=_typed(options, "fetchoffset.numretries"),
+        fetch_offset_retry_interval_ms=_typed(options, "fetchoffset.retryintervalms"),
+        poll_timeout_ms=_typed(options, "kafkaconsumer.polltimeoutms"),
         kafka_params=kafka_params,
     )

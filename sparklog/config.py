@@ -5,10 +5,10 @@ Contract:
 - :meth:`ServerConfig.from_file` reads a Java-properties file (``key=value`` or ``key: value``,
   ``#``/``!`` comments, ``\\`` line continuations); :meth:`ServerConfig.from_props` takes a dict of
   strings. Every key must be a Kafka broker/controller key this node knows (see ``DEFS`` and
-  ``ACCEPTED`` in :mod:`sparklog.config_keys`, which also parses single values) or one of our
-  own ``sparklog.*`` keys. An unknown key is an error that names the
-  key and suggests the closest known one; a bad value is an error that names the key, the value
-  and the expected type. Errors are :class:`ConfigError` (a ``ValueError``).
+  ``ACCEPTED`` in :mod:`sparklog.config_keys`) or one of our own ``sparklog.*`` keys. Values are
+  parsed by the one framework, :mod:`sparklog.configdef`. An unknown key is an error that names
+  the key and suggests the closest known one; a bad value is an error that names the key, the
+  value and the expected type. Errors are :class:`ConfigError` (a ``ValueError``).
 - Defaults are Kafka's, except ``log.dirs`` (``/tmp/kraft-combined-logs``, the value Kafka ships
   in its sample ``server.properties``).
 - Precedence follows Kafka: ``log.dirs`` over ``log.dir``; ``log.roll.ms`` over
@@ -33,22 +33,21 @@ names the directory and the ``sparklog storage format`` command to run) and
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sparklog.config_keys import (
     ACCEPTED,
     DEFS,
     MULTI_SYNONYMS,
-    SYNONYMS,
     ConfigError,
-    parse_config_value,
 )
+from sparklog.configdef import did_you_mean, format_value
 from sparklog.security.server_config import unsupported_key_message, validate_security
+from sparklog.storage.config import CONFIG_DEFS, LogConfig
 from sparklog.storage.meta_properties import (
     META_PROPERTIES,
     MetaProperties,
@@ -56,9 +55,6 @@ from sparklog.storage.meta_properties import (
     read_meta_properties,
     verify_ensemble,
 )
-
-if TYPE_CHECKING:
-    from sparklog.storage.config import LogConfig
 
 __all__ = [
     "ConfigError",
@@ -80,16 +76,16 @@ RLMM_PREFIX_DEFAULT = "rlmm.config."
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
-def _format_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, tuple):
-        return ",".join(value)
-    return str(value)
+# Topic key <- the one broker key giving its default (Kafka's direct ServerTopicConfigSynonyms):
+# the topic table's synonyms that are broker keys here, less those with several broker keys.
+_MULTI = {topic for topic, _ in MULTI_SYNONYMS}
+SYNONYMS = tuple(
+    (d.name, d.synonym) for d in CONFIG_DEFS if d.synonym in DEFS and d.name not in _MULTI
+)
 
 
 def _log_config_props(config: ServerConfig) -> dict[str, str]:
-    props = {topic: _format_value(config.get(broker)) for topic, broker in SYNONYMS}
+    props = {topic: format_value(config.get(broker)) for topic, broker in SYNONYMS}
     props["segment.ms"] = str(config.log_roll_ms)
     props["segment.jitter.ms"] = str(config.log_roll_jitter_ms)
     props["retention.ms"] = str(config.log_retention_ms)
@@ -181,15 +177,10 @@ class ServerConfig:
 
     @classmethod
     def from_file(cls, path: str | Path) -> ServerConfig:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"Cannot read configuration file {path}: {exc.strerror}") from None
-        return cls.from_props(_read_properties(text))
+        return cls.from_props(read_properties_file(path))
 
     @classmethod
     def from_props(cls, props: Mapping[str, str]) -> ServerConfig:
-        known = sorted(set(DEFS) | ACCEPTED)
         rlmm_prefix = str(props.get(RLMM_PREFIX_KEY) or RLMM_PREFIX_DEFAULT)
         values: dict[str, Any] = {}
         for key, raw in props.items():
@@ -202,12 +193,11 @@ class ServerConfig:
                     continue
                 if key == RLMM_PREFIX_KEY or key.startswith(rlmm_prefix):
                     continue
-                close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-                hint = f" Did you mean {close[0]!r}?" if close else ""
+                hint = did_you_mean(key, DEFS.keys() | ACCEPTED)
                 raise ConfigError(f"Unknown configuration key {key!r}.{hint}")
             if not isinstance(raw, str):
                 raw = str(raw)
-            values[key] = parse_config_value(definition, raw)
+            values[key] = definition.parse(raw)
         for name, definition in DEFS.items():
             if name not in values:
                 values[name] = definition.default
@@ -423,8 +413,6 @@ class ServerConfig:
 
     def default_log_config(self) -> LogConfig:
         """The broker-wide ``LogConfig`` new topics start from (Kafka's synonym mapping)."""
-        from sparklog.storage.config import LogConfig
-
         # The broker defaults are not topic overrides: DescribeConfigs must not report them as
         # DYNAMIC_TOPIC_CONFIG, so the override set is cleared.
         config = LogConfig.from_props(self.default_log_props())

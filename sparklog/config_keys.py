@@ -1,75 +1,42 @@
-"""The broker/controller configuration key table: every key this node knows, its Kafka 4.x type,
-default and checks, and how one raw string value becomes a typed value.
+"""The broker/controller configuration key table: every key this node knows, with its Kafka 4.x
+type, default and checks, declared with the one framework of :mod:`sparklog.configdef` (which
+also parses each value: ``DEFS[key].parse(raw)``).
 
 Contract:
 
-- ``DEFS`` maps each key this node reads to its :class:`ConfigDef`; a default of ``None``
-  means "unset" (the key is nullable and :class:`sparklog.config.ServerConfig` resolves it,
-  e.g. ``log.retention.ms`` falling back to ``.hours``). Defaults are Kafka's, except
-  ``log.dir`` (``/tmp/kraft-combined-logs``, the value Kafka ships in its sample file).
+- ``DEFS`` maps each key this node reads to its :class:`~sparklog.configdef.ConfigDef`; a
+  default of ``None`` means "unset" (the key is nullable and :class:`sparklog.config.ServerConfig`
+  resolves it, e.g. ``log.retention.ms`` falling back to ``.hours``). Defaults are Kafka's,
+  except ``log.dir`` (``/tmp/kraft-combined-logs``, the value Kafka ships in its sample file).
+  The tiering keys (``remote.log.*``, ``sparklog.remote.storage.*``) are declared here too, so
+  ``server.properties`` accepts them; ``sparklog.tiering.config`` reads them.
 - ``ACCEPTED`` holds Kafka keys we accept so a real Kafka ``server.properties`` loads, but do
   not use yet. ``DEFS`` and ``ACCEPTED`` are disjoint.
-- ``SYNONYMS`` / ``MULTI_SYNONYMS`` map a topic-level key to the broker-level key(s) that give
-  its default (Kafka's ServerTopicConfigSynonyms); every broker key named there is in ``DEFS``.
-  In ``MULTI_SYNONYMS`` the first broker key that is set wins.
-- :func:`parse_config_value` is pure: it returns a value of the key's kind (``int`` for
-  int/long/short within the kind's range, ``float``, ``bool`` from ``true``/``false`` in any
-  case, a ``tuple[str, ...]`` for a list with empty items dropped, ``str`` otherwise, or
-  ``None`` for an empty nullable value) honouring ``minimum`` and ``choices``, or raises
-  :class:`ConfigError` naming the key, the raw value and the expected type.
+- ``MULTI_SYNONYMS`` maps a topic-level key to the broker-level keys that give its default,
+  in Kafka's order of precedence (ServerTopicConfigSynonyms; the first key set wins); every
+  broker key named there is in ``DEFS``. The direct synonyms are the ``synonym`` fields of the
+  topic table (:data:`sparklog.storage.config.CONFIG_DEFS`).
+- :class:`ConfigError` is re-exported from :mod:`sparklog.configdef` for the modules that
+  raise it about server settings.
 
 Nothing here reads files or checks keys against each other; that is :mod:`sparklog.config`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from sparklog.configdef import AtLeast, ConfigDef, ConfigError, OneOf
 
 __all__ = [
     "ACCEPTED",
     "DEFS",
     "MULTI_SYNONYMS",
-    "SYNONYMS",
-    "ConfigDef",
     "ConfigError",
-    "parse_config_value",
 ]
 
 _LONG_MAX = 2**63 - 1
 _INT_MAX = 2**31 - 1
-
-
-class ConfigError(ValueError):
-    """A server configuration that cannot be used; the message says which key and why."""
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigDef:
-    """One key: its Kafka type (int, long, short, double, bool, string, list), default, checks."""
-
-    name: str
-    kind: str
-    default: Any = None
-    minimum: int | None = None
-    choices: tuple[str, ...] | None = None
-    nullable: bool = False
-
-    def describe_type(self) -> str:
-        described = {
-            "int": "a 32-bit integer",
-            "long": "a 64-bit integer",
-            "short": "a 16-bit integer",
-            "double": "a number",
-            "bool": "true or false",
-            "list": "a comma-separated list",
-            "string": "a string",
-        }[self.kind]
-        if self.choices is not None:
-            described += f" from {{{', '.join(self.choices)}}}"
-        if self.minimum is not None:
-            described += f" >= {self.minimum}"
-        return described
 
 
 def _d(
@@ -80,7 +47,8 @@ def _d(
     minimum: int | None = None,
     choices: tuple[str, ...] | None = None,
 ) -> ConfigDef:
-    return ConfigDef(name, kind, default, minimum, choices, nullable=default is None)
+    validator = AtLeast(minimum) if minimum is not None else OneOf(choices) if choices else None
+    return ConfigDef(name, kind, default, validator)
 
 
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
@@ -116,7 +84,7 @@ DEFS: dict[str, ConfigDef] = {
         _d("controller.quorum.append.linger.ms", "int", 25, minimum=0),
         _d("controller.quorum.request.timeout.ms", "int", 2000, minimum=0),
         _d("controller.quorum.retry.backoff.ms", "int", 20, minimum=0),
-        _d("controller.quorum.auto.join.enable", "bool", False),
+        _d("controller.quorum.auto.join.enable", "boolean", False),
         _d("broker.rack", "string"),
         _d("log.dirs", "list"),
         _d("log.dir", "string", "/tmp/kraft-combined-logs"),
@@ -130,13 +98,13 @@ DEFS: dict[str, ConfigDef] = {
         _d("metadata.max.idle.interval.ms", "int", 500, minimum=0),
         _d("num.partitions", "int", 1, minimum=1),
         _d("default.replication.factor", "int", 1, minimum=1),
-        _d("auto.create.topics.enable", "bool", True),
-        _d("delete.topic.enable", "bool", True),
-        _d("auto.leader.rebalance.enable", "bool", True),
+        _d("auto.create.topics.enable", "boolean", True),
+        _d("delete.topic.enable", "boolean", True),
+        _d("auto.leader.rebalance.enable", "boolean", True),
         _d("leader.imbalance.check.interval.seconds", "long", 300, minimum=1),
         _d("leader.imbalance.per.broker.percentage", "int", 10, minimum=0),
-        _d("controlled.shutdown.enable", "bool", True),
-        _d("unclean.leader.election.enable", "bool", False),
+        _d("controlled.shutdown.enable", "boolean", True),
+        _d("unclean.leader.election.enable", "boolean", False),
         _d("min.insync.replicas", "int", 1, minimum=1),
         _d("message.max.bytes", "int", 1048588, minimum=0),
         _d("compression.type", "string", "producer", choices=_COMPRESSION),
@@ -164,14 +132,14 @@ DEFS: dict[str, ConfigDef] = {
         _d("log.retention.check.interval.ms", "long", 300000, minimum=1),
         _d("log.segment.delete.delay.ms", "long", 60000, minimum=0),
         _d("log.cleanup.policy", "list", ("delete",), choices=_CLEANUP_POLICIES),
-        _d("log.cleaner.enable", "bool", True),
+        _d("log.cleaner.enable", "boolean", True),
         _d("log.cleaner.threads", "int", 1, minimum=0),
         _d("log.cleaner.delete.retention.ms", "long", 86400000, minimum=0),
         _d("log.cleaner.min.compaction.lag.ms", "long", 0, minimum=0),
         _d("log.cleaner.max.compaction.lag.ms", "long", _LONG_MAX, minimum=1),
         _d("log.cleaner.min.cleanable.ratio", "double", 0.5),
         _d("log.cleaner.backoff.ms", "long", 15000, minimum=0),
-        _d("log.preallocate", "bool", False),
+        _d("log.preallocate", "boolean", False),
         _d("log.message.timestamp.type", "string", "CreateTime", choices=_TIMESTAMP_TYPES),
         _d("log.message.timestamp.before.max.ms", "long", _LONG_MAX, minimum=0),
         _d("log.message.timestamp.after.max.ms", "long", 3600000, minimum=0),
@@ -185,7 +153,7 @@ DEFS: dict[str, ConfigDef] = {
         # sparklog.net.connection_quotas document them).
         _d("authorizer.class.name", "string", ""),
         _d("super.users", "string"),
-        _d("allow.everyone.if.no.acl.found", "bool", False),
+        _d("allow.everyone.if.no.acl.found", "boolean", False),
         _d("quota.window.num", "int", 11, minimum=1),
         _d("quota.window.size.seconds", "int", 1, minimum=1),
         _d("max.connections", "int", _INT_MAX, minimum=0),
@@ -217,7 +185,7 @@ DEFS: dict[str, ConfigDef] = {
         _d("transaction.state.log.segment.bytes", "int", 104857600, minimum=1),
         _d("transactional.id.expiration.ms", "int", 604800000, minimum=1),
         _d("transaction.max.timeout.ms", "int", 900000, minimum=1),
-        _d("transaction.partition.verification.enable", "bool", True),
+        _d("transaction.partition.verification.enable", "boolean", True),
         _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000, minimum=1),
         _d("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000, minimum=1),
         _d("producer.id.expiration.ms", "int", 86400000, minimum=1),
@@ -232,7 +200,7 @@ DEFS: dict[str, ConfigDef] = {
         _d("group.coordinator.rebalance.protocols", "list", ("classic", "consumer", "streams")),
         # KIP-932 share groups: served when group.share.enable is true or the protocols list
         # names "share" (Kafka 4.x); the rest are Kafka's share-group keys and defaults.
-        _d("group.share.enable", "bool", False),
+        _d("group.share.enable", "boolean", False),
         _d("group.share.record.lock.duration.ms", "int", 30000, minimum=1000),
         _d("group.share.delivery.count.limit", "int", 5, minimum=2),
         _d("group.share.partition.max.record.locks", "int", 2000, minimum=100),
@@ -250,7 +218,7 @@ DEFS: dict[str, ConfigDef] = {
         _d("broker.heartbeat.interval.ms", "int", 2000),
         _d("broker.session.timeout.ms", "int", 9000),
         _d("initial.broker.registration.timeout.ms", "int", 60000),
-        _d("remote.log.storage.system.enable", "bool", False),
+        _d("remote.log.storage.system.enable", "boolean", False),
         _d("remote.log.manager.task.interval.ms", "long", 30000, minimum=1),
         _d("remote.log.manager.copier.thread.pool.size", "int", 10, minimum=1),
         _d("remote.log.manager.expiration.thread.pool.size", "int", 10, minimum=1),
@@ -264,13 +232,14 @@ DEFS: dict[str, ConfigDef] = {
         _d("sparklog.remote.storage.s3.secret.access.key", "string"),
         _d("sparklog.remote.storage.s3.region", "string"),
         _d("sparklog.remote.storage.parquet.row.group.rows", "int", 131072, minimum=1),
+        _d("sparklog.remote.storage.fetch.cache.bytes", "long", 0, minimum=0),
         _d("sparklog.read.listener", "string"),
         # The listener whose TLS/SASL the read service uses (sparklog.security.grpc_security).
         _d("sparklog.read.security.listener", "string"),
         # host:port of the HTTP metrics listener (sparklog.net.metrics_http); unset: none.
         _d("sparklog.metrics.listener", "string"),
         # The read-only web console at /console on that listener (sparklog.console).
-        _d("sparklog.console.enable", "bool", False),
+        _d("sparklog.console.enable", "boolean", False),
         # Open segment files kept at most (sparklog.storage.handles); 0: half of RLIMIT_NOFILE.
         _d("sparklog.log.open.files.max", "int", 0, minimum=0),
         # Listener security (sparklog.security.server_config reads them, with the
@@ -318,83 +287,9 @@ _ACCEPTED_TEXT = """
 """
 ACCEPTED = frozenset(_ACCEPTED_TEXT.split())
 
-SYNONYMS: tuple[tuple[str, str], ...] = (
-    ("segment.bytes", "log.segment.bytes"),
-    ("segment.index.bytes", "log.index.size.max.bytes"),
-    ("index.interval.bytes", "log.index.interval.bytes"),
-    ("flush.messages", "log.flush.interval.messages"),
-    ("retention.bytes", "log.retention.bytes"),
-    ("local.retention.ms", "log.local.retention.ms"),
-    ("local.retention.bytes", "log.local.retention.bytes"),
-    ("max.message.bytes", "message.max.bytes"),
-    ("delete.retention.ms", "log.cleaner.delete.retention.ms"),
-    ("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms"),
-    ("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"),
-    ("file.delete.delay.ms", "log.segment.delete.delay.ms"),
-    ("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio"),
-    ("cleanup.policy", "log.cleanup.policy"),
-    ("unclean.leader.election.enable", "unclean.leader.election.enable"),
-    ("min.insync.replicas", "min.insync.replicas"),
-    ("compression.type", "compression.type"),
-    ("compression.gzip.level", "compression.gzip.level"),
-    ("compression.lz4.level", "compression.lz4.level"),
-    ("compression.zstd.level", "compression.zstd.level"),
-    ("preallocate", "log.preallocate"),
-    ("message.timestamp.type", "log.message.timestamp.type"),
-    ("message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms"),
-    ("message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms"),
-)
-"""Topic-level key <- broker-level key (Kafka's ServerTopicConfigSynonyms, direct ones)."""
 MULTI_SYNONYMS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("segment.ms", ("log.roll.ms", "log.roll.hours")),
     ("segment.jitter.ms", ("log.roll.jitter.ms", "log.roll.jitter.hours")),
     ("retention.ms", ("log.retention.ms", "log.retention.minutes", "log.retention.hours")),
     ("flush.ms", ("log.flush.interval.ms", "log.flush.scheduler.interval.ms")),
 )
-
-
-def parse_config_value(definition: ConfigDef, raw: str) -> Any:
-    """The typed value of ``raw`` for ``definition``; :class:`ConfigError` if it does not fit."""
-    text = raw.strip()
-    kind = definition.kind
-    expected = definition.describe_type()
-
-    def bad(detail: str = "") -> ConfigError:
-        suffix = f" ({detail})" if detail else ""
-        return ConfigError(
-            f"Invalid value {raw!r} for configuration {definition.name}: "
-            f"expected {expected}{suffix}"
-        )
-
-    if definition.nullable and text == "":
-        return None
-    value: Any
-    if kind in ("int", "long", "short"):
-        try:
-            value = int(text)
-        except ValueError:
-            raise bad() from None
-        bits = {"int": 31, "long": 63, "short": 15}[kind]
-        if not -(2**bits) <= value < 2**bits:
-            raise bad("out of range")
-    elif kind == "double":
-        try:
-            value = float(text)
-        except ValueError:
-            raise bad() from None
-    elif kind == "bool":
-        if text.lower() not in ("true", "false"):
-            raise bad()
-        value = text.lower() == "true"
-    elif kind == "list":
-        value = tuple(item.strip() for item in text.split(",") if item.strip())
-    else:
-        value = text
-    if definition.minimum is not None and value is not None and value < definition.minimum:
-        raise bad(f"must be at least {definition.minimum}")
-    if definition.choices is not None:
-        items = value if isinstance(value, tuple) else (value,)
-        for item in items:
-            if item not in definition.choices:
-                raise bad(f"must be one of {', '.join(definition.choices)}")
-    return value

@@ -1,7 +1,8 @@
 """Tiered-storage configuration: Kafka's keys where they exist, ``sparklog.remote.storage.*``
 for what Kafka leaves to the RemoteStorageManager plugin.
 
-Keys (all also in :data:`sparklog.config_keys.DEFS`, so ``server.properties`` accepts them):
+Keys (declared in :data:`sparklog.config_keys.DEFS` with the one framework of
+:mod:`sparklog.configdef`, so ``server.properties`` accepts them and one parser reads them):
 
 - ``remote.log.storage.system.enable`` (false): Kafka's switch for tiered storage.
 - ``remote.log.manager.task.interval.ms`` (30000): how often copy / expire tasks run.
@@ -20,6 +21,8 @@ Keys (all also in :data:`sparklog.config_keys.DEFS`, so ``server.properties`` ac
   unset means s3fs's usual chain (environment, ~/.aws, instance role).
 - ``sparklog.remote.storage.s3.region``: S3 region.
 - ``sparklog.remote.storage.parquet.row.group.rows`` (131072): rows per Parquet row group.
+- ``sparklog.remote.storage.fetch.cache.bytes`` (0): rebuilt batch bytes of remote fetches
+  kept in memory (LRU) for readers of the same range again (0: none kept).
 
 Topic-level ``remote.storage.enable``, ``local.retention.*`` and ``retention.*`` are the
 broker's business (per-topic LogConfig), not read here.
@@ -28,11 +31,11 @@ broker's business (per-topic LogConfig), not read here.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sparklog.config_keys import DEFS, parse_config_value
+from sparklog.config_keys import DEFS
 
 if TYPE_CHECKING:
     from sparklog.config import ServerConfig
@@ -45,6 +48,7 @@ S3_ACCESS_KEY_ID = "sparklog.remote.storage.s3.access.key.id"
 S3_SECRET_ACCESS_KEY = "sparklog.remote.storage.s3.secret.access.key"
 S3_REGION = "sparklog.remote.storage.s3.region"
 ROW_GROUP_ROWS = "sparklog.remote.storage.parquet.row.group.rows"
+FETCH_CACHE_BYTES = "sparklog.remote.storage.fetch.cache.bytes"
 COPIER_THREADS = "remote.log.manager.copier.thread.pool.size"
 EXPIRATION_THREADS = "remote.log.manager.expiration.thread.pool.size"
 FOLLOWER_THREADS = "remote.log.manager.thread.pool.size"
@@ -59,6 +63,7 @@ KEYS = (
     S3_SECRET_ACCESS_KEY,
     S3_REGION,
     ROW_GROUP_ROWS,
+    FETCH_CACHE_BYTES,
     COPIER_THREADS,
     EXPIRATION_THREADS,
     FOLLOWER_THREADS,
@@ -104,51 +109,42 @@ class TieringConfig:
     expiration_threads: int = 10
     follower_threads: int = 2
     reader_threads: int = 10
+    fetch_cache_bytes: int = 0
 
     @classmethod
     def from_server_config(cls, config: ServerConfig) -> TieringConfig:
-        url = config.get(STORAGE_URL) or default_storage_url(config.log_dirs[0])
-        return cls(
-            enabled=bool(config.get(ENABLE)),
-            task_interval_ms=int(config.get(TASK_INTERVAL_MS)),
-            storage_url=str(url),
-            s3_endpoint_url=config.get(S3_ENDPOINT_URL),
-            s3_access_key_id=config.get(S3_ACCESS_KEY_ID),
-            s3_secret_access_key=config.get(S3_SECRET_ACCESS_KEY),
-            s3_region=config.get(S3_REGION),
-            row_group_rows=int(config.get(ROW_GROUP_ROWS)),
-            copier_threads=int(config.get(COPIER_THREADS)),
-            expiration_threads=int(config.get(EXPIRATION_THREADS)),
-            follower_threads=int(config.get(FOLLOWER_THREADS)),
-            reader_threads=int(config.get(READER_THREADS)),
-        )
+        return cls._from_values(config.get, config.log_dirs[0])
 
     @classmethod
     def from_props(cls, props: Mapping[str, str], log_dir: str | None = None) -> TieringConfig:
         """From raw properties (only the tiering keys are read; others are ignored).
         ``log_dir`` gives the default store URL when ``sparklog.remote.storage.url`` is unset."""
         values = {
-            key: parse_config_value(DEFS[key], props[key]) if key in props else DEFS[key].default
-            for key in KEYS
+            key: DEFS[key].parse(props[key]) if key in props else DEFS[key].default for key in KEYS
         }
-        url = values[STORAGE_URL]
+        return cls._from_values(values.__getitem__, log_dir)
+
+    @classmethod
+    def _from_values(cls, get: Callable[[str], Any], log_dir: str | None) -> TieringConfig:
+        url = get(STORAGE_URL)
         if not url:
             if log_dir is None:
                 raise ValueError(f"{STORAGE_URL} is not set and no log directory was given")
             url = default_storage_url(log_dir)
         return cls(
-            enabled=bool(values[ENABLE]),
-            task_interval_ms=int(values[TASK_INTERVAL_MS]),
+            enabled=bool(get(ENABLE)),
+            task_interval_ms=int(get(TASK_INTERVAL_MS)),
             storage_url=str(url),
-            s3_endpoint_url=values[S3_ENDPOINT_URL],
-            s3_access_key_id=values[S3_ACCESS_KEY_ID],
-            s3_secret_access_key=values[S3_SECRET_ACCESS_KEY],
-            s3_region=values[S3_REGION],
-            row_group_rows=int(values[ROW_GROUP_ROWS]),
-            copier_threads=int(values[COPIER_THREADS]),
-            expiration_threads=int(values[EXPIRATION_THREADS]),
-            follower_threads=int(values[FOLLOWER_THREADS]),
-            reader_threads=int(values[READER_THREADS]),
+            s3_endpoint_url=get(S3_ENDPOINT_URL),
+            s3_access_key_id=get(S3_ACCESS_KEY_ID),
+            s3_secret_access_key=get(S3_SECRET_ACCESS_KEY),
+            s3_region=get(S3_REGION),
+            row_group_rows=int(get(ROW_GROUP_ROWS)),
+            copier_threads=int(get(COPIER_THREADS)),
+            expiration_threads=int(get(EXPIRATION_THREADS)),
+            follower_threads=int(get(FOLLOWER_THREADS)),
+            reader_threads=int(get(READER_THREADS)),
+            fetch_cache_bytes=int(get(FETCH_CACHE_BYTES)),
         )
 
     def storage_options(self) -> dict[str, Any]:

@@ -23,7 +23,6 @@ DEFAULT_CONFIG = 5
 # DescribeConfigsResponse.ConfigType
 _CONFIG_TYPES = {
     "boolean": 1,
-    "bool": 1,
     "string": 2,
     "int": 3,
     "short": 4,
@@ -64,18 +63,16 @@ def describe_topic_configs(config: ServerConfig, overrides: Mapping[str, str]) -
         synonyms: list[Synonym] = []
         if name in overrides:
             synonyms.append(Synonym(name, effective.value_string(name), TOPIC_CONFIG))
-        if name in static_keys and definition.server_synonym:
+        if name in static_keys and definition.synonym:
             synonyms.append(
                 Synonym(
-                    definition.server_synonym,
+                    definition.synonym,
                     broker_defaults.value_string(name),
                     STATIC_BROKER_CONFIG,
                 )
             )
-        if definition.server_synonym:
-            synonyms.append(
-                Synonym(definition.server_synonym, builtin.value_string(name), DEFAULT_CONFIG)
-            )
+        if definition.synonym:
+            synonyms.append(Synonym(definition.synonym, builtin.value_string(name), DEFAULT_CONFIG))
         source = synonyms[0].source if synonyms else DEFAULT_CONFIG
         entries.append(
             ConfigEntry(
@@ -94,14 +91,7 @@ def describe_topic_configs(config: ServerConfig, overrides: Mapping[str, str]) -
 def _broker_value(config: ServerConfig, name: str) -> str | None:
     if config.is_set(name):
         return config.props[name]
-    default = BROKER_DEFS[name].default
-    if default is None:
-        return None
-    if isinstance(default, tuple):
-        return ",".join(str(v) for v in default)
-    if isinstance(default, bool):
-        return "true" if default else "false"
-    return str(default)
+    return BROKER_DEFS[name].default_string
 
 
 def describe_broker_configs(config: ServerConfig) -> list[ConfigEntry]:
@@ -116,7 +106,7 @@ def describe_broker_configs(config: ServerConfig) -> list[ConfigEntry]:
                 source=source,
                 # Nothing can be changed on a running node yet (no dynamic broker configs).
                 read_only=True,
-                config_type=_CONFIG_TYPES.get(definition.kind, 0),
+                config_type=_CONFIG_TYPES.get(definition.type, 0),
                 documentation=None,
                 synonyms=(Synonym(name, value, source),),
             )

@@ -23,7 +23,7 @@ from typing import Any
 
 from sparklog.config_keys import ACCEPTED as ACCEPTED_BROKER_KEYS
 from sparklog.config_keys import DEFS as BROKER_DEFS
-from sparklog.config_keys import ConfigError, parse_config_value
+from sparklog.config_keys import ConfigError
 from sparklog.controller.group_configs import RESOURCE_GROUP, validate_group_configs
 from sparklog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage
 from sparklog.metadata.records import MetadataRecord, make_record
@@ -109,7 +109,7 @@ def _is_list_key(resource_type: int, name: str) -> bool:
         definition = CONFIG_BY_NAME.get(name)
         return definition is not None and definition.type == "list"
     broker = BROKER_DEFS.get(name)
-    return broker is not None and broker.kind == "list"
+    return broker is not None and broker.type == "list"
 
 
 def _default_value(resource_type: int, name: str, policy: TopicConfigPolicy) -> str | None:
@@ -118,14 +118,7 @@ def _default_value(resource_type: int, name: str, policy: TopicConfigPolicy) -> 
             return policy.default_log_config.value_string(name)
         return None
     broker = BROKER_DEFS.get(name)
-    if broker is None or broker.default is None:
-        return None
-    default = broker.default
-    if isinstance(default, tuple):
-        return ",".join(default)
-    if isinstance(default, bool):
-        return "true" if default else "false"
-    return str(default)
+    return None if broker is None else broker.default_string
 
 
 def incremental_alter_configs(
@@ -311,6 +304,6 @@ def _validate_broker(configs: Mapping[str, str]) -> None:
                 continue  # a Kafka key this node accepts and does not use
             raise KafkaApiError(ErrorCode.INVALID_CONFIG, f"Unknown broker config: {key}")
         try:
-            parse_config_value(definition, value)
+            definition.parse(value)
         except ConfigError as exc:
             raise KafkaApiError(ErrorCode.INVALID_CONFIG, str(exc)) from None

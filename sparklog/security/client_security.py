@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from sparklog.config_keys import DEFS, ConfigError, parse_config_value
+from sparklog.config_keys import DEFS, ConfigError
 from sparklog.security.jaas import parse_jaas_config
 from sparklog.security.sasl_client import authenticate_async, authenticate_blocking
 from sparklog.security.server_config import (
@@ -184,7 +184,7 @@ def _client_ssl_settings(props: Mapping[str, str]) -> SslSettings:
         if raw is None:
             return definition.default
         try:
-            return parse_config_value(definition, raw)
+            return definition.parse(raw)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from sparklog.config_keys import DEFS, ConfigError, parse_config_value
+from sparklog.config_keys import DEFS, ConfigError
 from sparklog.security.jaas import JaasModule, parse_jaas_config
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ def _value(config: ServerSettings, listener: str, key: str) -> Any:
     override = config.props.get(f"listener.name.{listener.lower()}.{key}")
     if override is None:
         return config.get(key)
-    return parse_config_value(DEFS[key], str(override))
+    return DEFS[key].parse(str(override))
 
 
 def ssl_settings_from(get: Any) -> SslSettings:

@@ -1,14 +1,17 @@
 """Topic-level log configuration with Apache Kafka 4.x names, types, defaults and validation.
 
 Contract:
-- :data:`CONFIG_DEFS` is the table of every public topic config key as
-  ``ConfigDef(name, type, default, doc, server_synonym)``; the broker's DescribeConfigs and
+- :data:`CONFIG_DEFS` is the table of every public topic config key, declared with the one
+  framework of :mod:`sparklog.configdef` (``ConfigDef``: name, Kafka type, default, validator,
+  doc and the server key it defaults to, ``synonym``); the broker's DescribeConfigs and
   CreateTopics validation read it. Values keep Kafka's spelling: ``Long.MAX_VALUE`` means
   "never" for ``flush.messages`` / ``flush.ms``; ``-1`` means "infinite" for retention.
 - :class:`LogConfig` is an immutable value. ``LogConfig.from_props`` parses Kafka property
   strings; ``with_overrides`` layers more properties on top (Kafka's ``fromProps(defaults,
-  overrides)``). An unknown key or a bad value raises ``ValueError`` naming the key and what is
-  allowed. Constructing ``LogConfig(...)`` directly skips string parsing but not range checks.
+  overrides)``). An unknown key (with the closest known one) or a bad value raises
+  :class:`~sparklog.configdef.ConfigError` (a ``ValueError``) naming the key and what is
+  allowed; values are parsed by :func:`sparklog.configdef.parse_value`. Constructing
+  ``LogConfig(...)`` directly skips string parsing but not the validators.
 - ``internal.segment.bytes`` (internal, as in Kafka) overrides ``segment.bytes`` below its 1 MiB
   minimum; tests use it to get small segments. It is not listed in :data:`CONFIG_DEFS`.
 """
@@ -16,15 +19,22 @@ Contract:
 from __future__ import annotations
 
 import dataclasses
-import difflib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from sparklog.configdef import (
+    AtLeast,
+    Between,
+    ConfigDef,
+    ConfigError,
+    OneOf,
+    Validator,
+    did_you_mean,
+    format_value,
+)
+
 LONG_MAX: Final = (1 << 63) - 1
-LONG_MIN: Final = -(1 << 63)
-INT_MAX: Final = (1 << 31) - 1
-INT_MIN: Final = -(1 << 31)
 
 _DAY_MS: Final = 24 * 60 * 60 * 1000
 
@@ -33,69 +43,15 @@ COMPRESSION_TYPES: Final = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "pr
 TIMESTAMP_TYPES: Final = ("CreateTime", "LogAppendTime")
 
 
-@dataclass(frozen=True, slots=True)
-class ConfigDef:
-    """One topic config key as DescribeConfigs reports it."""
-
-    name: str
-    type: str  # Kafka ConfigDef type name: int, long, double, string, list, boolean
-    default: Any
-    doc: str
-    server_synonym: str | None
-    field_name: str
-    check: Callable[[Any], str | None]
-
-
-def _at_least(low: float) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        return None if value >= low else f"Value must be at least {low}"
-
-    return check
-
-
-def _between(low: float, high: float) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        return None if low <= value <= high else f"Value must be between {low} and {high}"
-
-    return check
-
-
-def _one_of(allowed: tuple[str, ...]) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        return None if value in allowed else f"String must be one of: {', '.join(allowed)}"
-
-    return check
-
-
-def _subset_of(allowed: tuple[str, ...]) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        bad = [v for v in value if v not in allowed]
-        if bad:
-            return f"Invalid value(s) {bad}; allowed: {', '.join(allowed)}"
-        if len(set(value)) != len(value):
-            return "Values must not repeat"
-        return None
-
-    return check
-
-
-def _gzip_level(value: Any) -> str | None:
-    return None if value == -1 or 1 <= value <= 9 else "Value must be -1 or between 1 and 9"
-
-
-def _any(value: Any) -> str | None:
-    return None
-
-
 def _d(
     name: str,
     type_: str,
     default: Any,
     doc: str,
     synonym: str | None,
-    check: Callable[[Any], str | None] = _any,
+    validator: Validator | None = None,
 ) -> ConfigDef:
-    return ConfigDef(name, type_, default, doc, synonym, name.replace(".", "_"), check)
+    return ConfigDef(name, type_, default, validator, doc, synonym)
 
 
 _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
@@ -106,7 +62,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         "Retention policy for old segments: "
         "'delete' removes them by time/size, 'compact' keeps the latest value per key.",
         "log.cleanup.policy",
-        _subset_of(CLEANUP_POLICIES),
+        OneOf(CLEANUP_POLICIES, unique=True),
     ),
     _d(
         "compression.type",
@@ -114,7 +70,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         "producer",
         "Final compression of the topic's data; 'producer' keeps the producer's codec.",
         "compression.type",
-        _one_of(COMPRESSION_TYPES),
+        OneOf(COMPRESSION_TYPES),
     ),
     _d(
         "compression.gzip.level",
@@ -122,7 +78,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         -1,
         "Compression level for gzip.",
         "compression.gzip.level",
-        _gzip_level,
+        Between(1, 9, also=(-1,)),
     ),
     _d(
         "compression.lz4.level",
@@ -130,7 +86,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         9,
         "Compression level for lz4.",
         "compression.lz4.level",
-        _between(1, 17),
+        Between(1, 17),
     ),
     _d(
         "compression.zstd.level",
@@ -138,7 +94,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         3,
         "Compression level for zstd.",
         "compression.zstd.level",
-        _between(-131072, 22),
+        Between(-131072, 22),
     ),
     _d(
         "delete.retention.ms",
@@ -146,7 +102,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         _DAY_MS,
         "How long compaction tombstones are kept.",
         "log.cleaner.delete.retention.ms",
-        _at_least(0),
+        AtLeast(0),
     ),
     _d(
         "file.delete.delay.ms",
@@ -154,7 +110,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         60000,
         "Delay before a deleted segment's files are removed from disk.",
         "log.segment.delete.delay.ms",
-        _at_least(0),
+        AtLeast(0),
     ),
     _d(
         "flush.messages",
@@ -162,7 +118,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         LONG_MAX,
         "Force an fsync after this many messages.",
         "log.flush.interval.messages",
-        _at_least(1),
+        AtLeast(1),
     ),
     _d(
         "flush.ms",
@@ -170,7 +126,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         LONG_MAX,
         "Force an fsync when this much time has passed since the last one.",
         "log.flush.interval.ms",
-        _at_least(0),
+        AtLeast(0),
     ),
     _d(
         "follower.replication.throttled.replicas",
@@ -185,7 +141,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         4096,
         "Bytes of log between two offset index entries.",
         "log.index.interval.bytes",
-        _at_least(0),
+        AtLeast(0),
     ),
     _d(
         "leader.replication.throttled.replicas",
@@ -200,7 +156,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         -2,
         "Local size limit when tiered storage is on; -2 means retention.bytes.",
         "log.local.retention.bytes",
-        _at_least(-2),
+        AtLeast(-2),
     ),
     _d(
         "local.retention.ms",
@@ -208,7 +164,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         -2,
         "Local time limit when tiered storage is on; -2 means retention.ms.",
         "log.local.retention.ms",
-        _at_least(-2),
+        AtLeast(-2),
     ),
     _d(
         "max.compaction.lag.ms",
@@ -216,7 +172,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         LONG_MAX,
         "Longest time a message stays ineligible for compaction.",
         "log.cleaner.max.compaction.lag.ms",
-        _at_least(1),
+        AtLeast(1),
     ),
     _d(
         "max.message.bytes",
@@ -224,7 +180,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         1048588,
         "Largest record batch size allowed.",
         "message.max.bytes",
-        _at_least(0),
+        AtLeast(0),
     ),
     _d(
         "message.timestamp.after.max.ms",
@@ -232,7 +188,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         3600000,
         "Largest allowed amount a CreateTime timestamp may be ahead of the broker's clock.",
         "log.message.timestamp.after.max.ms",
-        _at_least(0),
+        AtLeast(0),
     ),
     _d(
         "message.timestamp.before.max.ms",
@@ -240,7 +196,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         LONG_MAX,
         "Largest allowed amount a CreateTime timestamp may be behind the broker's clock.",
         "log.message.timestamp.before.max.ms",
-        _at_least(0),
+        AtLeast(0),
     ),
     _d(
         "message.timestamp.type",
@@ -249,7 +205,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         "Whether record timestamps come from "
         "the producer (CreateTime) or the broker (LogAppendTime).",
         "log.message.timestamp.type",
-        _one_of(TIMESTAMP_TYPES),
+        OneOf(TIMESTAMP_TYPES),
     ),
     _d(
         "min.cleanable.dirty.ratio",
@@ -257,7 +213,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         0.5,
         "Dirty ratio above which compaction runs.",
         "log.cleaner.min.cleanable.ratio",
-        _between(0, 1),
+        Between(0, 1),
     ),
     _d(
         "min.compaction.lag.ms",
@@ -265,7 +221,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         0,
         "Shortest time a message stays uncompacted.",
         "log.cleaner.min.compaction.lag.ms",
-        _at_least(0),
+        AtLeast(0),
     ),
     _d(
         "min.insync.replicas",
@@ -273,7 +229,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         1,
         "Replicas that must acknowledge an acks=all write.",
         "min.insync.replicas",
-        _at_least(1),
+        AtLeast(1),
     ),
     _d(
         "preallocate",
@@ -310,7 +266,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         7 * _DAY_MS,
         "Longest time a segment is kept; -1 means no limit.",
         "log.retention.ms",
-        _at_least(-1),
+        AtLeast(-1),
     ),
     _d(
         "segment.bytes",
@@ -318,7 +274,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         1 << 30,
         "Size at which a segment is rolled.",
         "log.segment.bytes",
-        _at_least(1 << 20),
+        AtLeast(1 << 20),
     ),
     _d(
         "segment.index.bytes",
@@ -326,7 +282,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         10 * 1024 * 1024,
         "Largest size of an offset or time index file; a full index rolls the segment.",
         "log.index.size.max.bytes",
-        _at_least(4),
+        AtLeast(4),
     ),
     _d(
         "segment.jitter.ms",
@@ -334,7 +290,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         0,
         "Random jitter subtracted from segment.ms.",
         "log.roll.jitter.ms",
-        _at_least(0),
+        AtLeast(0),
     ),
     _d(
         "segment.ms",
@@ -342,7 +298,7 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
         7 * _DAY_MS,
         "Time after which a segment is rolled even if not full.",
         "log.roll.ms",
-        _at_least(1),
+        AtLeast(1),
     ),
     _d(
         "unclean.leader.election.enable",
@@ -355,35 +311,9 @@ _UNSORTED_DEFS: Final[tuple[ConfigDef, ...]] = (
 
 # Sorted by name, as Kafka lists them.
 CONFIG_DEFS: Final = tuple(sorted(_UNSORTED_DEFS, key=lambda d: d.name))
-_INTERNAL_SEGMENT_BYTES: Final = "internal.segment.bytes"
+# Internal (as in Kafka): not described, not in CONFIG_DEFS.
+_INTERNAL_SEGMENT_BYTES: Final = ConfigDef("internal.segment.bytes", "int", None, AtLeast(64))
 CONFIG_BY_NAME: Final[Mapping[str, ConfigDef]] = {d.name: d for d in CONFIG_DEFS}
-
-
-def _parse(definition: ConfigDef, raw: str) -> Any:
-    text = raw.strip()
-    name = definition.name
-    kind = definition.type
-    try:
-        if kind in ("int", "long"):
-            value = int(text)
-            low, high = (INT_MIN, INT_MAX) if kind == "int" else (LONG_MIN, LONG_MAX)
-            if not low <= value <= high:
-                raise ValueError
-            return value
-        if kind == "double":
-            return float(text)
-        if kind == "boolean":
-            lowered = text.lower()
-            if lowered not in ("true", "false"):
-                raise ValueError
-            return lowered == "true"
-        if kind == "list":
-            return tuple(part.strip() for part in text.split(",") if part.strip())
-        return text
-    except ValueError:
-        raise ValueError(
-            f"Invalid value {raw!r} for configuration {name}: expected a {kind}"
-        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,19 +359,10 @@ class LogConfig:
 
     def __post_init__(self) -> None:
         for definition in CONFIG_DEFS:
-            problem = definition.check(getattr(self, definition.field_name))
-            if problem is not None:
-                raise ValueError(
-                    f"Invalid value {getattr(self, definition.field_name)!r} for configuration "
-                    f"{definition.name}: {problem}"
-                )
-        if self.internal_segment_bytes is not None and self.internal_segment_bytes < 64:
-            raise ValueError(
-                f"Invalid value {self.internal_segment_bytes} for configuration "
-                f"{_INTERNAL_SEGMENT_BYTES}: Value must be at least 64"
-            )
+            definition.check(getattr(self, definition.field_name))
+        _INTERNAL_SEGMENT_BYTES.check(self.internal_segment_bytes)
         if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
-            raise ValueError(
+            raise ConfigError(
                 "conflict topic config setting min.compaction.lag.ms "
                 f"({self.min_compaction_lag_ms}) > max.compaction.lag.ms "
                 f"({self.max_compaction_lag_ms})"
@@ -456,17 +377,13 @@ class LogConfig:
         """A copy with ``props`` (Kafka names, string values) applied on top of this config."""
         changes: dict[str, Any] = {}
         for key, raw in props.items():
-            if key == _INTERNAL_SEGMENT_BYTES:
-                changes["internal_segment_bytes"] = _parse(
-                    ConfigDef(key, "int", None, "", None, "internal_segment_bytes", _any), raw
-                )
-                continue
             definition = CONFIG_BY_NAME.get(key)
-            if definition is None:
-                close = difflib.get_close_matches(key, list(CONFIG_BY_NAME), n=1, cutoff=0.6)
-                hint = f" Did you mean {close[0]}?" if close else ""
-                raise ValueError(f"Unknown topic config name: {key}.{hint}")
-            changes[definition.field_name] = _parse(definition, raw)
+            if key == _INTERNAL_SEGMENT_BYTES.name:
+                definition = _INTERNAL_SEGMENT_BYTES
+            elif definition is None:
+                hint = did_you_mean(key, CONFIG_BY_NAME)
+                raise ConfigError(f"Unknown topic config name: {key}.{hint}")
+            changes[definition.field_name] = definition.parse(raw)
         overridden = self.overridden_keys | frozenset(props)
         return dataclasses.replace(self, **changes, overridden_keys=overridden)
 
@@ -491,13 +408,7 @@ class LogConfig:
 
     def value_string(self, name: str) -> str:
         """The value of config ``name`` as DescribeConfigs shows it."""
-        definition = CONFIG_BY_NAME[name]
-        value = getattr(self, definition.field_name)
-        if definition.type == "list":
-            return ",".join(value)
-        if definition.type == "boolean":
-            return "true" if value else "false"
-        return str(value)
+        return format_value(getattr(self, CONFIG_BY_NAME[name].field_name))
 
     def to_props(self) -> dict[str, str]:
         """Every public key with its current value, as Kafka property strings."""

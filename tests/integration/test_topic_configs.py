@@ -105,7 +105,7 @@ def test_bad_topic_configs_are_rejected_with_invalid_config(node_factory: NodeFa
     node = node_factory.create()
     admin = admin_for(node)
     for config, fragment in (
-        ({"retention.mss": "1"}, "Did you mean retention.ms"),
+        ({"retention.mss": "1"}, "Did you mean 'retention.ms'"),
         ({"retention.ms": "soon"}, "retention.ms"),
         ({"cleanup.policy": "shred"}, "cleanup.policy"),
         ({"remote.storage.enable": "true"}, "Tiered Storage functionality is disabled"),

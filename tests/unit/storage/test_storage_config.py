@@ -78,9 +78,9 @@ def test_round_trip_through_props() -> None:
     [
         ({"retention.mss": "1"}, "Unknown topic config name: retention.mss"),
         ({"segment.bytes": "1000"}, "segment.bytes: Value must be at least 1048576"),
-        ({"segment.bytes": "abc"}, "segment.bytes: expected a int"),
+        ({"segment.bytes": "abc"}, "segment.bytes: expected a 32-bit integer"),
         ({"segment.bytes": "99999999999"}, "segment.bytes"),
-        ({"cleanup.policy": "delete,forever"}, "allowed: compact, delete"),
+        ({"cleanup.policy": "delete,forever"}, "must be one of compact, delete (not forever)"),
         ({"preallocate": "yes"}, "preallocate"),
         ({"message.timestamp.type": "Now"}, "CreateTime, LogAppendTime"),
         ({"retention.ms": "-2"}, "retention.ms: Value must be at least -1"),
