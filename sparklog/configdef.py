@@ -132,9 +132,9 @@ class OneOf(Validator):
 
     def problem(self, value: Any) -> str | None:
         items = value if isinstance(value, tuple) else (value,)
-        wrong = [item for item in items if item not in self.choices]
-        if wrong:
-            return f"Value must be one of {', '.join(self.choices)} (not {', '.join(wrong)})"
+        if any(item not in self.choices for item in items):
+            # The message quotes the value already; repeating items here could leak a password.
+            return f"Value must be one of {', '.join(self.choices)}"
         if self.unique and len(set(items)) != len(items):
             return "Values must not repeat"
         return None

@@ -80,7 +80,7 @@ def test_round_trip_through_props() -> None:
         ({"segment.bytes": "1000"}, "segment.bytes: Value must be at least 1048576"),
         ({"segment.bytes": "abc"}, "segment.bytes: expected a 32-bit integer"),
         ({"segment.bytes": "99999999999"}, "segment.bytes"),
-        ({"cleanup.policy": "delete,forever"}, "must be one of compact, delete (not forever)"),
+        ({"cleanup.policy": "delete,forever"}, "must be one of compact, delete"),
         ({"preallocate": "yes"}, "preallocate"),
         ({"message.timestamp.type": "Now"}, "CreateTime, LogAppendTime"),
         ({"retention.ms": "-2"}, "retention.ms: Value must be at least -1"),
