@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import confluent_kafka
+import confluent_kafka.admin
 import pytest
 
 from sparklog.client.connection import KafkaConnection
@@ -34,6 +35,7 @@ from tests.integration.test_transactions_cluster import (
     create_topic,
     describe_txn,
     find_coordinator,
+    full_isr_leaders,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -363,3 +365,105 @@ def test_transaction_version_follows_the_finalized_level(cluster: Cluster) -> No
     )
     assert producer.produce(leader, partition, ["v2"]) == 0  # added by the leader
     assert producer.end(commit=True)["producer_epoch"] == epoch + 1
+
+
+def live_leaders(cluster: Cluster, topic: str) -> dict[int, int] | None:
+    """Partition -> leader, once every partition is led by a running broker."""
+    running = {b.node_id for b in cluster.brokers if b.is_running()}
+    client = confluent_kafka.admin.AdminClient(
+        {"bootstrap.servers": cluster.running_bootstrap_servers, "log_level": 0}
+    )
+    found = client.list_topics(topic=topic, timeout=5).topics.get(topic)
+    if found is None or found.error is not None or len(found.partitions) != PARTITIONS:
+        return None
+    leaders = {index: int(p.leader) for index, p in found.partitions.items()}
+    return leaders if set(leaders.values()) <= running else None
+
+
+def produce_everywhere(producer: Tv2Producer, cluster: Cluster, name: str) -> list[str]:
+    """One record to every partition at its current leader (a Java producer refreshes its
+    metadata on NOT_LEADER_OR_FOLLOWER the same way); the values written."""
+    written: list[str] = []
+    for partition in range(PARTITIONS):
+        value = f"{name}-{partition}"
+        deadline = time.monotonic() + 60
+        while True:
+            leaders = wait_until(
+                "every partition led by a running broker",
+                lambda: live_leaders(cluster, producer.topic),
+                60,
+                tolerate=(confluent_kafka.KafkaException,),
+            )
+            try:
+                code = producer.produce(leaders[partition], partition, [value])
+            except OSError:
+                code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if code == 0 or time.monotonic() > deadline:
+                break
+        assert code == 0, (partition, ErrorCode(code))
+        written.append(value)
+    return written
+
+
+def test_tv2_transactions_survive_sigkill_of_a_leader_and_of_the_coordinator(
+    cluster: Cluster,
+) -> None:
+    """Transactions version 2 under SIGKILL: (1) the leader of a partition in an open
+    transaction (which it added itself) dies before EndTxn v5; the commit's marker reaches the
+    new leader. (2) The coordinator dies right after answering EndTxn v5 (PrepareCommit durable,
+    markers maybe unsent): the new coordinator finishes the commit from __transaction_state,
+    and the producer goes on at the epoch EndTxn answered. read_committed sees exactly the
+    committed transactions' records, each once."""
+    topic = "tv2-kill"
+    tid = "tv2-kill-producer"
+    leaders = create_topic(cluster, topic)
+    producer = Tv2Producer(cluster, tid, topic)
+    epoch = producer.epoch
+    committed: list[str] = []
+
+    # (1) a partition leader other than the coordinator dies with the transaction open
+    written = produce_everywhere(producer, cluster, "t1")
+    victim = cluster.broker(next(b for b in leaders.values() if b != producer.coordinator))
+    victim.kill()
+    answer = producer.end(commit=True)
+    assert (answer["error_code"], answer["producer_epoch"]) == (0, epoch + 1), answer
+    committed += written
+    wait_until(
+        "transaction 1 complete",
+        lambda: describe_txn(cluster, tid)["transaction_state"] == "CompleteCommit",
+        60,
+        tolerate=(OSError, ConnectionError),
+    )
+    victim.launch()
+    victim.wait_ready()
+    wait_until("a full ISR again", lambda: full_isr_leaders(cluster, topic), 90)
+
+    # (2) the coordinator dies right after EndTxn v5 answers
+    written = produce_everywhere(producer, cluster, "t2")
+    answer = producer.end(commit=True)
+    assert (answer["error_code"], answer["producer_epoch"]) == (0, epoch + 2), answer
+    committed += written
+    old_coordinator = cluster.broker(producer.coordinator)
+    old_coordinator.kill()
+    # until the controller fences the dead broker, FindCoordinator still names it
+    producer.coordinator = wait_until(
+        "a new transaction coordinator",
+        lambda: (found := find_coordinator(cluster, tid)) != old_coordinator.node_id and found,
+        60,
+    )
+    wait_until(
+        "transaction 2 completed by the new coordinator",
+        lambda: describe_txn(cluster, tid)["transaction_state"] == "CompleteCommit",
+        60,
+        tolerate=(OSError, ConnectionError),
+    )
+
+    # the producer goes on with the new coordinator: an abort, then a commit
+    produce_everywhere(producer, cluster, "a3")
+    assert producer.end(commit=False)["producer_epoch"] == epoch + 3
+    committed += produce_everywhere(producer, cluster, "t4")
+    assert producer.end(commit=True)["producer_epoch"] == epoch + 4
+    old_coordinator.launch()
+    old_coordinator.wait_ready()
+    wait_until("a full ISR again", lambda: full_isr_leaders(cluster, topic), 90)
+    assert read_committed(cluster, topic, len(committed)) == sorted(committed)
