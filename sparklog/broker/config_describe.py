@@ -125,13 +125,13 @@ def describe_group_configs(config: ServerConfig, overrides: Mapping[str, str]) -
         synonyms: list[Synonym] = []
         if name in overrides:
             synonyms.append(Synonym(name, overrides[name], GROUP_CONFIG))
-        broker_key = definition.broker_key
+        broker_key = definition.synonym
         if broker_key is not None and broker_key in BROKER_DEFS:
             broker_value = _broker_value(config, broker_key)
             source = STATIC_BROKER_CONFIG if config.is_set(broker_key) else DEFAULT_CONFIG
             synonyms.append(Synonym(broker_key, broker_value, source))
         else:
-            synonyms.append(Synonym(name, definition.default, DEFAULT_CONFIG))
+            synonyms.append(Synonym(name, definition.default_string, DEFAULT_CONFIG))
         value = synonyms[0].value
         entries.append(
             ConfigEntry(
@@ -139,7 +139,7 @@ def describe_group_configs(config: ServerConfig, overrides: Mapping[str, str]) -
                 value=value,
                 source=GROUP_CONFIG if name in overrides else DEFAULT_CONFIG,
                 read_only=False,
-                config_type=_CONFIG_TYPES[definition.kind],
+                config_type=_CONFIG_TYPES[definition.type],
                 documentation=None,
                 synonyms=tuple(synonyms),
             )

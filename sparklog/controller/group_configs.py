@@ -2,7 +2,9 @@
 
 Contract:
 - ``GROUP_CONFIGS`` names every key a group may override (KIP-848 consumer groups, KIP-932
-  share groups, KIP-1071 streams groups), its type and the broker key whose value it defaults to.
+  share groups, KIP-1071 streams groups), declared with the one framework of
+  :mod:`sparklog.configdef`: its type, bounds and the broker key whose value it defaults to
+  (``synonym``).
 - :func:`validate_group_configs` checks a group's whole override set as Kafka's
   ``GroupConfig.validate`` does: an unknown key, a value of the wrong type or one outside the
   broker's bounds is INVALID_CONFIG (raised as ``KafkaApiError``); nothing is changed.
@@ -13,30 +15,20 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from sparklog.configdef import Between, ConfigDef, ConfigError, OneOf
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 
 RESOURCE_GROUP = 32
 
 
-@dataclass(frozen=True, slots=True)
-class GroupConfigDef:
-    name: str
-    kind: str  # "int" | "string"
-    broker_key: str | None  # the broker config it defaults to
-    default: str
-    minimum: int | None = None  # Kafka's group.*.min.* bound (its default)
-    maximum: int | None = None  # Kafka's group.*.max.* bound (its default)
-    choices: tuple[str, ...] = ()
+def _int(name: str, default: int, low: int, high: int) -> ConfigDef:
+    """An int key defaulting to the broker's ``group.<name>``, within Kafka's
+    ``group.*.min.*`` / ``group.*.max.*`` bounds (their defaults)."""
+    return ConfigDef(name, "int", default, Between(low, high), synonym=f"group.{name}")
 
 
-def _int(name: str, default: int, low: int, high: int) -> GroupConfigDef:
-    """An int key defaulting to the broker's ``group.<name>``."""
-    return GroupConfigDef(name, "int", f"group.{name}", str(default), low, high)
-
-
-GROUP_CONFIGS: dict[str, GroupConfigDef] = {
+GROUP_CONFIGS: dict[str, ConfigDef] = {
     d.name: d
     for d in (
         _int("consumer.session.timeout.ms", 45000, 45000, 60000),
@@ -44,13 +36,12 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {
         _int("share.session.timeout.ms", 45000, 45000, 60000),
         _int("share.heartbeat.interval.ms", 5000, 5000, 15000),
         _int("share.record.lock.duration.ms", 30000, 15000, 60000),
-        GroupConfigDef("share.auto.offset.reset", "string", None, "latest"),
-        GroupConfigDef(
+        ConfigDef("share.auto.offset.reset", "string", "latest"),
+        ConfigDef(
             "share.isolation.level",
             "string",
-            None,
             "read_uncommitted",
-            choices=("read_uncommitted", "read_committed"),
+            OneOf(("read_uncommitted", "read_committed")),
         ),
         _int("streams.session.timeout.ms", 45000, 45000, 60000),
         _int("streams.heartbeat.interval.ms", 5000, 5000, 15000),
@@ -64,37 +55,38 @@ def _invalid(message: str) -> KafkaApiError:
 
 
 def validate_group_configs(configs: Mapping[str, str]) -> None:
-    """Raise INVALID_CONFIG for the first key or value Kafka's GroupConfig would refuse."""
+    """Raise INVALID_CONFIG for the first key or value Kafka's GroupConfig would refuse, with
+    Kafka's message (values are parsed by :mod:`sparklog.configdef`)."""
     for key, value in configs.items():
         definition = GROUP_CONFIGS.get(key)
         if definition is None:
             raise _invalid(f"Unknown group config name: {key}")
-        if definition.kind == "int":
-            try:
-                number = int(value.strip())
-            except ValueError:
-                raise _invalid(
-                    f"Invalid value {value} for configuration {key}: Not a number of type INT"
-                ) from None
-            if definition.minimum is not None and number < definition.minimum:
-                raise _invalid(
-                    f"{key} must be greater than or equal to {_bound(definition, 'min')}"
-                )
-            if definition.maximum is not None and number > definition.maximum:
-                raise _invalid(f"{key} must be less than or equal to {_bound(definition, 'max')}")
-        elif definition.choices and value not in definition.choices:
-            raise _invalid(
-                f"Invalid value {value} for configuration {key}: String must be one of: "
-                + ", ".join(definition.choices)
-            )
-        elif key == "share.auto.offset.reset":
+        try:
+            definition.parse(value)
+        except ConfigError as exc:
+            raise _invalid(_kafka_message(definition, value, str(exc.problem))) from None
+        if key == "share.auto.offset.reset":
             _validate_offset_reset(value)
 
 
-def _bound(definition: GroupConfigDef, which: str) -> str:
+def _kafka_message(definition: ConfigDef, value: str, problem: str) -> str:
+    key = definition.name
+    if problem.startswith("expected "):
+        return f"Invalid value {value} for configuration {key}: Not a number of type INT"
+    validator = definition.validator
+    if isinstance(validator, OneOf):
+        choices = ", ".join(validator.choices)
+        return f"Invalid value {value} for configuration {key}: String must be one of: {choices}"
+    assert isinstance(validator, Between)
+    if int(value) < validator.low:
+        return f"{key} must be greater than or equal to {_bound(definition, 'min')}"
+    return f"{key} must be less than or equal to {_bound(definition, 'max')}"
+
+
+def _bound(definition: ConfigDef, which: str) -> str:
     """Kafka's name of the broker bound: group.consumer.session.timeout.ms ->
     group.consumer.min.session.timeout.ms."""
-    group, kind, rest = (definition.broker_key or definition.name).split(".", 2)
+    group, kind, rest = (definition.synonym or definition.name).split(".", 2)
     return f"{group}.{kind}.{which}.{rest}"
 
 
@@ -118,6 +110,6 @@ def group_config_value(
     definition = GROUP_CONFIGS.get(key)
     if definition is None:
         return None
-    if definition.broker_key is not None and definition.broker_key in defaults:
-        return defaults[definition.broker_key]
-    return definition.default
+    if definition.synonym is not None and definition.synonym in defaults:
+        return defaults[definition.synonym]
+    return definition.default_string

@@ -61,8 +61,8 @@ ALLOWED: dict[str, set[str]] = {
     "security": {"protocol", "config_keys"},
     "metadata": {"protocol", "raft", "config", "security"},
     "controller": {
-        "protocol", "storage", "raft", "metadata", "config", "config_keys", "fault", "metrics",
-        "security",
+        "protocol", "storage", "raft", "metadata", "config", "config_keys", "configdef", "fault",
+        "metrics", "security",
     },
     "tiering": {"protocol", "config", "config_keys", "configdef"},
     "net": {"protocol", "storage", "raft", "metrics", "fault", "security"},
