@@ -6,6 +6,9 @@ Contract:
   ``__consumer_offsets`` (N = ``offsets.topic.num.partitions``; Java's ``String.hashCode``, so
   Kafka clients and tools agree on the partition). A request for a group whose partition we
   do not lead is NOT_COORDINATOR.
+- The loaded partitions and their replay are a collaborator,
+  :class:`sparklog.coordinator.group_shards.GroupShardTable`; this module holds the
+  operations, the appends and the timers.
 - A shard is loaded by replaying its partition from the log start to the high watermark the
   first time a request needs it after we became leader (or after the leader epoch changed);
   its state is the log, so a restart or a failover is a replay.
@@ -30,19 +33,16 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from sparklog.config import ServerConfig
 from sparklog.coordinator.consumer_group import (
     ConsumerConfig,
     ConsumerGroup,
-    ConsumerGroups,
     HeartbeatRequest,
     HeartbeatResult,
     TopicResolver,
 )
-from sparklog.coordinator.consumer_records import CONSUMER_RECORD_TYPES, decode_consumer_record
 from sparklog.coordinator.group_metadata import (
     ClassicGroup,
     Effects,
@@ -50,7 +50,7 @@ from sparklog.coordinator.group_metadata import (
     JoinResult,
     SyncResult,
 )
-from sparklog.coordinator.log_replay import replay_batches
+from sparklog.coordinator.group_shards import OFFSETS_TOPIC, GroupShardTable, LoadedGroups
 from sparklog.coordinator.offsets import (
     CommitPartition,
     CommittedOffset,
@@ -66,39 +66,25 @@ from sparklog.coordinator.offsets import (
     txn_commit_error,
 )
 from sparklog.coordinator.rebalance import GroupShard, JoinRequest, SyncRequest, TopicPartition
-from sparklog.coordinator.records import (
-    CoordinatorRecordError,
-    OffsetRecord,
-    decode_record,
-    group_key,
-    offset_key,
-)
-from sparklog.coordinator.runtime import CoordinatorRuntime, PartitionView
-from sparklog.coordinator.share_records import (
-    SHARE_RECORD_TYPES,
-    Image,
-    ShareGroupStore,
-    record_type,
-    replay_share_record,
-)
+from sparklog.coordinator.records import group_key, offset_key
+from sparklog.coordinator.runtime import CoordinatorRuntime
+from sparklog.coordinator.share_records import ShareGroupStore
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.record_codec import (
-    CONTROL_ABORT,
-    CONTROL_COMMIT,
-    RecordInput,
-    build_batch,
-    decode_control_record,
-)
-from sparklog.protocol.records import (
-    NO_SEQUENCE,
-    BatchHeader,
-    CorruptRecordError,
-)
+from sparklog.protocol.record_codec import RecordInput, build_batch
+from sparklog.protocol.records import NO_SEQUENCE
 from sparklog.share.share_group import ShareGroups
+
+__all__ = [
+    "OFFSETS_TOPIC",
+    "GroupCoordinator",
+    "consumer_config_from",
+    "group_config_from",
+    "java_string_hash",
+    "partition_for",
+]
 
 log = logging.getLogger(__name__)
 
-OFFSETS_TOPIC = "__consumer_offsets"
 T = TypeVar("T")
 _MAX_TIMER_WAIT_S = 1.0
 
@@ -147,16 +133,6 @@ def _append_error(code: ErrorCode) -> ErrorCode:
     return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
-@dataclass
-class _Loaded:
-    index: int
-    leader_epoch: int
-    shard: GroupShard
-    consumer: ConsumerGroups
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    pending: PendingOffsets = field(default_factory=dict)
-
-
 class GroupCoordinator:
     def __init__(
         self,
@@ -175,8 +151,10 @@ class GroupCoordinator:
         self.runtime = runtime
         self.retention_check_interval_ms = retention_check_interval_ms
         self.clock = clock
-        self._loaded: dict[int, _Loaded] = {}
         self.share = ShareGroupStore(share_groups or ShareGroups(45_000, 200), self.partition_for)
+        self.shards = GroupShardTable(
+            config, self.consumer_config, runtime, clock, self.share, num_partitions
+        )
         self.share_groups = self.share.groups
         self._wake = asyncio.Event()
         self._next_retention_ms = clock() + retention_check_interval_ms
@@ -199,75 +177,8 @@ class GroupCoordinator:
         return partition_for(group_id, self.num_partitions)
 
     # -- shards ---------------------------------------------------------------------------
-    def _leader_partition(self, index: int) -> PartitionView | None:
-        return self.runtime.leader_partition(OFFSETS_TOPIC, index)
-
-    def _shard(self, group_id: str) -> _Loaded:
-        index = self.partition_for(group_id)
-        partition = self._leader_partition(index)
-        if partition is None:
-            raise KafkaApiError(ErrorCode.NOT_COORDINATOR, "This is not the correct coordinator.")
-        loaded = self._loaded.get(index)
-        if loaded is None or loaded.leader_epoch != partition.leader_epoch:
-            loaded = self._load(partition)
-        return loaded
-
-    def _load(self, partition: PartitionView) -> _Loaded:
-        shard = GroupShard(self.config, self.clock)
-        consumer = ConsumerGroups(self.consumer_config, self.clock)
-        pending: PendingOffsets = {}
-        share: dict[str, Image] = {}
-        replayed = 0
-        name = f"{OFFSETS_TOPIC}-{partition.index}"
-        for header, records in replay_batches(self.runtime, OFFSETS_TOPIC, partition):
-            if header.is_control:
-                self._replay_marker(shard, pending, header, records)
-                continue
-            for record in records:
-                try:
-                    key = record.key or b""
-                    if record_type(key) in SHARE_RECORD_TYPES:
-                        replay_share_record(share, key, record.value)
-                        replayed += 1
-                        continue
-                    if record_type(key) in CONSUMER_RECORD_TYPES:
-                        consumer_record = decode_consumer_record(key, record.value)
-                        if consumer_record is not None:
-                            consumer.replay(consumer_record)
-                            replayed += 1
-                        continue
-                    decoded = decode_record(record.key, record.value)
-                except CoordinatorRecordError as exc:
-                    log.warning("Skipping record %d of %s: %s", record.offset, name, exc)
-                    continue
-                if decoded is None:
-                    continue
-                replayed += 1
-                if header.is_transactional and isinstance(decoded, OffsetRecord):
-                    if decoded.value is not None:
-                        staged = pending.setdefault(header.producer_id, {})
-                        offsets = staged.setdefault(decoded.group, {})
-                        offsets[(decoded.topic, decoded.partition)] = decoded.value
-                    continue
-                shard.replay(decoded)
-        # Offset records recreate a classic shell for their group; a consumer group owns them.
-        for group_id in consumer.groups:
-            shard.groups.pop(group_id, None)
-        previous = self._loaded.get(partition.index)
-        if previous is not None:
-            self._abandon(previous)
-        loaded = _Loaded(partition.index, partition.leader_epoch, shard, consumer, pending=pending)
-        self.share.loaded(partition.index, share)
-        self._loaded[partition.index] = loaded
-        log.info(
-            "Loaded %d group(s) from %s-%d (%d records, epoch %d)",
-            len(shard.groups),
-            OFFSETS_TOPIC,
-            partition.index,
-            replayed,
-            partition.leader_epoch,
-        )
-        return loaded
+    def _shard(self, group_id: str) -> LoadedGroups:
+        return self.shards.at(self.partition_for(group_id))
 
     async def run_share_op(
         self, group_id: str, op: Callable[[ShareGroups], T], resolve: TopicResolver
@@ -283,30 +194,9 @@ class GroupCoordinator:
     def load_led_shards(self) -> None:
         """Load every ``__consumer_offsets`` partition we lead that is not loaded yet, so
         :attr:`share_groups` holds all of their share groups."""
-        self._led_shards()
+        self.shards.led()
 
-    @staticmethod
-    def _replay_marker(
-        shard: GroupShard, pending: PendingOffsets, header: BatchHeader, records: list[Any]
-    ) -> None:
-        for record in records:
-            try:
-                marker = decode_control_record(record)
-            except CorruptRecordError as exc:
-                log.warning("Skipping control record %d: %s", record.offset, exc)
-                continue
-            if marker.control_type in (CONTROL_COMMIT, CONTROL_ABORT):
-                complete_txn_offsets(
-                    shard, pending, header.producer_id, marker.control_type == CONTROL_COMMIT
-                )
-
-    def _abandon(self, loaded: _Loaded) -> None:
-        fx = Effects()
-        loaded.shard.fail_all_waiters(fx, ErrorCode.NOT_COORDINATOR)
-        for responder, result in fx.replies:
-            responder(result)
-
-    async def _apply(self, loaded: _Loaded, fx: Effects) -> ErrorCode | None:
+    async def _apply(self, loaded: LoadedGroups, fx: Effects) -> ErrorCode | None:
         """Append the operation's records, then deliver its answers (errors if the append
         failed). Returns the append's error, if any."""
         error: ErrorCode | None = None
@@ -477,7 +367,7 @@ class GroupCoordinator:
     def complete_transaction(self, partition: int, producer_id: int, committed: bool) -> None:
         """A COMMIT/ABORT marker of ``producer_id`` landed on ``__consumer_offsets`` partition
         ``partition``: its pending offsets become committed, or are dropped."""
-        loaded = self._loaded.get(partition)
+        loaded = self.shards.loaded.get(partition)
         if loaded is None:
             return  # the partition's next load replays the marker
         complete_txn_offsets(loaded.shard, loaded.pending, producer_id, committed)
@@ -548,33 +438,19 @@ class GroupCoordinator:
         """The group as this coordinator holds it (raises NOT_COORDINATOR if not ours)."""
         return self._shard(group_id).shard.groups.get(group_id)
 
-    def _led_shards(self) -> list[_Loaded]:
-        """The loaded state of every partition we lead (loading those not loaded yet)."""
-        out: list[_Loaded] = []
-        for index in range(self.num_partitions):
-            partition = self._leader_partition(index)
-            if partition is None:
-                continue
-            loaded = self._loaded.get(index)
-            if loaded is None or loaded.leader_epoch != partition.leader_epoch:
-                loaded = self._load(partition)
-            out.append(loaded)
-        return out
-
     def groups(self) -> list[ClassicGroup]:
         """Every classic group of every partition we lead."""
-        return [g for loaded in self._led_shards() for g in loaded.shard.groups.values()]
+        return [g for loaded in self.shards.led() for g in loaded.shard.groups.values()]
 
     def consumer_groups(self) -> list[ConsumerGroup]:
         """Every consumer (KIP-848) group of every partition we lead."""
-        return [g for loaded in self._led_shards() for g in loaded.consumer.groups.values()]
+        return [g for loaded in self.shards.led() for g in loaded.consumer.groups.values()]
 
     def committed_offsets(self) -> Iterator[tuple[str, TopicPartition, int]]:
         """``(group, partition, committed offset)`` of every loaded shard we still lead, for
         metrics: it never loads a shard."""
-        for index, loaded in list(self._loaded.items()):
-            partition = self._leader_partition(index)
-            if partition is None or partition.leader_epoch != loaded.leader_epoch:
+        for loaded in list(self.shards.loaded.values()):
+            if not self.shards.is_current(loaded):
                 continue
             for group_id, offsets in list(loaded.shard.offsets.items()):
                 for tp, value in list(offsets.items()):
@@ -584,7 +460,7 @@ class GroupCoordinator:
     def _next_wait_s(self) -> float:
         now = self.clock()
         deadlines = [self._next_retention_ms]
-        for loaded in self._loaded.values():
+        for loaded in self.shards.loaded.values():
             for deadline in (loaded.shard.next_deadline_ms(), loaded.consumer.next_deadline_ms()):
                 if deadline is not None:
                     deadlines.append(deadline)
@@ -612,20 +488,16 @@ class GroupCoordinator:
                     log.exception("Group coordinator timers failed")
         finally:
             stop_waiter.cancel()
-            for loaded in list(self._loaded.values()):
-                self._abandon(loaded)
-            self._loaded.clear()
+            self.shards.drop_all()
 
     async def _tick(self) -> None:
         now = self.clock()
         retention_due = now >= self._next_retention_ms
         if retention_due:
             self._next_retention_ms = now + self.retention_check_interval_ms
-        for index, loaded in list(self._loaded.items()):
-            partition = self._leader_partition(index)
-            if partition is None or partition.leader_epoch != loaded.leader_epoch:
-                self._loaded.pop(index, None)
-                self._abandon(loaded)
+        for index, loaded in list(self.shards.loaded.items()):
+            if not self.shards.is_current(loaded):
+                self.shards.drop(loaded)
                 continue
             async with loaded.lock:
                 fx = Effects()
