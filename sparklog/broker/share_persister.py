@@ -6,12 +6,20 @@ resets) and deletes state for the share-group offset APIs.
 Contract:
 - Each call goes to the share coordinator of the share-partition, the leader of its
   ``__share_group_state`` partition in the current image: in-process when that is this broker,
-  else Read/Write/Initialize/DeleteShareGroupState or ReadShareGroupStateSummary v0 over the
-  inter-broker listener (one pipelined connection per broker).
+  else Read/Write/Initialize/DeleteShareGroupState or ReadShareGroupStateSummary over the
+  inter-broker listener (one pipelined connection per broker), each at the newest version both
+  brokers speak (ApiVersions once per connection, as Kafka's NetworkClient negotiates; an API
+  the peer does not list goes at version 0): WriteShareGroupState v1 carries the
+  share-partition's delivery complete count and ReadShareGroupStateSummary v1 answers it
+  (KIP-1226), the others have only version 0 in Kafka 4.2.
 - What a retry may cure (no coordinator yet, a coordinator that moved or is loading, a lost
   connection, too few in-sync replicas) is retried with backoff until
   ``share.coordinator.write.timeout.ms`` passes; then the last code is returned.
 - ``__share_group_state`` is created on first use.
+- :meth:`SharePersister.latest_offsets` is Kafka's PartitionMetadataClient.listLatestOffsets
+  for the share-partition lag of DescribeShareGroupOffsets v1: each partition's latest offset
+  (the high watermark, what ListOffsets LATEST answers a consumer) from its leader, read in
+  place when this broker leads it, else asked with ListOffsets over the same connections.
 """
 
 from __future__ import annotations
@@ -28,11 +36,13 @@ from sparklog.coordinator.share_state_apis import (
     state_partition,
 )
 from sparklog.net.client import KafkaClientConnection
-from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.messages.api_versions import API_VERSIONS
 from sparklog.protocol.messages.delete_share_group_state import DELETE_SHARE_GROUP_STATE
 from sparklog.protocol.messages.initialize_share_group_state import (
     INITIALIZE_SHARE_GROUP_STATE,
 )
+from sparklog.protocol.messages.list_offsets import LIST_OFFSETS
 from sparklog.protocol.messages.read_share_group_state import READ_SHARE_GROUP_STATE
 from sparklog.protocol.messages.read_share_group_state_summary import (
     READ_SHARE_GROUP_STATE_SUMMARY,
@@ -40,7 +50,7 @@ from sparklog.protocol.messages.read_share_group_state_summary import (
 from sparklog.protocol.messages.write_share_group_state import WRITE_SHARE_GROUP_STATE
 from sparklog.protocol.schema import Api
 from sparklog.security.client_security import inter_broker_security
-from sparklog.share.state_store import Batch, ShareState
+from sparklog.share.state_store import Batch, ShareState, completed_count
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +75,7 @@ _APIS: dict[str, Api] = {
     "initialize": INITIALIZE_SHARE_GROUP_STATE,
     "delete": DELETE_SHARE_GROUP_STATE,
 }
+_CONSUMER_REPLICA_ID = -1  # answered as to a consumer: the high watermark
 _BACKOFF_S = 0.1
 _MAX_BACKOFF_S = 1.0
 
@@ -73,6 +84,8 @@ class SharePersister:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
         self._connections: dict[int, tuple[tuple[str, int], KafkaClientConnection]] = {}
+        # per broker: the version ranges its ApiVersions answered, for the current connection
+        self._versions: dict[int, dict[int, tuple[int, int]]] = {}
 
     async def read(
         self, group_id: str, topic_id: bytes, partition: int, leader_epoch: int
@@ -90,6 +103,8 @@ class SharePersister:
         start_offset: int,
         batches: tuple[Batch, ...],
     ) -> ErrorCode:
+        """Persist a share-partition's window; the delivery complete count (KIP-1226) is
+        counted from ``batches`` here, as Kafka's SharePartition sends its terminal count."""
         code, _ = await self.call(
             group_id,
             topic_id,
@@ -99,6 +114,7 @@ class SharePersister:
             leader_epoch=leader_epoch,
             start_offset=start_offset,
             batches=batches,
+            delivery_complete_count=completed_count(start_offset, batches),
         )
         return code
 
@@ -145,16 +161,20 @@ class SharePersister:
         if op in ("write", "initialize"):
             part.update(state_epoch=args["state_epoch"], start_offset=args["start_offset"])
         if op == "write":
+            part["delivery_complete_count"] = args.get("delivery_complete_count", -1)
             part["state_batches"] = [
                 {"first_offset": f, "last_offset": last, "delivery_state": s, "delivery_count": c}
                 for f, last, s, c in args["batches"]
             ]
         body = {"group_id": group_id, "topics": [{"topic_id": topic_id, "partitions": [part]}]}
         try:
-            response = await connection.request(api, 0, body)
+            version = await self._version(registration.leader, connection, api)
+            response = await connection.request(api, version, body)
         except TimeoutError:
             return ErrorCode.REQUEST_TIMED_OUT, None
         except (ConnectionError, OSError):
+            # the peer may come back another version: ask its ApiVersions again
+            self._versions.pop(registration.leader, None)
             return ErrorCode.NETWORK_EXCEPTION, None
         answer = response["results"][0]["partitions"][0]
         code = ErrorCode(answer["error_code"])
@@ -164,8 +184,101 @@ class SharePersister:
             (b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
             for b in answer.get("state_batches", ())
         )
-        epoch = args.get("leader_epoch", -1)
-        return code, ShareState(answer["state_epoch"], epoch, answer["start_offset"], batches)
+        epoch = answer.get("leader_epoch", args.get("leader_epoch", -1))
+        completed = answer.get("delivery_complete_count", -1)
+        state = ShareState(
+            answer["state_epoch"], epoch, answer["start_offset"], batches, 0, completed
+        )
+        return code, state
+
+    async def latest_offsets(
+        self, partitions: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], tuple[ErrorCode, int]]:
+        """``(error, latest offset)`` of each ``(topic, partition)``, from its leader."""
+        out: dict[tuple[str, int], tuple[ErrorCode, int]] = {}
+        remote: dict[int, list[tuple[str, int]]] = {}
+        for topic, index in partitions:
+            registration = self.ctx.image.topics.by_name.get(topic)
+            part = registration.partitions.get(index) if registration is not None else None
+            if part is None:
+                out[(topic, index)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)
+            elif part.leader < 0:
+                out[(topic, index)] = (ErrorCode.LEADER_NOT_AVAILABLE, -1)
+            elif part.leader == self.ctx.node_id:
+                try:
+                    hwm = self.ctx.replica_manager.leader_partition(topic, index).high_watermark
+                    out[(topic, index)] = (ErrorCode.NONE, hwm)
+                except KafkaApiError as exc:
+                    out[(topic, index)] = (exc.code, -1)
+            else:
+                remote.setdefault(part.leader, []).append((topic, index))
+        answers = await asyncio.gather(
+            *(self._list_latest(leader, wanted) for leader, wanted in remote.items())
+        )
+        for answer in answers:
+            out.update(answer)
+        return out
+
+    async def _list_latest(
+        self, leader: int, wanted: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], tuple[ErrorCode, int]]:
+        failed = {tp: (ErrorCode.NETWORK_EXCEPTION, -1) for tp in wanted}
+        connection = self._connection(leader)
+        if connection is None:
+            return {tp: (ErrorCode.LEADER_NOT_AVAILABLE, -1) for tp in wanted}
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in wanted:
+            by_topic.setdefault(topic, []).append(index)
+        # timestamp -1: ListOffsetsRequest.LATEST_TIMESTAMP
+        body = {
+            "replica_id": _CONSUMER_REPLICA_ID,
+            "isolation_level": 0,
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [
+                        {"partition_index": i, "current_leader_epoch": -1, "timestamp": -1}
+                        for i in indexes
+                    ],
+                }
+                for topic, indexes in by_topic.items()
+            ],
+            "timeout_ms": int(self.ctx.config.get("request.timeout.ms")),
+        }
+        try:
+            version = await self._version(leader, connection, LIST_OFFSETS)
+            response = await connection.request(LIST_OFFSETS, version, body)
+        except TimeoutError:
+            return {tp: (ErrorCode.REQUEST_TIMED_OUT, -1) for tp in wanted}
+        except (ConnectionError, OSError):
+            self._versions.pop(leader, None)
+            return failed
+        out = dict(failed)
+        for topic in response["topics"]:
+            for p in topic["partitions"]:
+                out[(topic["name"], p["partition_index"])] = (
+                    ErrorCode(p["error_code"]),
+                    p["offset"],
+                )
+        return out
+
+    async def _version(self, broker_id: int, connection: KafkaClientConnection, api: Api) -> int:
+        """The newest version of ``api`` this broker and ``broker_id`` both speak."""
+        ranges = self._versions.get(broker_id)
+        if ranges is None:
+            response = await connection.request(
+                API_VERSIONS,
+                3,
+                {"client_software_name": "sparklog", "client_software_version": "0.1.0"},
+            )
+            ranges = {
+                k["api_key"]: (k["min_version"], k["max_version"]) for k in response["api_keys"]
+            }
+            self._versions[broker_id] = ranges
+        theirs = ranges.get(api.key)
+        if theirs is None:
+            return api.min_version
+        return max(api.min_version, min(theirs[1], api.max_version))
 
     def _connection(self, broker_id: int) -> KafkaClientConnection | None:
         registration = self.ctx.image.cluster.broker(broker_id)
@@ -182,6 +295,7 @@ class SharePersister:
             return found[1]
         if found is not None:
             asyncio.get_running_loop().create_task(found[1].close())
+        self._versions.pop(broker_id, None)
         connection = KafkaClientConnection(
             address[0],
             address[1],

@@ -11,8 +11,10 @@
 
 Groups come from ListGroups (16, type ``share``) on every broker; members from
 ShareGroupDescribe (77) and start offsets from DescribeShareGroupOffsets (90) at the group's
-coordinator; LAG is the log end offset (ListOffsets at each leader) minus the share-partition
-start offset, so it counts the records still in flight too. Resetting (AlterShareGroupOffsets,
+coordinator; LAG is the share-partition lag that DescribeShareGroupOffsets v1 answers (KIP-1226:
+the partition's high watermark minus the start offset minus the records past it whose delivery
+is complete), ``-`` when the coordinator has none, as Kafka 4.2's kafka-share-groups.sh prints
+it. Resetting (AlterShareGroupOffsets,
 91) and deleting offsets (DeleteShareGroupOffsets, 92) need the group to be empty.
 """
 
@@ -117,8 +119,9 @@ def _describe_group(admin: AdminClient, group_id: str) -> dict[str, Any] | None:
 
 def start_offsets(
     admin: AdminClient, group_id: str, topics: list[str] | None = None
-) -> dict[TopicPartition, tuple[int, int]]:
-    """(start offset, leader epoch) per share-partition the group has state for."""
+) -> dict[TopicPartition, tuple[int, int, int]]:
+    """(start offset, leader epoch, lag) per share-partition the group has state for; the lag
+    is -1 when the coordinator answered none (DescribeShareGroupOffsets v0 has no lag)."""
     wanted: list[dict[str, Any]] | None = None
     if topics is not None:
         layout = admin.topic_partitions(topics)
@@ -133,7 +136,11 @@ def start_offsets(
     if group["error_code"]:
         raise CliError(f"describing offsets of {group_id}: {kafka_error(group['error_code'])}")
     return {
-        (t["topic_name"], p["partition_index"]): (p["start_offset"], p["leader_epoch"])
+        (t["topic_name"], p["partition_index"]): (
+            p["start_offset"],
+            p["leader_epoch"],
+            p.get("lag", -1),
+        )
         for t in group["topics"]
         for p in t["partitions"]
         if p["error_code"] == 0
@@ -142,11 +149,8 @@ def start_offsets(
 
 def _describe_offsets(admin: AdminClient, group_id: str) -> None:
     offsets = start_offsets(admin, group_id)
-    ends = admin.list_offsets(list(offsets), LATEST)
     rows = []
-    for (topic, index), (start, epoch) in sorted(offsets.items()):
-        end, code = ends.get((topic, index), (-1, 3))
-        lag = "-" if start < 0 or code else str(max(end - start, 0))
+    for (topic, index), (start, epoch, lag) in sorted(offsets.items()):
         rows.append(
             [
                 group_id,
@@ -154,7 +158,7 @@ def _describe_offsets(admin: AdminClient, group_id: str) -> None:
                 str(index),
                 "-" if epoch < 0 else str(epoch),
                 "-" if start < 0 else str(start),
-                lag,
+                "-" if lag < 0 else str(lag),
             ]
         )
     header = ["GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET", "LAG"]

@@ -120,6 +120,13 @@ class SharePersister(Protocol):
         self, group_id: str, topic_id: bytes, partition: int, op: str, **args: Any
     ) -> tuple[ErrorCode, ShareState | None]: ...
 
+    async def latest_offsets(
+        self, partitions: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], tuple[ErrorCode, int]]:
+        """``(error, latest offset)`` of each ``(topic, partition)`` from its leader (Kafka's
+        PartitionMetadataClient.listLatestOffsets, for the share-partition lag)."""
+        ...
+
 
 class TxnPartitionAdder(Protocol):
     """A partition leader's line to the transaction coordinator of a transactional id, wherever

@@ -8,6 +8,13 @@ with the next state epoch, DeleteShareGroupState). Altering or deleting offsets 
 group (NON_EMPTY_GROUP otherwise); a partition leader that still holds the old state drops it
 when the next member opens a session on it (the state epoch moved) or when its next write is
 FENCED_STATE_EPOCH. Altering the offsets of a group that does not exist creates it, empty.
+
+DescribeShareGroupOffsets answers, per partition, the start offset and leader epoch of the
+state summary and (v1, KIP-1226) the share-partition lag as Kafka 4.2's GroupCoordinatorService
+computes it: the partition's latest offset (its high watermark, from the leader) minus the start
+offset minus the delivery complete count the share-partition leader last wrote. The lag is -1
+when there is no state, no start offset or no delivery complete count (a v0 writer); a latest
+offset that cannot be read is the partition's error (the start offset is still answered).
 """
 
 from __future__ import annotations
@@ -54,6 +61,8 @@ async def handle_describe_share_group_offsets(
             entry["error_message"] = f"Group {group_id} not found."
             groups.append(entry)
             continue
+        # (topic, partition) -> (its row, start offset + delivery complete count), for the lag
+        completed: dict[tuple[str, int], tuple[dict[str, Any], int]] = {}
         topics = wanted["topics"]
         if topics is None:
             topics = [
@@ -71,6 +80,7 @@ async def handle_describe_share_group_offsets(
                     "partition_index": index,
                     "start_offset": -1,
                     "leader_epoch": -1,
+                    "lag": -1,
                     "error_code": 0,
                     "error_message": None,
                 }
@@ -81,6 +91,12 @@ async def handle_describe_share_group_offsets(
                     row["error_code"] = int(code)
                     if state is not None:
                         row["start_offset"] = state.start_offset
+                        row["leader_epoch"] = state.leader_epoch
+                        if state.start_offset >= 0 and state.delivery_complete_count >= 0:
+                            completed[(topic["topic_name"], index)] = (
+                                row,
+                                state.start_offset + state.delivery_complete_count,
+                            )
                 parts.append(row)
             entry["topics"].append(
                 {
@@ -89,6 +105,14 @@ async def handle_describe_share_group_offsets(
                     "partitions": parts,
                 }
             )
+        if completed and request.header.api_version >= 1:
+            latest = await persister.latest_offsets(list(completed))
+            for tp, (row, done) in completed.items():
+                code, offset = latest[tp]
+                if code == ErrorCode.NONE:
+                    row["lag"] = offset - done
+                else:
+                    row["error_code"] = int(code)
         groups.append(entry)
     return {"throttle_time_ms": 0, "groups": groups}
 

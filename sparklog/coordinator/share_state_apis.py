@@ -204,6 +204,7 @@ class ShareStateCoordinator:
                     args["leader_epoch"],
                     args["start_offset"],
                     args["batches"],
+                    args.get("delivery_complete_count", -1),
                 )
             elif op == "initialize":
                 code, records = store.initialize(key, args["state_epoch"], args["start_offset"])

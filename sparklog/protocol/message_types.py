@@ -3487,7 +3487,7 @@ class DescribeShareGroupOffsetsRequestGroups(TypedDict):
 
 
 class DescribeShareGroupOffsetsRequest(TypedDict):
-    """``DescribeShareGroupOffsetsRequest`` v0-0 (decoded: every key present)."""
+    """``DescribeShareGroupOffsetsRequest`` v0-1 (decoded: every key present)."""
 
     groups: list[DescribeShareGroupOffsetsRequestGroups]
 
@@ -3498,6 +3498,7 @@ class DescribeShareGroupOffsetsResponseGroupsTopicsPartitions(TypedDict, total=F
     partition_index: int
     start_offset: int
     leader_epoch: int
+    lag: int
     error_code: int
     error_message: str | None
 
@@ -3520,7 +3521,7 @@ class DescribeShareGroupOffsetsResponseGroups(TypedDict, total=False):
 
 
 class DescribeShareGroupOffsetsResponse(TypedDict, total=False):
-    """``DescribeShareGroupOffsetsResponse`` v0-0 (built: missing keys take defaults)."""
+    """``DescribeShareGroupOffsetsResponse`` v0-1 (built: missing keys take defaults)."""
 
     throttle_time_ms: int
     groups: list[DescribeShareGroupOffsetsResponseGroups]

@@ -4,8 +4,9 @@ it is kept in (KIP-932), sans-IO.
 Records are Kafka's: the key is an int16 version then ``(group id, topic id, partition)`` -
 version 0 for a ShareSnapshot, 1 for a ShareUpdate; the value an int16 version (0) then the
 snapshot (snapshot epoch, state epoch, leader epoch, start offset, state batches) or the update
-(snapshot epoch, leader epoch, start offset, state batches). A null value (a tombstone) deletes
-the state.
+(snapshot epoch, leader epoch, start offset, state batches), both with Kafka 4.2's tagged field
+0, ``DeliveryCompleteCount`` (KIP-1226; -1, not set, is not written). A null value (a
+tombstone) deletes the state.
 
 Rules kept here:
 
@@ -13,6 +14,9 @@ Rules kept here:
   update replaces the state it follows; every ``updates_per_snapshot`` updates of a key (and the
   first write) go out as a snapshot instead, so a replay never depends on more than the records
   since the last snapshot.
+- The delivery complete count is what the share-partition leader wrote (WriteShareGroupState
+  v1; -1 from a v0 write), as Kafka's share coordinator keeps it; initializing a start offset
+  (AlterShareGroupOffsets) sets it to 0, as Kafka does since KAFKA-20034.
 - A write or read naming a leader epoch older than the highest seen for its key is
   FENCED_LEADER_EPOCH: a deposed leader can never overwrite its successor's state. A write
   naming another state epoch than the current one is FENCED_STATE_EPOCH.
@@ -52,6 +56,8 @@ _BATCHES = array(
     schema_field("delivery_state", "int8"),
     schema_field("delivery_count", "int16"),
 )
+# Kafka 4.2 (KIP-1226): ShareSnapshotValue/ShareUpdateValue tagged field 0, default -1.
+_DELIVERY_COMPLETE_COUNT = schema_field("delivery_complete_count", "int32", tag=0, default=-1)
 _SNAPSHOT_VALUE = message(
     "ShareSnapshotValue",
     "0",
@@ -60,6 +66,7 @@ _SNAPSHOT_VALUE = message(
     schema_field("state_epoch", "int32"),
     schema_field("leader_epoch", "int32"),
     schema_field("start_offset", "int64"),
+    _DELIVERY_COMPLETE_COUNT,
     _BATCHES,
 )
 _UPDATE_VALUE = message(
@@ -69,6 +76,7 @@ _UPDATE_VALUE = message(
     schema_field("snapshot_epoch", "uint16"),
     schema_field("leader_epoch", "int32"),
     schema_field("start_offset", "int64"),
+    _DELIVERY_COMPLETE_COUNT,
     _BATCHES,
 )
 _VERSION = struct.Struct(">h")
@@ -88,16 +96,18 @@ class ShareState:
     start_offset: int
     batches: tuple[Batch, ...] = ()
     snapshot_epoch: int = 0
+    # KIP-1226: offsets at or after the start offset whose delivery is complete; -1 unknown
+    delivery_complete_count: int = -1
 
-    @property
-    def delivery_complete_count(self) -> int:
-        """KIP-1226's count: offsets at or after the start offset whose delivery is complete
-        (Acknowledged, 2, or Archived, 4, in the state batches)."""
-        return sum(
-            last - max(first, self.start_offset) + 1
-            for first, last, delivery_state, _ in self.batches
-            if delivery_state in (2, 4) and last >= self.start_offset
-        )
+
+def completed_count(start_offset: int, batches: tuple[Batch, ...]) -> int:
+    """KIP-1226's delivery complete count of a share-partition window: the offsets at or after
+    ``start_offset`` whose delivery is complete (Acknowledged, 2, or Archived, 4)."""
+    return sum(
+        last - max(first, start_offset) + 1
+        for first, last, delivery_state, _ in batches
+        if delivery_state in (2, 4) and last >= start_offset
+    )
 
 
 def encode_record(
@@ -114,6 +124,7 @@ def encode_record(
         "state_epoch": state.state_epoch,
         "leader_epoch": state.leader_epoch,
         "start_offset": state.start_offset,
+        "delivery_complete_count": state.delivery_complete_count,
         "state_batches": [
             {"first_offset": f, "last_offset": last, "delivery_state": s, "delivery_count": c}
             for f, last, s, c in state.batches
@@ -187,7 +198,12 @@ class ShareStateStore:
         current = self.states.get(state_key)
         if snapshot:
             self.states[state_key] = ShareState(
-                v["state_epoch"], v["leader_epoch"], v["start_offset"], batches, v["snapshot_epoch"]
+                v["state_epoch"],
+                v["leader_epoch"],
+                v["start_offset"],
+                batches,
+                v["snapshot_epoch"],
+                v["delivery_complete_count"],
             )
             self.updates_since_snapshot[state_key] = 0
         elif current is not None:
@@ -196,6 +212,7 @@ class ShareStateStore:
                 leader_epoch=v["leader_epoch"],
                 start_offset=v["start_offset"],
                 batches=batches,
+                delivery_complete_count=v["delivery_complete_count"],
             )
             self.updates_since_snapshot[state_key] = (
                 self.updates_since_snapshot.get(state_key, 0) + 1
@@ -223,6 +240,7 @@ class ShareStateStore:
         leader_epoch: int,
         start_offset: int,
         batches: tuple[Batch, ...],
+        delivery_complete_count: int = -1,
     ) -> tuple[ErrorCode, list[tuple[bytes, bytes | None]]]:
         current = self.states.get(key)
         if current is not None:
@@ -237,6 +255,7 @@ class ShareStateStore:
             leader_epoch=max(leader_epoch, base.leader_epoch),
             start_offset=start_offset,
             batches=batches,
+            delivery_complete_count=delivery_complete_count,
         )
         if current is not None and state_epoch > current.state_epoch:
             updated = replace(updated, snapshot_epoch=current.snapshot_epoch + 1)
@@ -251,7 +270,8 @@ class ShareStateStore:
             return ErrorCode.FENCED_STATE_EPOCH, []
         leader_epoch = current.leader_epoch if current is not None else -1
         snapshot_epoch = current.snapshot_epoch + 1 if current is not None else 0
-        state = ShareState(state_epoch, leader_epoch, start_offset, (), snapshot_epoch)
+        completed = 0 if start_offset >= 0 else -1
+        state = ShareState(state_epoch, leader_epoch, start_offset, (), snapshot_epoch, completed)
         self.updates_since_snapshot[key] = self.updates_per_snapshot
         return ErrorCode.NONE, [self._record(key, state)]
 

@@ -34,6 +34,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
+from sparklog.cli.admin_client import LATEST
 from sparklog.cli.admin_client import AdminClient as SparklogAdmin
 from sparklog.cli.metrics_tool import fetch_metrics
 from tests.integration.ck_helpers import create_topic, make_producer
@@ -305,6 +306,16 @@ def test_share_groups_tool_lists_describes_resets_and_deletes(share_node: Node) 
     }
     assert set(offsets) == {0, 1}, described.out
     assert all(start > 0 for start, _lag in offsets.values()), described.out
+    # LAG (KIP-1226, DescribeShareGroupOffsets v1): high watermark - start offset - records past
+    # it whose delivery is complete; the accepted ones are complete, released ones are not.
+    assert sum(lag for _start, lag in offsets.values()) == 40 - accepted, described.out
+    with SparklogAdmin(bootstrap) as admin:
+        v0 = admin.coordinator(group).request(
+            "DescribeShareGroupOffsets",
+            {"groups": [{"group_id": group, "topics": None}]},
+            version=0,
+        )["groups"][0]["topics"][0]["partitions"]
+    assert all(p["lag"] == -1 and p["start_offset"] > 0 for p in v0), v0  # v0: no Lag
     deadline = time.monotonic() + DEADLINE_S
     while (
         tool(bootstrap, "share-groups", "--describe", "--group", group, "--state").out.count(
@@ -324,6 +335,15 @@ def test_share_groups_tool_lists_describes_resets_and_deletes(share_node: Node) 
         if row and row[0] == group and row[1] == topic
     ]
     assert starts == [0, 0], after.out
+    lags = [
+        int(row[5])
+        for row in (line.split() for line in after.out.splitlines())
+        if row and row[0] == group and row[1] == topic
+    ]
+    with SparklogAdmin(bootstrap) as admin:
+        ends = admin.list_offsets([(topic, 0), (topic, 1)], LATEST)
+    # from a reset start offset nothing is complete: the lag is the whole partition
+    assert lags == [ends[(topic, 0)][0], ends[(topic, 1)][0]], (after.out, ends)
     # The reset takes effect: a new member gets the accepted records again.
     with closing([share_consumer(share_node, group, topic)]) as (again,):
         seen: set[bytes] = set()

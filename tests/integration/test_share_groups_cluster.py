@@ -249,3 +249,20 @@ def test_share_group_survives_leader_and_share_coordinator_kills(cluster: Cluste
     assert members_after == members_before
     assert wanted <= ledger.accepted
     assert ledger.delivered_after_accept == []
+    # Everything was accepted, so the share-partition lag (DescribeShareGroupOffsets v1,
+    # KIP-1226) is 0: the group coordinator reads the delivery complete count the leader wrote
+    # from the share coordinator and the high watermark from the partition leader.
+    end = wait_until("the lag to reach 0", lambda: share_lag(cluster), tolerate=(Exception,))
+    assert end[1] == 0 and end[0] > RECORDS, end
+
+
+def share_lag(cluster: Cluster) -> tuple[int, int] | None:
+    """(start offset, lag) of the share-partition once the lag is 0, else None."""
+    with SparklogAdmin(cluster.running_bootstrap_servers) as admin:
+        group = admin.coordinator(GROUP).request(
+            "DescribeShareGroupOffsets", {"groups": [{"group_id": GROUP, "topics": None}]}
+        )["groups"][0]
+    part = group["topics"][0]["partitions"][0]
+    if group["error_code"] or part["error_code"] or part["lag"] != 0:
+        return None
+    return part["start_offset"], part["lag"]

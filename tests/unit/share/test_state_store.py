@@ -10,7 +10,13 @@ from sparklog.protocol.codec import decode_from, encode_bytes
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.messages.read_share_group_state_summary import RESPONSE
 from sparklog.protocol.types import Reader
-from sparklog.share.state_store import ShareState, ShareStateStore, decode_record, encode_record
+from sparklog.share.state_store import (
+    ShareState,
+    ShareStateStore,
+    completed_count,
+    decode_record,
+    encode_record,
+)
 
 KEY = ("g", b"\x01" * 16, 3)
 
@@ -21,7 +27,7 @@ def apply(store: ShareStateStore, records: list[tuple[bytes, bytes | None]]) -> 
 
 
 def test_records_round_trip() -> None:
-    state = ShareState(2, 5, 100, ((100, 104, 0, 1), (105, 105, 2, 3)), 7)
+    state = ShareState(2, 5, 100, ((100, 104, 0, 1), (105, 105, 2, 3)), 7, 1)
     key, value = encode_record(KEY, state, snapshot=True)
     assert decode_record(key, value) == (
         KEY,
@@ -31,6 +37,7 @@ def test_records_round_trip() -> None:
             "state_epoch": 2,
             "leader_epoch": 5,
             "start_offset": 100,
+            "delivery_complete_count": 1,
             "state_batches": [
                 {"first_offset": 100, "last_offset": 104, "delivery_state": 0, "delivery_count": 1},
                 {"first_offset": 105, "last_offset": 105, "delivery_state": 2, "delivery_count": 3},
@@ -121,10 +128,36 @@ def test_pruning_below_redundant_before_keeps_the_state(
 def test_delivery_complete_count_counts_acked_and_archived_from_the_start_offset() -> None:
     # (first, last, state, count): 2 Acknowledged, 4 Archived, 0 Available
     batches = ((5, 9, 2, 1), (10, 11, 0, 1), (12, 14, 4, 5), (15, 15, 2, 1))
-    assert ShareState(1, 0, 5, batches).delivery_complete_count == 5 + 3 + 1
+    assert completed_count(5, batches) == 5 + 3 + 1
     # a batch that starts before the start offset counts from the start offset only
-    assert ShareState(1, 0, 8, batches).delivery_complete_count == 2 + 3 + 1
-    assert ShareState(1, 0, 16, batches).delivery_complete_count == 0
+    assert completed_count(8, batches) == 2 + 3 + 1
+    assert completed_count(16, batches) == 0
+
+
+def test_the_written_delivery_complete_count_is_stored_and_replayed() -> None:
+    """The coordinator keeps what the leader wrote (tagged field 0 of both record values), not
+    a count of its own; a v0 write (-1) leaves it unknown, an initialized start offset is 0."""
+    store = ShareStateStore(updates_per_snapshot=2)
+    batches = ((0, 3, 2, 1), (4, 9, 0, 1))
+    written: list[tuple[bytes, bytes | None]] = []
+    for count in (4, 7, -1, 5):  # snapshot, update, update, snapshot again
+        code, records = store.write(KEY, 1, 0, 0, batches, count)
+        assert code == ErrorCode.NONE
+        apply(store, records)
+        written += records
+        assert store.states[KEY].delivery_complete_count == count
+    replayed = ShareStateStore()
+    apply(replayed, written)
+    assert replayed.states[KEY].delivery_complete_count == 5
+    _, snapshot, value = decode_record(*written[0])
+    assert snapshot and value is not None and value["delivery_complete_count"] == 4
+    # -1 is the field's default: not written, so a v0 coordinator's record is the same bytes
+    _, minus_one = encode_record(KEY, ShareState(1, 0, 0, batches), snapshot=False)
+    _, four = encode_record(KEY, ShareState(1, 0, 0, batches, 0, 4), snapshot=False)
+    assert minus_one is not None and four is not None and len(four) == len(minus_one) + 6
+    code, records = store.initialize(KEY, 2, 10)
+    apply(store, records)
+    assert store.states[KEY].delivery_complete_count == 0
 
 
 def test_summary_v1_carries_the_delivery_complete_count() -> None:
