@@ -1,7 +1,11 @@
 """Request dispatch: one handler per API key, and the per-request error policy.
 
-Every API this node serves on its client listener is listed in :data:`HANDLERS`; ApiVersions
-advertises exactly those, with the version ranges of their declarations. A handler bug is
+Every API this node serves on its client listener is listed in :data:`HANDLERS`, keyed by
+:class:`~sparklog.protocol.message_types.ApiKey`; ApiVersions advertises exactly those, with the
+version ranges of their declarations. A handler may declare its request's and response's
+TypedDicts (``TypedRequest[ProduceRequest] -> ProduceResponse``); the table holds them as
+:data:`Handler`, and the response leaves :class:`BrokerApis` as the plain dict it is at run time
+(the quota layer sets its ``throttle_time_ms``). A handler bug is
 logged and answered as UNKNOWN_SERVER_ERROR where the response allows a top-level error;
 otherwise the connection is closed. Nothing a client sends can take the node down.
 """
@@ -10,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from sparklog.broker.acl_apis import (
     handle_acl_write,
@@ -60,13 +64,16 @@ from sparklog.metadata.image import (
     MetadataImage,
 )
 from sparklog.net.server import Connection
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import Request, TypedRequest
+from sparklog.protocol.message_types import ApiKey
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.protocol.schema import Api
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[BrokerContext, Request, str], Awaitable[dict[str, Any] | None]]
+# A handler takes the request (its body typed or not) and returns the response body, or None
+# for no response (acks=0 Produce). TypedRequest[Any] admits every TypedRequest[<Request>].
+Handler = Callable[[BrokerContext, TypedRequest[Any], str], Awaitable[Mapping[str, Any] | None]]
 
 
 async def _init_producer_id(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
@@ -74,60 +81,63 @@ async def _init_producer_id(ctx: BrokerContext, request: Request, listener: str)
 
 
 def _simple(
-    fn: Callable[[BrokerContext, Request], Awaitable[dict[str, Any] | None]],
+    fn: Callable[[BrokerContext, TypedRequest[Any]], Awaitable[Mapping[str, Any] | None]],
 ) -> Handler:
-    async def handler(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any] | None:
+    async def handler(
+        ctx: BrokerContext, request: TypedRequest[Any], listener: str
+    ) -> Mapping[str, Any] | None:
         return await fn(ctx, request)
 
     return handler
 
 
+# Keyed by ApiKey members; typed by int so the dispatcher looks a request's key up directly.
 HANDLERS: dict[int, Handler] = {
-    0: _simple(handle_produce),
-    1: _simple(handle_fetch),
-    2: _simple(handle_list_offsets),
-    3: handle_metadata,
-    19: _simple(forward_to_controller),
-    20: _simple(forward_to_controller),
-    21: _simple(handle_delete_records),
-    22: _init_producer_id,
-    23: _simple(handle_offset_for_leader_epoch),
-    27: _simple(handle_write_txn_markers),
-    32: _simple(handle_describe_configs),
-    33: _simple(forward_to_controller),
-    37: _simple(forward_to_controller),
-    43: _simple(forward_to_controller),
-    44: _simple(forward_to_controller),
-    45: _simple(forward_to_controller),
-    46: _simple(forward_to_controller),
-    60: handle_describe_cluster,
+    ApiKey.PRODUCE: _simple(handle_produce),
+    ApiKey.FETCH: _simple(handle_fetch),
+    ApiKey.LIST_OFFSETS: _simple(handle_list_offsets),
+    ApiKey.METADATA: handle_metadata,
+    ApiKey.CREATE_TOPICS: _simple(forward_to_controller),
+    ApiKey.DELETE_TOPICS: _simple(forward_to_controller),
+    ApiKey.DELETE_RECORDS: _simple(handle_delete_records),
+    ApiKey.INIT_PRODUCER_ID: _init_producer_id,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: _simple(handle_offset_for_leader_epoch),
+    ApiKey.WRITE_TXN_MARKERS: _simple(handle_write_txn_markers),
+    ApiKey.DESCRIBE_CONFIGS: _simple(handle_describe_configs),
+    ApiKey.ALTER_CONFIGS: _simple(forward_to_controller),
+    ApiKey.CREATE_PARTITIONS: _simple(forward_to_controller),
+    ApiKey.ELECT_LEADERS: _simple(forward_to_controller),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: _simple(forward_to_controller),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: _simple(forward_to_controller),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: _simple(forward_to_controller),
+    ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster,
     # DescribeQuorum, AddRaftVoter, RemoveRaftVoter: answered by the KRaft leader.
-    55: _simple(forward_to_controller),
-    57: _simple(forward_to_controller),
-    80: _simple(forward_to_controller),
-    81: _simple(forward_to_controller),
-    75: _simple(handle_describe_topic_partitions),
-    35: _simple(handle_describe_log_dirs),
-    61: _simple(handle_describe_producers),
-    74: handle_list_config_resources,
-    29: _simple(handle_describe_acls),
-    30: _simple(handle_acl_write),
-    31: _simple(handle_acl_write),
-    48: _simple(handle_describe_client_quotas),
-    49: _simple(forward_to_controller),
-    50: _simple(handle_describe_user_scram_credentials),
-    51: _simple(forward_to_controller),
+    ApiKey.DESCRIBE_QUORUM: _simple(forward_to_controller),
+    ApiKey.UPDATE_FEATURES: _simple(forward_to_controller),
+    ApiKey.ADD_RAFT_VOTER: _simple(forward_to_controller),
+    ApiKey.REMOVE_RAFT_VOTER: _simple(forward_to_controller),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: _simple(handle_describe_topic_partitions),
+    ApiKey.DESCRIBE_LOG_DIRS: _simple(handle_describe_log_dirs),
+    ApiKey.DESCRIBE_PRODUCERS: _simple(handle_describe_producers),
+    ApiKey.LIST_CONFIG_RESOURCES: handle_list_config_resources,
+    ApiKey.DESCRIBE_ACLS: _simple(handle_describe_acls),
+    ApiKey.CREATE_ACLS: _simple(handle_acl_write),
+    ApiKey.DELETE_ACLS: _simple(handle_acl_write),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: _simple(handle_describe_client_quotas),
+    ApiKey.ALTER_CLIENT_QUOTAS: _simple(forward_to_controller),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _simple(handle_describe_user_scram_credentials),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _simple(forward_to_controller),
 }
 HANDLERS.update(GROUP_HANDLERS)
 HANDLERS.update(TXN_HANDLERS)
 HANDLERS.update(SHARE_GROUP_HANDLERS)
 HANDLERS.update(SHARE_STATE_HANDLERS)
 HANDLERS.update(SHARE_OFFSETS_HANDLERS)
-HANDLERS[78] = handle_share_fetch
-HANDLERS[79] = handle_share_acknowledge
+HANDLERS[ApiKey.SHARE_FETCH] = handle_share_fetch
+HANDLERS[ApiKey.SHARE_ACKNOWLEDGE] = handle_share_acknowledge
 
-# ApiVersions (18) is answered by BrokerApis itself, per listener.
-SERVED: dict[int, Api] = {key: API_BY_KEY[key] for key in sorted({18, *HANDLERS})}
+# ApiVersions is answered by BrokerApis itself, per listener.
+SERVED: dict[int, Api] = {key: API_BY_KEY[key] for key in sorted({ApiKey.API_VERSIONS, *HANDLERS})}
 
 
 def served_broker_apis(config: ServerConfig) -> dict[int, Api]:
@@ -194,7 +204,7 @@ class BrokerApis:
         self.ctx = ctx
 
     async def __call__(self, request: Request, conn: Connection) -> dict[str, Any] | None:
-        if request.api.key == 18:
+        if request.api.key == ApiKey.API_VERSIONS:
             # Each listener advertises what it serves (the controller listener less), the
             # share-group APIs only while share groups are enabled.
             apis = conn.served_apis
@@ -222,10 +232,10 @@ class BrokerApis:
         try:
             authorizer = self.ctx.authorizer
             if authorizer is None:
-                return await handler(self.ctx, request, conn.listener_name)
+                return _as_dict(await handler(self.ctx, request, conn.listener_name))
 
             async def serve(allowed: Request) -> dict[str, Any] | None:
-                return await handler(self.ctx, allowed, conn.listener_name)
+                return _as_dict(await handler(self.ctx, allowed, conn.listener_name))
 
             return await authorized_call(
                 authorizer, conn.session, request, serve, self.ctx.topic_name
@@ -238,3 +248,9 @@ class BrokerApis:
                 conn.peer,
             )
             raise
+
+
+def _as_dict(response: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A handler's response as the dict it is at run time (the codec builds, handlers build,
+    dicts; a TypedDict is only their static type), for the layers that set throttle_time_ms."""
+    return cast("dict[str, Any] | None", response)

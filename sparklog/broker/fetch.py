@@ -39,19 +39,38 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.fetch_session import FetchContext, FetchPartition, PartitionKey
 from sparklog.broker.partition import Partition
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import TypedRequest
+from sparklog.protocol.message_types import (
+    FetchRequest,
+    FetchResponse,
+    FetchResponseResponses,
+    FetchResponseResponsesPartitions,
+    FetchResponseResponsesPartitionsAbortedTransactions,
+    FetchResponseResponsesPartitionsDivergingEpoch,
+)
+from sparklog.protocol.types import RecordsValue
 from sparklog.replication.messages import FollowerFetch
 from sparklog.storage.errors import OffsetMovedToTieredStorageError
 from sparklog.storage.slices import FileSlice, LogReadResult
 
 _NO_ABORTED: None = None
-_Results = list[tuple[FetchPartition, dict[str, Any]]]
+PartitionResponse = FetchResponseResponsesPartitions
+AbortedTxn = FetchResponseResponsesPartitionsAbortedTransactions
+_Results = list[tuple[FetchPartition, PartitionResponse]]
+
+
+class _Marks(TypedDict):
+    """A partition's offsets, as the response reports them."""
+
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,35 +81,45 @@ class _Replica:
     broker_epoch: int
 
 
-def _replica_of(body: dict[str, Any], version: int) -> _Replica | None:
+def _replica_of(body: FetchRequest, version: int) -> _Replica | None:
     if version >= 15:
-        state = body.get("replica_state") or {}
-        replica_id = int(state.get("replica_id", -1))
-        broker_epoch = int(state.get("replica_epoch", -1))
+        state = body["replica_state"]
+        replica_id = -1 if state is None else state["replica_id"]
+        broker_epoch = -1 if state is None else state["replica_epoch"]
     else:
-        replica_id = int(body.get("replica_id", -1))
+        replica_id = body["replica_id"]
         broker_epoch = -1
     return _Replica(replica_id, broker_epoch) if replica_id >= 0 else None
 
 
-def _partition_response(index: int, code: int, **values: Any) -> dict[str, Any]:
-    response: dict[str, Any] = {
+def _partition_response(
+    index: int,
+    code: int,
+    *,
+    high_watermark: int = -1,
+    last_stable_offset: int = -1,
+    log_start_offset: int = -1,
+    aborted_transactions: list[AbortedTxn] | None = _NO_ABORTED,
+    diverging_epoch: FetchResponseResponsesPartitionsDivergingEpoch | None = None,
+    records: RecordsValue = b"",  # Kafka sends empty records, not null: librdkafka wants them
+) -> PartitionResponse:
+    response: PartitionResponse = {
         "partition_index": index,
         "error_code": int(code),
-        "high_watermark": -1,
-        "last_stable_offset": -1,
-        "log_start_offset": -1,
-        "aborted_transactions": _NO_ABORTED,
+        "high_watermark": high_watermark,
+        "last_stable_offset": last_stable_offset,
+        "log_start_offset": log_start_offset,
+        "aborted_transactions": aborted_transactions,
         "preferred_read_replica": -1,
-        # Kafka sends empty records, not null, with an error: librdkafka rejects a null set.
-        "records": b"",
+        "records": records,
     }
-    response.update(values)
+    if diverging_epoch is not None:
+        response["diverging_epoch"] = diverging_epoch
     return response
 
 
 def _wanted_partitions(
-    ctx: BrokerContext, body: dict[str, Any], version: int
+    ctx: BrokerContext, body: FetchRequest, version: int
 ) -> list[FetchPartition]:
     wanted: list[FetchPartition] = []
     for topic in body["topics"]:
@@ -109,8 +138,8 @@ def _wanted_partitions(
                     fetch_offset=p["fetch_offset"],
                     current_leader_epoch=p["current_leader_epoch"],
                     max_bytes=p["partition_max_bytes"],
-                    last_fetched_epoch=p.get("last_fetched_epoch", -1),
-                    log_start_offset=p.get("log_start_offset", -1),
+                    last_fetched_epoch=p["last_fetched_epoch"],
+                    log_start_offset=p["log_start_offset"],
                 )
             )
     return wanted
@@ -153,7 +182,7 @@ async def _read_once(
         if skip_unchanged and _nothing_new(partition, want, hw, start, isolation_level):
             continue
         lso = partition.last_stable_offset
-        marks = {"high_watermark": hw, "last_stable_offset": lso, "log_start_offset": start}
+        marks = _Marks(high_watermark=hw, last_stable_offset=lso, log_start_offset=start)
         if want.fetch_offset < start or want.fetch_offset > partition.log_end_offset:
             out.append(
                 (want, _partition_response(want.partition, ErrorCode.OFFSET_OUT_OF_RANGE, **marks))
@@ -162,7 +191,7 @@ async def _read_once(
             continue
         budget = min(want.max_bytes, remaining)
         records: list[FileSlice] | bytes | None = None
-        aborted: list[dict[str, int]] = []
+        aborted: list[AbortedTxn] = []
         if budget > 0 or total == 0:
             try:
                 result = rm.read(
@@ -199,10 +228,15 @@ async def _read_once(
                 continue
             total += size
             remaining -= size
-        extra: dict[str, Any] = {"records": records if records is not None else b""}
+        response = _partition_response(
+            want.partition,
+            ErrorCode.NONE,
+            **marks,
+            records=records if records is not None else b"",
+        )
         if isolation_level == 1:
-            extra["aborted_transactions"] = aborted
-        out.append((want, _partition_response(want.partition, ErrorCode.NONE, **marks, **extra)))
+            response["aborted_transactions"] = aborted
+        out.append((want, response))
     return out, total, errored
 
 
@@ -222,7 +256,9 @@ def _nothing_new(
     return want.fetch_offset == lso == want.sent_last_stable_offset
 
 
-def _follower_error(ctx: BrokerContext, want: FetchPartition, exc: KafkaApiError) -> dict[str, Any]:
+def _follower_error(
+    ctx: BrokerContext, want: FetchPartition, exc: KafkaApiError
+) -> PartitionResponse:
     code = exc.code
     if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and want.topic in ctx.image.topics.by_name:
         # The topic exists but this broker does not host the partition.
@@ -263,17 +299,17 @@ def _read_follower_once(
             out.append((want, _follower_error(ctx, want, exc)))
             errored = True
             continue
-        marks: dict[str, Any] = {
-            "high_watermark": result.high_watermark,
-            "last_stable_offset": partition.last_stable_offset,
-            "log_start_offset": result.log_start_offset,
-        }
+        marks = _Marks(
+            high_watermark=result.high_watermark,
+            last_stable_offset=partition.last_stable_offset,
+            log_start_offset=result.log_start_offset,
+        )
         if result.error:
             out.append((want, _partition_response(want.partition, result.error, **marks)))
             errored = True
             continue
         if result.diverging_epoch is not None:
-            diverging = {
+            diverging: FetchResponseResponsesPartitionsDivergingEpoch = {
                 "epoch": result.diverging_epoch.epoch,
                 "end_offset": result.diverging_epoch.end_offset,
             }
@@ -317,28 +353,30 @@ def _read_follower_once(
 
 def _aborted(
     partition: Partition, fetch_offset: int, result: LogReadResult, lso: int
-) -> list[dict[str, int]]:
+) -> list[AbortedTxn]:
     return [
         {"producer_id": txn.producer_id, "first_offset": txn.first_offset}
         for txn in partition.log.aborted_transactions_for_read(fetch_offset, result, lso)
     ]
 
 
-def _group_by_topic(results: _Results, by_id: bool) -> list[dict[str, Any]]:
-    topics: list[dict[str, Any]] = []
+def _group_by_topic(results: _Results, by_id: bool) -> list[FetchResponseResponses]:
+    topics: list[FetchResponseResponses] = []
+    partitions: list[PartitionResponse] = []
     last_key: tuple[str, bytes] | None = None
     for want, response in results:
         key = (want.topic, want.topic_id)
         if key != last_key:
+            partitions = []
             topics.append(
                 {
                     "topic": want.topic,
                     "topic_id": want.topic_id if by_id else b"\x00" * 16,
-                    "partitions": [],
+                    "partitions": partitions,
                 }
             )
             last_key = key
-        topics[-1]["partitions"].append(response)
+        partitions.append(response)
     return topics
 
 
@@ -368,9 +406,9 @@ def _hw_moved(
     return False
 
 
-def _forgotten(body: dict[str, Any], by_id: bool) -> list[PartitionKey]:
+def _forgotten(body: FetchRequest, by_id: bool) -> list[PartitionKey]:
     forgotten: list[PartitionKey] = []
-    for topic in body.get("forgotten_topics_data") or ():
+    for topic in body["forgotten_topics_data"]:
         name: bytes | str = bytes(topic["topic_id"]) if by_id else topic["topic"]
         forgotten.extend((name, index) for index in topic["partitions"])
     return forgotten
@@ -390,14 +428,14 @@ def _now_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
-async def handle_fetch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+async def handle_fetch(ctx: BrokerContext, request: TypedRequest[FetchRequest]) -> FetchResponse:
     body = request.body
     version = request.header.api_version
     by_id = version >= 13
     replica = _replica_of(body, version)
     session: FetchContext = ctx.fetch_sessions.new_context(
-        session_id=body.get("session_id", 0),
-        epoch=body.get("session_epoch", -1),
+        session_id=body["session_id"],
+        epoch=body["session_epoch"],
         uses_topic_ids=by_id,
         privileged=replica is not None,
         partitions=_wanted_partitions(ctx, body, version),
@@ -407,8 +445,8 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
     wanted = session.partitions
     if session.incremental and by_id:
         _resolve_names(ctx, wanted)
-    isolation_level = 0 if replica is not None else body.get("isolation_level", 0)
-    max_bytes = body.get("max_bytes", 0x7FFFFFFF)
+    isolation_level = 0 if replica is not None else body["isolation_level"]
+    max_bytes = body["max_bytes"]
     min_bytes = body["min_bytes"]
     max_wait_s = max(body["max_wait_ms"], 0) / 1000.0
 

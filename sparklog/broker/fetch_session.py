@@ -38,11 +38,14 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sparklog.protocol.errors import ErrorCode
+
+# A Fetch response partition (message_types.FetchResponseResponsesPartitions, or a plain dict).
+ResponseT = TypeVar("ResponseT", bound=Mapping[str, Any])
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
@@ -239,9 +242,9 @@ class FetchSessionCache:
     def complete(
         self,
         context: FetchContext,
-        results: list[tuple[FetchPartition, dict[str, Any]]],
+        results: list[tuple[FetchPartition, ResponseT]],
         now_ms: int,
-    ) -> tuple[ErrorCode, int, list[tuple[FetchPartition, dict[str, Any]]]]:
+    ) -> tuple[ErrorCode, int, list[tuple[FetchPartition, ResponseT]]]:
         """The response's (error, session id, partitions) once the partitions were read.
 
         ``results`` pairs each partition read with its Fetch response partition
@@ -254,7 +257,7 @@ class FetchSessionCache:
         if session is not None:
             if session.epoch != context.expected_epoch:
                 return ErrorCode.INVALID_FETCH_SESSION_EPOCH, session.id, []
-            kept: list[tuple[FetchPartition, dict[str, Any]]] = []
+            kept: list[tuple[FetchPartition, ResponseT]] = []
             for wanted, response in results:
                 if wanted.must_respond(response):
                     kept.append((wanted, response))
@@ -273,7 +276,7 @@ class FetchSessionCache:
     def _maybe_create(
         self,
         context: FetchContext,
-        results: list[tuple[FetchPartition, dict[str, Any]]],
+        results: Sequence[tuple[FetchPartition, Mapping[str, Any]]],
         now_ms: int,
     ) -> int:
         size = len(results)

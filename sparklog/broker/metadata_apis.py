@@ -9,12 +9,22 @@ commits the topic before we answer, so the client sees its leader in the same re
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from sparklog.broker.context import BrokerContext
 from sparklog.metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import TypedRequest
+from sparklog.protocol.message_types import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeClusterResponseBrokers,
+    DescribeTopicPartitionsResponseTopicsPartitions,
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBrokers,
+    MetadataResponseTopics,
+    MetadataResponseTopicsPartitions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +32,8 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
-def _brokers(image: MetadataImage, listener: str) -> list[dict[str, Any]]:
-    brokers = []
+def _brokers(image: MetadataImage, listener: str) -> list[MetadataResponseBrokers]:
+    brokers: list[MetadataResponseBrokers] = []
     for broker in sorted(image.cluster.brokers.values(), key=lambda b: b.broker_id):
         if broker.fenced:
             continue
@@ -47,9 +57,10 @@ def live_brokers(image: MetadataImage) -> set[int]:
 
 def partition_entry(
     index: int, registration: PartitionRegistration, live: set[int]
-) -> dict[str, Any]:
+) -> DescribeTopicPartitionsResponseTopicsPartitions:
     """One partition as Metadata and DescribeTopicPartitions describe it (ELR included; a
-    response version without those fields leaves them out)."""
+    response version without those fields leaves them out). Metadata's partition TypedDict has
+    a subset of the keys, so the same dict serves both."""
     leader = registration.leader if registration.leader in live else -1
     return {
         "error_code": int(ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE),
@@ -64,9 +75,11 @@ def partition_entry(
     }
 
 
-def _topic_response(topic: TopicImage, image: MetadataImage) -> dict[str, Any]:
+def _topic_response(topic: TopicImage, image: MetadataImage) -> MetadataResponseTopics:
     live = live_brokers(image)
-    partitions = [partition_entry(i, topic.partitions[i], live) for i in sorted(topic.partitions)]
+    partitions: list[MetadataResponseTopicsPartitions] = [
+        partition_entry(i, topic.partitions[i], live) for i in sorted(topic.partitions)
+    ]
     return {
         "error_code": 0,
         "name": topic.name,
@@ -77,7 +90,7 @@ def _topic_response(topic: TopicImage, image: MetadataImage) -> dict[str, Any]:
     }
 
 
-def _missing_topic(name: str | None, topic_id: bytes, code: int) -> dict[str, Any]:
+def _missing_topic(name: str | None, topic_id: bytes, code: int) -> MetadataResponseTopics:
     return {
         "error_code": int(code),
         "name": name,
@@ -88,23 +101,26 @@ def _missing_topic(name: str | None, topic_id: bytes, code: int) -> dict[str, An
     }
 
 
-async def handle_metadata(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+async def handle_metadata(
+    ctx: BrokerContext, request: TypedRequest[MetadataRequest], listener: str
+) -> MetadataResponse:
     body = request.body
     version = request.header.api_version
     requested = body["topics"]
     image = ctx.image
     all_topics = requested is None or (version == 0 and len(requested) == 0)
-    topics: list[dict[str, Any]] = []
+    topics: list[MetadataResponseTopics] = []
     if all_topics:
         topics = [_topic_response(t, image) for t in image.topics.by_name.values()]
     else:
-        allow_create = body.get("allow_auto_topic_creation", True) and bool(
+        allow_create = body["allow_auto_topic_creation"] and bool(
             ctx.config.get("auto.create.topics.enable")
         )
         to_create: list[str] = []
+        assert requested is not None  # all_topics otherwise
         for wanted in requested:
-            name = wanted.get("name")
-            topic_id = bytes(wanted.get("topic_id") or b"\x00" * 16)
+            name = wanted["name"]
+            topic_id = bytes(wanted["topic_id"])
             topic = None
             if name is None and topic_id != b"\x00" * 16:
                 topic = image.topics.by_id.get(topic_id)
@@ -132,7 +148,7 @@ async def handle_metadata(ctx: BrokerContext, request: Request, listener: str) -
     }
 
 
-async def _auto_create(ctx: BrokerContext, names: list[str]) -> list[dict[str, Any]]:
+async def _auto_create(ctx: BrokerContext, names: list[str]) -> list[MetadataResponseTopics]:
     request = {
         "topics": [
             {
@@ -149,7 +165,7 @@ async def _auto_create(ctx: BrokerContext, names: list[str]) -> list[dict[str, A
     }
     response = await ctx.controller("create_topics", request, 7)
     image = ctx.image
-    out = []
+    out: list[MetadataResponseTopics] = []
     for result in response["topics"]:
         name = result["name"]
         topic = image.topics.by_name.get(name)
@@ -165,10 +181,10 @@ async def _auto_create(ctx: BrokerContext, names: list[str]) -> list[dict[str, A
 
 
 async def handle_describe_cluster(
-    ctx: BrokerContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: BrokerContext, request: TypedRequest[DescribeClusterRequest], listener: str
+) -> DescribeClusterResponse:
     image = ctx.image
-    endpoint_type = request.body.get("endpoint_type", 1)
+    endpoint_type = request.body["endpoint_type"]
     if endpoint_type not in (1, 2):
         return {
             "throttle_time_ms": 0,
@@ -179,8 +195,8 @@ async def handle_describe_cluster(
             "controller_id": -1,
             "brokers": [],
         }
-    include_fenced = request.body.get("include_fenced_brokers", False)
-    brokers = []
+    include_fenced = request.body["include_fenced_brokers"]
+    brokers: list[DescribeClusterResponseBrokers] = []
     for broker in sorted(image.cluster.brokers.values(), key=lambda b: b.broker_id):
         endpoint = broker.endpoint(listener)
         if endpoint is None or (broker.fenced and not include_fenced):

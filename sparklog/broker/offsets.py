@@ -9,12 +9,24 @@ A real timestamp answers the first offset whose timestamp is at least that, or -
 
 from __future__ import annotations
 
-from typing import Any
-
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.partition import Partition
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import TypedRequest
+from sparklog.protocol.message_types import (
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsResponseTopics,
+    DeleteRecordsResponseTopicsPartitions,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsResponseTopics,
+    ListOffsetsResponseTopicsPartitions,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderEpochResponseTopics,
+    OffsetForLeaderEpochResponseTopicsPartitions,
+)
 
 EARLIEST = -2
 LATEST = -1
@@ -58,31 +70,31 @@ async def _list_one(
     return found.timestamp, found.offset, found.leader_epoch
 
 
-async def handle_list_offsets(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+async def handle_list_offsets(
+    ctx: BrokerContext, request: TypedRequest[ListOffsetsRequest]
+) -> ListOffsetsResponse:
     body = request.body
-    version = request.header.api_version
-    isolation_level = body.get("isolation_level", 0)
-    topics = []
+    isolation_level = body["isolation_level"]
+    topics: list[ListOffsetsResponseTopics] = []
     for topic in body["topics"]:
-        partitions = []
+        partitions: list[ListOffsetsResponseTopicsPartitions] = []
         for p in topic["partitions"]:
             index = p["partition_index"]
-            entry: dict[str, Any] = {
+            entry: ListOffsetsResponseTopicsPartitions = {
                 "partition_index": index,
                 "error_code": 0,
-                "old_style_offsets": [],
                 "timestamp": -1,
                 "offset": -1,
                 "leader_epoch": -1,
             }
             try:
                 partition = ctx.replica_manager.leader_partition(
-                    topic["name"], index, p.get("current_leader_epoch", -1)
+                    topic["name"], index, p["current_leader_epoch"]
                 )
                 ts, offset, epoch = await _list_one(ctx, partition, p["timestamp"], isolation_level)
-                entry.update(timestamp=ts, offset=offset, leader_epoch=epoch)
-                if version == 0:
-                    entry["old_style_offsets"] = [offset] if offset >= 0 else []
+                entry["timestamp"] = ts
+                entry["offset"] = offset
+                entry["leader_epoch"] = epoch
             except KafkaApiError as exc:
                 entry["error_code"] = int(exc.code)
             partitions.append(entry)
@@ -90,12 +102,14 @@ async def handle_list_offsets(ctx: BrokerContext, request: Request) -> dict[str,
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-async def handle_offset_for_leader_epoch(ctx: BrokerContext, request: Request) -> dict[str, Any]:
-    topics = []
+async def handle_offset_for_leader_epoch(
+    ctx: BrokerContext, request: TypedRequest[OffsetForLeaderEpochRequest]
+) -> OffsetForLeaderEpochResponse:
+    topics: list[OffsetForLeaderEpochResponseTopics] = []
     for topic in request.body["topics"]:
-        partitions = []
+        partitions: list[OffsetForLeaderEpochResponseTopicsPartitions] = []
         for p in topic["partitions"]:
-            entry = {
+            entry: OffsetForLeaderEpochResponseTopicsPartitions = {
                 "error_code": 0,
                 "partition": p["partition"],
                 "leader_epoch": -1,
@@ -103,10 +117,11 @@ async def handle_offset_for_leader_epoch(ctx: BrokerContext, request: Request) -
             }
             try:
                 partition = ctx.replica_manager.leader_partition(
-                    topic["topic"], p["partition"], p.get("current_leader_epoch", -1)
+                    topic["topic"], p["partition"], p["current_leader_epoch"]
                 )
                 epoch, end_offset = partition.log.end_offset_for_epoch(p["leader_epoch"])
-                entry.update(leader_epoch=epoch, end_offset=end_offset)
+                entry["leader_epoch"] = epoch
+                entry["end_offset"] = end_offset
             except KafkaApiError as exc:
                 entry["error_code"] = int(exc.code)
             partitions.append(entry)
@@ -114,12 +129,18 @@ async def handle_offset_for_leader_epoch(ctx: BrokerContext, request: Request) -
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-async def handle_delete_records(ctx: BrokerContext, request: Request) -> dict[str, Any]:
-    topics = []
+async def handle_delete_records(
+    ctx: BrokerContext, request: TypedRequest[DeleteRecordsRequest]
+) -> DeleteRecordsResponse:
+    topics: list[DeleteRecordsResponseTopics] = []
     for topic in request.body["topics"]:
-        partitions = []
+        partitions: list[DeleteRecordsResponseTopicsPartitions] = []
         for p in topic["partitions"]:
-            entry = {"partition_index": p["partition_index"], "low_watermark": -1, "error_code": 0}
+            entry: DeleteRecordsResponseTopicsPartitions = {
+                "partition_index": p["partition_index"],
+                "low_watermark": -1,
+                "error_code": 0,
+            }
             try:
                 entry["low_watermark"] = ctx.replica_manager.delete_records(
                     topic["name"], p["partition_index"], p["offset"]

@@ -28,11 +28,17 @@ import asyncio
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
 
 from sparklog.broker.context import BrokerContext
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import TypedRequest
+from sparklog.protocol.message_types import (
+    ProduceRequest,
+    ProduceRequestTopicDataPartitionData,
+    ProduceResponse,
+    ProduceResponseResponses,
+    ProduceResponseResponsesPartitionResponses,
+)
 from sparklog.protocol.records import (
     RECORD_BATCH_OVERHEAD,
     CorruptRecordError,
@@ -45,8 +51,10 @@ log = logging.getLogger(__name__)
 
 _ACKS = (0, 1, -1)
 
+PartitionResponse = ProduceResponseResponsesPartitionResponses
 
-def _error_partition(index: int, code: int, message: str | None = None) -> dict[str, Any]:
+
+def _error_partition(index: int, code: int, message: str | None = None) -> PartitionResponse:
     return {
         "index": index,
         "error_code": int(code),
@@ -64,7 +72,7 @@ class _TxnProduce:
 
 
 async def _check_transaction(
-    ctx: BrokerContext, txn: _TxnProduce, name: str, index: int, records: Any
+    ctx: BrokerContext, txn: _TxnProduce, name: str, index: int, records: memoryview
 ) -> ErrorCode | None:
     """The error to answer instead of appending, after asking the transaction coordinator
     about the first transactional batch of a producer epoch here (None: append)."""
@@ -103,10 +111,10 @@ async def _produce_partition(
     ctx: BrokerContext,
     txn: _TxnProduce,
     name: str,
-    pdata: dict[str, Any],
+    pdata: ProduceRequestTopicDataPartitionData,
     acks: int,
     timeout_ms: int,
-) -> dict[str, Any]:
+) -> PartitionResponse:
     index = pdata["index"]
     records = pdata["records"]
     if records is None or len(records) == 0:
@@ -143,20 +151,22 @@ async def _produce_partition(
     }
 
 
-async def _done(response: dict[str, Any]) -> dict[str, Any]:
+async def _done(response: PartitionResponse) -> PartitionResponse:
     return response
 
 
-async def handle_produce(ctx: BrokerContext, request: Request) -> dict[str, Any] | None:
+async def handle_produce(
+    ctx: BrokerContext, request: TypedRequest[ProduceRequest]
+) -> ProduceResponse | None:
     body = request.body
     version = request.header.api_version
     acks = body["acks"]
-    timeout_ms = int(body.get("timeout_ms", 30_000))
+    timeout_ms = body["timeout_ms"]
     by_id = version >= 13
-    txn = _TxnProduce(body.get("transactional_id"), version)
+    txn = _TxnProduce(body["transactional_id"], version)
     # Every partition is appended at once, then acks=all waits run side by side, so a request
     # waits for its slowest partition, not for the sum of them (Kafka's DelayedProduce).
-    pending: list[tuple[dict[str, Any], list[Awaitable[dict[str, Any]]]]] = []
+    pending: list[tuple[ProduceResponseResponses, list[Awaitable[PartitionResponse]]]] = []
     for topic in body["topic_data"]:
         name = topic["name"]
         unknown_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -164,7 +174,7 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> dict[str, Any]
             resolved = ctx.topic_name(topic["topic_id"])
             unknown_code = ErrorCode.UNKNOWN_TOPIC_ID
             name = resolved or ""
-        partitions: list[Awaitable[dict[str, Any]]] = []
+        partitions: list[Awaitable[PartitionResponse]] = []
         for pdata in topic["partition_data"]:
             index = pdata["index"]
             if acks not in _ACKS:
@@ -183,9 +193,9 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> dict[str, Any]
                         _produce_partition(ctx, txn, name, pdata, acks, timeout_ms)
                     )
                 )
-        header = {"name": topic["name"], "topic_id": topic.get("topic_id")}
+        header: ProduceResponseResponses = {"name": topic["name"], "topic_id": topic["topic_id"]}
         pending.append((header, partitions))
-    responses: list[dict[str, Any]] = []
+    responses: list[ProduceResponseResponses] = []
     for header, partitions in pending:
         if acks == -1:
             header["partition_responses"] = list(await asyncio.gather(*partitions))

@@ -21,7 +21,7 @@ Contract:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sparklog.metrics import Meter, MetricsRegistry
@@ -94,7 +94,7 @@ class BrokerTopicMetrics:
         self._mark(topic, "FailedProduceRequestsPerSec")
 
     def fetched_partitions(
-        self, results: Iterable[tuple[Any, dict[str, Any]]], *, follower: bool
+        self, results: Iterable[tuple[Any, Mapping[str, Any]]], *, follower: bool
     ) -> None:
         """``(partition with .topic, partition response)`` pairs of one Fetch response."""
         per_topic: dict[str, list[int]] = {}

@@ -13,20 +13,24 @@ Contract:
   request of a version we do not serve must be answered, as ApiVersions v0 with error
   UNSUPPORTED_VERSION and our version ranges (:func:`unsupported_api_versions_response`).
 - Encoders return chunks INCLUDING the 4-byte big-endian size prefix, ready to write.
+- :class:`TypedRequest` is generic in its body so a handler can declare the body's TypedDict
+  (``TypedRequest[ProduceRequest]``, :mod:`sparklog.protocol.message_types`); at run time the
+  body is the codec's plain dict either way. :data:`Request` is the untyped alias.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from sparklog.protocol.codec import Chunks, decode_from, encode_into
 from sparklog.protocol.errors import ErrorCode, ProtocolError
+from sparklog.protocol.message_types import ApiKey
 from sparklog.protocol.schema import Api
 from sparklog.protocol.types import INT32, BytesLike, Reader, Writer
 
-API_VERSIONS_KEY = 18
+API_VERSIONS_KEY = ApiKey.API_VERSIONS
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +41,24 @@ class RequestHeader:
     client_id: str | None
 
 
+BodyT = TypeVar("BodyT", covariant=True)
+
+
 @dataclass(frozen=True, slots=True)
-class Request:
+class TypedRequest(Generic[BodyT]):
+    """A decoded request; ``BodyT`` is the TypedDict of ``api``'s request declaration."""
+
     header: RequestHeader
     api: Api
-    body: dict[str, Any]
+    body: BodyT
+
+
+# A request whose body is not typed (yet): what decode_request returns. At run time it is the
+# class itself (calling a subscripted frozen slots dataclass fails setting __orig_class__).
+if TYPE_CHECKING:
+    Request = TypedRequest[dict[str, Any]]
+else:
+    Request = TypedRequest
 
 
 class UnsupportedVersion(ProtocolError):
@@ -86,7 +103,7 @@ def decode_request(frame: BytesLike, apis: Mapping[int, Api]) -> Request:
     body = decode_from(api.request, api_version, reader)
     # Bytes after the body are ignored, as Kafka's generated readers do: librdkafka 2.x sends
     # Metadata v13 requests with three bytes past the declared fields, and Kafka answers them.
-    return Request(header, api, body)
+    return TypedRequest(header, api, body)
 
 
 def _finish_frame(writer: Writer) -> Chunks:

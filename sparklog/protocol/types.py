@@ -28,6 +28,7 @@ listener then closes the connection, as for any malformed request).
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from typing import Final, Protocol, runtime_checkable
 
 from sparklog.protocol.errors import ProtocolError
@@ -53,13 +54,7 @@ Chunk = bytes | memoryview | FileRegion
 
 # What a ``records`` field of a message being encoded may hold (codec.py): nothing, bytes, a
 # file region, or several of them written back to back.
-RecordsValue = (
-    BytesLike
-    | FileRegion
-    | list[BytesLike | FileRegion]
-    | tuple[BytesLike | FileRegion, ...]
-    | None
-)
+RecordsValue = BytesLike | FileRegion | Sequence[BytesLike | FileRegion] | None
 
 INT8: Final = struct.Struct(">b")
 INT16: Final = struct.Struct(">h")

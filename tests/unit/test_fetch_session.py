@@ -123,7 +123,8 @@ def test_session_errors() -> None:
         now_ms=0,
     )
     assert wrong_kind.error == ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
-    error, sid, kept = cache.complete(wrong_kind, [], 0)
+    no_results: list[tuple[FetchPartition, dict[str, object]]] = []
+    error, sid, kept = cache.complete(wrong_kind, no_results, 0)
     assert (error, sid, kept) == (ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR, 0, [])
     # A duplicate of the same request: the second answer finds the epoch moved on.
     first = context(cache, session_id, 1, [])
