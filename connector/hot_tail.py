@@ -5,15 +5,20 @@ IPC into the JVM): about 0.16-0.25 s on a 2-core machine, more than Spark's whol
 of 2M tiered rows. So when the driver's files are the executors' files (``local`` master) and
 the hot tail is small, :func:`materialise` reads the planned hot pieces on the driver (the
 brokers' read service, :func:`.hot.read_hot`, the pieces in parallel threads), writes their
-rows as Parquet files in exactly the Kafka source schema (:mod:`.schema`) and the native plan
-reads them with Spark's own Parquet scan, like the tier.
+rows as Parquet files in the tier's columns (:data:`TAIL_SCHEMA`: ``offset``, ``timestamp``
+in ms, ``timestamp_type``, ``key``, ``value``, ``headers`` with ``includeHeaders``) and the
+native plan scans them with the tier's objects, in the same Parquet relation when it can (one
+relation and no union: a second relation cost a ``count()`` about as much as reading the tail).
 
 Contract:
-- :func:`materialise` returns one path per piece with rows (pieces that read no row give
-  none), or None when it declines: a non-local master, more than :data:`MAX_OFFSETS` offsets
+- :func:`materialise` returns one :class:`TailFile` per piece with rows (pieces that read no
+  row give none): its path, partition, offsets and exact size in bytes; or None when it
+  declines: a non-local master, more than :data:`MAX_OFFSETS` offsets
   or :data:`MAX_BYTES` in all, or the cache full. The caller then reads the pieces with the
   data source. Batches are streamed into the files, one in memory per thread.
-- Rows are exactly what the data source would yield for the piece (same reader), read when
+- Rows are exactly what the data source would yield for the piece (same reader: control and
+  aborted records already dropped, the range already trimmed), so every file is filter-free in
+  the native plan's sense; they are read when
   the DataFrame is built rather than when an action runs; a read failure (data loss,
   unreachable leader) surfaces there.
 - Files are cached per piece (leader, topic, topic id, partition, range, isolation, headers):
@@ -36,15 +41,18 @@ import threading
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Final
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .hot import read_hot
 from .planning import HotPiece
-from .schema import arrow_schema
+from .schema import HEADERS_TYPE
 
-__all__ = ["CACHE_BYTES", "MAX_BYTES", "MAX_OFFSETS", "clear", "materialise"]
+__all__ = ["CACHE_BYTES", "MAX_BYTES", "MAX_OFFSETS", "TailFile", "clear", "materialise"]
 
 #: Largest hot tail read on the driver (offsets of all pieces, and bytes of their Arrow batches:
 #: a read that passes the bytes stops and declines); larger tails are read by tasks.
@@ -53,9 +61,52 @@ MAX_BYTES: Final = 256 << 20
 #: Most bytes of Parquet files the driver keeps for hot tails.
 CACHE_BYTES: Final = 2 << 30
 _THREADS: Final = 4
+#: The files' columns: the tier's (``sparklog.tiering.layout.PARQUET_SCHEMA``) that a read
+#: needs, so one Parquet scan with the tier's read schema covers tier objects and tail files
+#: (``is_control`` and ``aborted`` are absent: Spark reads them as null).
+TAIL_SCHEMA: Final = pa.schema(
+    [
+        pa.field("offset", pa.int64()),
+        pa.field("timestamp", pa.int64()),
+        pa.field("timestamp_type", pa.int8()),
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+    ]
+)
+_TAIL_SCHEMA_HEADERS: Final = TAIL_SCHEMA.append(pa.field("headers", HEADERS_TYPE))
+
+
+@dataclass(frozen=True, slots=True)
+class TailFile:
+    """A written tail: ``path`` (local) holds ``partition``'s offsets ``[start, end)``."""
+
+    path: str
+    topic: str
+    partition: int
+    start: int
+    end: int
+    size_bytes: int
+
+
+def _tier_columns(batch: pa.RecordBatch, include_headers: bool) -> pa.RecordBatch:
+    """A batch of the Kafka schema (:mod:`.schema`) in :data:`TAIL_SCHEMA`'s columns."""
+    micros = batch.column("timestamp").cast(pa.int64())
+    columns = [
+        batch.column("offset"),
+        pc.divide(micros, 1000),  # exact: the reader made the micros from ms
+        batch.column("timestampType").cast(pa.int8()),
+        batch.column("key"),
+        batch.column("value"),
+    ]
+    if include_headers:
+        columns.append(batch.column("headers"))
+    return pa.RecordBatch.from_arrays(
+        columns, schema=_TAIL_SCHEMA_HEADERS if include_headers else TAIL_SCHEMA
+    )
+
 
 _lock = threading.Lock()
-_files: dict[tuple[object, ...], tuple[str | None, int]] = {}
+_files: dict[tuple[object, ...], TailFile | None] = {}
 _state: dict[str, object] = {"dir": None, "bytes": 0}
 
 
@@ -102,13 +153,12 @@ class _OverBudget(Exception):
     pass
 
 
-def _write(piece: HotPiece, budget: _Budget) -> tuple[str | None, int]:
+def _write(piece: HotPiece, budget: _Budget) -> TailFile | None:
     """Stream ``piece``'s batches into a Parquet file (one batch in memory at a time)."""
     path = (
         f"{_directory()}/{piece.topic}-{piece.partition}-{piece.start}-{uuid.uuid4().hex}.parquet"
     )
     writer: pq.ParquetWriter | None = None
-    size = 0
     try:
         for batch in read_hot(piece):
             if not batch.num_rows:
@@ -118,35 +168,36 @@ def _write(piece: HotPiece, budget: _Budget) -> tuple[str | None, int]:
             if writer is None:
                 writer = pq.ParquetWriter(
                     path,
-                    arrow_schema(piece.include_headers),
+                    _TAIL_SCHEMA_HEADERS if piece.include_headers else TAIL_SCHEMA,
                     compression="none",
-                    use_dictionary=["topic"],
-                    write_statistics=["partition", "offset", "timestamp"],
+                    use_dictionary=False,
+                    write_statistics=["offset", "timestamp"],
                 )
-            writer.write_batch(batch, row_group_size=1 << 20)
-            size += batch.nbytes
+            writer.write_batch(_tier_columns(batch, piece.include_headers), row_group_size=1 << 20)
     except BaseException:
         if writer is not None:
             writer.close()
             os.unlink(path)
         raise
     if writer is None:
-        return None, 0
+        return None
     writer.close()
-    return path, size
+    return TailFile(
+        path, piece.topic, piece.partition, piece.start, piece.end, os.path.getsize(path)
+    )
 
 
-def materialise(pieces: Sequence[HotPiece], local_master: bool) -> list[str] | None:
-    """Parquet files holding ``pieces``' rows, or None (see the module docstring)."""
+def materialise(pieces: Sequence[HotPiece], local_master: bool) -> list[TailFile] | None:
+    """The Parquet files holding ``pieces``' rows, or None (see the module docstring)."""
     if not local_master or sum(p.end - p.start for p in pieces) > MAX_OFFSETS:
         return None
     with _lock:
-        cached = {k: v for k in map(_key, pieces) if (v := _files.get(k)) is not None}
+        cached = {k: _files[k] for k in map(_key, pieces) if k in _files}
         used = _state["bytes"]
     assert isinstance(used, int)
     missing = [p for p in pieces if _key(p) not in cached]
     if not missing:
-        return [path for p in pieces if (path := cached[_key(p)][0]) is not None]
+        return [tail for p in pieces if (tail := cached[_key(p)]) is not None]
     if used >= CACHE_BYTES:
         return None
     budget = _Budget(min(MAX_BYTES, CACHE_BYTES - used))
@@ -156,23 +207,23 @@ def materialise(pieces: Sequence[HotPiece], local_master: bool) -> list[str] | N
     failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
     if failure is not None:
         for outcome in outcomes:
-            if isinstance(outcome, tuple) and outcome[0] is not None:
-                os.unlink(outcome[0])
+            if isinstance(outcome, TailFile):
+                os.unlink(outcome.path)
         if isinstance(failure, _OverBudget):
             return None
         raise failure
     with _lock:
         for piece, outcome in zip(missing, outcomes, strict=True):
-            assert isinstance(outcome, tuple)
+            assert not isinstance(outcome, BaseException)
             _files[_key(piece)] = outcome
             cached[_key(piece)] = outcome
             total = _state["bytes"]
             assert isinstance(total, int)
-            _state["bytes"] = total + outcome[1]
-    return [path for p in pieces if (path := cached[_key(p)][0]) is not None]
+            _state["bytes"] = total + (outcome.size_bytes if outcome is not None else 0)
+    return [tail for p in pieces if (tail := cached[_key(p)]) is not None]
 
 
-def _outcome(future: Future[tuple[str | None, int]]) -> tuple[str | None, int] | BaseException:
+def _outcome(future: Future[TailFile | None]) -> TailFile | BaseException | None:
     try:
         return future.result()
     except BaseException as exc:
@@ -186,7 +237,7 @@ def clear() -> None:
         entries = list(_files.values())
         _files.clear()
         _state["bytes"] = 0
-    for path, _ in entries:
-        if path is not None:
+    for tail in entries:
+        if tail is not None:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+                os.unlink(tail.path)

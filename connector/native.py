@@ -27,8 +27,12 @@ Contract of the plan:
   only: the scan's ``numFiles`` metric shows it); those on ``offset`` and ``timestamp`` are
   pushed into every scan.
 - Hot pieces: with a ``local`` master and a small hot tail, read on the driver once and
-  scanned as Parquet (:mod:`.hot_tail`: a Python data source query costs more than Spark's
-  whole scan of the tier); otherwise read by the ``sparklog`` Python data source, handed the
+  written as Parquet files in the tier's columns (:mod:`.hot_tail`: a Python data source query
+  costs more than Spark's whole scan of the tier), which are planned like filter-free tier
+  objects of their partitions: in the topic's shared scan when their sizes keep the ``CASE``
+  unambiguous (no second relation, no union: on a 2-core machine a second relation cost a
+  first read's ``count()`` ~0.06 s, as much as reading the tail), else in the partition's
+  scan; otherwise read by the ``sparklog`` Python data source, handed the
   planned pieces in the internal option :data:`HOT_PIECES_OPTION` (no second plan, same ends).
   The parts are combined with a positional ``union`` (same columns, same order); each part
   already has Spark's schema, every column nullable (the scans' literals are wrapped so), so
@@ -166,9 +170,19 @@ def _load(spark: SparkSession, raw: Mapping[str, str]) -> DataFrame:
             cold[(piece.topic, piece.partition)].extend(piece.objects)
         else:
             hot.append(piece)
+    if hot:
+        from .hot_tail import materialise
+
+        tails = materialise(hot, _local_master(spark))
+        if tails is not None:
+            # Scanned with the tier's objects: every tail row is wanted (filter-free).
+            for tail in tails:
+                cold[(tail.topic, tail.partition)].append(
+                    ColdObject(f"file://{tail.path}", tail.start, tail.end, tail.size_bytes, True)
+                )
+            hot = []
     frames = []
     if cold:
-        assert base_url is not None
         # One reader for every scan: its schema and options cross to the JVM once.
         reader = spark.read.schema(_TIER_SCHEMA).options(**_hadoop_options(options))
         for topic in sorted({t for t, _ in cold}):
@@ -189,22 +203,20 @@ def _load(spark: SparkSession, raw: Mapping[str, str]) -> DataFrame:
 def _hot_frame(
     spark: SparkSession, raw: Mapping[str, str], options: SourceOptions, hot: list[HotPiece]
 ) -> DataFrame:
-    """The hot pieces as a Parquet scan of their rows materialised on the driver
-    (:mod:`.hot_tail`), or else read by the data source in tasks."""
-    from .hot_tail import materialise
-
-    paths = materialise(hot, _local_master(spark))
-    if paths is not None:
-        if not paths:
-            return _empty(spark, options.include_headers)
-        frame: DataFrame = spark.read.schema(spark_ddl(options.include_headers)).parquet(
-            *[f"file://{path}" for path in paths]
-        )
-        return frame
+    """The hot pieces the driver declined to materialise, read by the data source in tasks."""
     split = split_pieces(list(hot), options.max_records_per_partition, options.min_partitions)
     hot_json = hot_pieces_to_json(p for p in split if isinstance(p, HotPiece))
-    frame = _source(spark, {**raw, HOT_PIECES_OPTION: hot_json}).load()
+    frame: DataFrame = _source(spark, {**raw, HOT_PIECES_OPTION: hot_json}).load()
     return frame
+
+
+def _url(base_url: str | None, obj: ColdObject) -> str:
+    """Where Spark reads ``obj``: a tier object's path is relative to the store, a hot tail
+    file's (:mod:`.hot_tail`) is a ``file://`` URL already."""
+    if "://" in obj.path:
+        return obj.path
+    assert base_url is not None
+    return f"{base_url}/{obj.path}"
 
 
 def _local_master(spark: SparkSession) -> bool:
@@ -271,7 +283,7 @@ def _size_case(free: Mapping[int, Sequence[ColdObject]]) -> str | None:
 def _topic_frames(
     reader: DataFrameReader,
     options: SourceOptions,
-    base_url: str,
+    base_url: str | None,
     topic: str,
     by_partition: Mapping[int, Sequence[ColdObject]],
 ) -> list[DataFrame]:
@@ -285,7 +297,7 @@ def _topic_frames(
     frames = []
     if case is not None:
         exprs = _kafka_exprs(topic, case, options.include_headers)
-        paths = [f"{base_url}/{o.path}" for objects in free.values() for o in objects]
+        paths = [_url(base_url, o) for objects in free.values() for o in objects]
         frames.append(reader.parquet(*paths).selectExpr(*exprs))
     for partition, objects in by_partition.items():
         wanted = [o for o in objects if not (case is not None and o.filter_free)]
@@ -296,7 +308,7 @@ def _topic_frames(
 def _cold_frames(
     reader: DataFrameReader,
     options: SourceOptions,
-    base_url: str,
+    base_url: str | None,
     topic: str,
     partition: int,
     objects: Sequence[ColdObject],
@@ -308,7 +320,7 @@ def _cold_frames(
     for group, filtered in ((free, False), (boundary, True)):
         if not group:
             continue
-        scan = reader.parquet(*[f"{base_url}/{o.path}" for o in group])
+        scan = reader.parquet(*[_url(base_url, o) for o in group])
         if filtered:
             keep = (
                 f"offset >= {min(o.start for o in group)}"

@@ -1,7 +1,7 @@
 """Connector batch-scan throughput: cold path, hot path and ``spark.read.parquet``, same run.
 
 Run: ``.venv/bin/python tests/bench/bench_connector.py [--records N] [--value-bytes B]
-[--partitions P] [--reps R] [--codec none|lz4|zstd|snappy|gzip] [--keep]``. Not
+[--partitions P] [--reps R] [--codec none|lz4|zstd|snappy|gzip] [--scenarios a,b] [--keep]``. Not
 collected by pytest (file name ``bench_*.py``); it asserts row counts, never timings, and prints
 one line per scenario plus the ratios against the issues' targets (native >= 0.95x and mixed
 >= 0.8x of ``spark.read.parquet``, hot >= 0.9x of the ceiling; older: cold >= 0.8x, hot >= 0.5x
@@ -45,6 +45,8 @@ the noop write makes both produce every column of every row. Every query's figur
 ratios are printed; none is picked. Then
 the decoder alone (``ArrowRecordBuilder`` over segment bytes, one core) and the
 cold reader alone (``read_cold`` over the planned pieces, one core) for scale.
+``--scenarios`` runs only the named ones (comma-separated; ``parquet`` and ``ceiling`` always
+run, every ratio needs them); the default is all.
 """
 
 from __future__ import annotations
@@ -367,6 +369,9 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--codec", default="none")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument(
+        "--scenarios", default="", help="comma-separated scenarios to run (default: all)"
+    )
     args = parser.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="bench-connector-")
@@ -470,6 +475,12 @@ def main() -> None:
                     lambda: sparklog("hot", "brokers", **{"sparklog.hot.protocol": "kafka"}),
                 )
             )
+        if args.scenarios:
+            chosen = {"parquet", "ceiling", *args.scenarios.split(",")}
+            unknown = chosen - {name for name, _ in frames}
+            if unknown:
+                raise SystemExit(f"unknown scenarios: {', '.join(sorted(unknown))}")
+            frames = [(name, frame) for name, frame in frames if name in chosen]
         results = _interleaved(frames, args.reps)
         for (name, query), times in results.items():
             expected = args.records if name.startswith(("hot", "mixed")) else tiered_rows

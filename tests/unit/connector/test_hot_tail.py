@@ -1,6 +1,6 @@
 """The native plan's driver-side hot tail (``connector/hot_tail.py``) without Spark or a broker:
 ``read_hot`` is replaced by a fake, so these check what the module adds: the Parquet files hold
-exactly the batches in the Kafka schema, a second read of a range reuses its file, and it
+exactly the batches' rows in the tier's columns, a second read of a range reuses its file, and it
 declines (None, no file left behind) off a local master, above its offset or byte limits, or
 when the cache is full."""
 
@@ -16,7 +16,7 @@ import pytest
 
 from sparklog.connector import hot_tail
 from sparklog.connector.planning import HotPiece
-from sparklog.connector.schema import arrow_schema, build_batch
+from sparklog.connector.schema import build_batch
 
 
 def _piece(partition: int, start: int, end: int) -> HotPiece:
@@ -56,17 +56,30 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[HotPiece]]:
 
 def test_files_hold_the_rows_and_a_second_read_reuses_them(reads: list[HotPiece]) -> None:
     pieces = [_piece(0, 10, 20), _piece(1, 0, 0), _piece(2, 5, 8)]
-    paths = hot_tail.materialise(pieces, local_master=True)
-    assert paths is not None and len(paths) == 2  # the empty piece has no file
-    for path, piece in zip(paths, (pieces[0], pieces[2]), strict=True):
-        table = pq.read_table(path)
-        assert table.schema.equals(arrow_schema(False))
-        assert table.to_batches()[0].equals(_batch(piece))
-    assert hot_tail.materialise(pieces, local_master=True) == paths
+    tails = hot_tail.materialise(pieces, local_master=True)
+    assert tails is not None and len(tails) == 2  # the empty piece has no file
+    for tail, piece in zip(tails, (pieces[0], pieces[2]), strict=True):
+        assert (tail.topic, tail.partition, tail.start, tail.end) == (
+            piece.topic,
+            piece.partition,
+            piece.start,
+            piece.end,
+        )
+        assert tail.size_bytes == os.path.getsize(tail.path)
+        table = pq.read_table(tail.path)
+        assert table.schema.equals(hot_tail.TAIL_SCHEMA)
+        batch = _batch(piece)
+        assert table.column("offset").to_pylist() == batch.column("offset").to_pylist()
+        assert table.column("key").to_pylist() == batch.column("key").to_pylist()
+        assert table.column("value").to_pylist() == batch.column("value").to_pylist()
+        millis = [t.timestamp() * 1000 for t in batch.column("timestamp").to_pylist()]
+        assert table.column("timestamp").to_pylist() == millis
+        assert table.column("timestamp_type").to_pylist() == [0] * batch.num_rows
+    assert hot_tail.materialise(pieces, local_master=True) == tails
     assert len(reads) == 3  # each piece read once
     # Another range of a partition is another file.
     again = hot_tail.materialise([_piece(0, 10, 21)], local_master=True)
-    assert again is not None and again[0] not in paths
+    assert again is not None and again[0] not in tails
 
 
 def test_declines_off_a_local_master_and_above_the_offset_limit(
@@ -84,7 +97,7 @@ def test_over_the_byte_budget_it_declines_and_leaves_no_file(
     monkeypatch.setattr(hot_tail, "MAX_BYTES", _batch(_piece(0, 0, 100)).nbytes * 3 // 2)
     written = hot_tail.materialise([_piece(0, 0, 100)], local_master=True)
     assert written is not None
-    directory = os.path.dirname(written[0])
+    directory = os.path.dirname(written[0].path)
     before = set(os.listdir(directory))
     assert hot_tail.materialise([_piece(1, 0, 100), _piece(2, 0, 100)], True) is None
     assert set(os.listdir(directory)) == before
