@@ -22,9 +22,10 @@ Shutdown reverses it: a controlled shutdown first (the controller moves our lead
 stop accepting, let in-flight requests finish, flush and checkpoint every log, resign the raft
 leadership, write the clean-shutdown markers.
 
-Background duties run as periodic tasks on the loop: the flush scheduler
-(``log.flush.scheduler.interval.ms``), retention (``log.retention.check.interval.ms``) and the
-checkpoint of recovery points, log start offsets and high watermarks.
+Background duties run as periodic tasks on the loop (:mod:`sparklog.node_duties`): the flush
+scheduler (``log.flush.scheduler.interval.ms``), retention
+(``log.retention.check.interval.ms``), the log cleaner and the checkpoint of recovery points,
+log start offsets and high watermarks.
 
 Faults (:mod:`sparklog.node_faults`, :mod:`sparklog.fault`): every task above is supervised
 (an exception escaping one halts the running node, logged with its traceback), the loop logs
@@ -40,9 +41,6 @@ import contextlib
 import logging
 import os
 import signal
-import time
-from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from sparklog.broker.alter_partition_sender import AlterPartitionSender
@@ -53,7 +51,6 @@ from sparklog.broker.controller_channel import ControllerClient
 from sparklog.broker.dir_assignments import DirectoryAssignments
 from sparklog.broker.fetch_session import FetchSessionCache
 from sparklog.broker.lifecycle import BrokerLifecycleManager
-from sparklog.broker.log_dir_failure import log_dir_of
 from sparklog.broker.producer_ids import ProducerIdManager
 from sparklog.broker.quotas import QuotaManagers, register_quota_metrics
 from sparklog.broker.remote_metrics import register_remote_storage_metrics
@@ -78,6 +75,7 @@ from sparklog.net.metrics_http import MetricsListenerError, MetricsServer, start
 from sparklog.net.request_metrics import RequestMetrics
 from sparklog.net.server import KafkaServer
 from sparklog.node_auto_join import AutoJoin, auto_join_enabled
+from sparklog.node_duties import NodeDuties, now_ms
 from sparklog.node_faults import NodeFaults
 from sparklog.node_limits import settle_open_files
 from sparklog.node_metrics import (
@@ -104,16 +102,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_CHECKPOINT_INTERVAL_S = 5.0
 # How often metadata log segments below a snapshot are looked at for deletion (they go after
 # file.delete.delay.ms, as partition segments do).
 _METADATA_HOUSEKEEPING_S = 10.0
 _CONTROLLED_SHUTDOWN_TIMEOUT_MS = 10_000
 _ALLOCATE_PRODUCER_IDS_KEY = 67
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class Node:
@@ -147,10 +140,10 @@ class Node:
         self.request_metrics = RequestMetrics(self.metrics)
         self.metrics_server: MetricsServer | None = None
         self._auto_join_client: ControllerClient | None = None
-        self._cleaner_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-cleaner")
         self.faults = NodeFaults(
             fault_handler, self._stopping, config.metadata_log_dir, directory_ids
         )
+        self.duties = NodeDuties(self._stopping, self.faults)
         self.faults.lifecycle = lambda: self.lifecycle
 
     async def _allocate_producer_ids(self) -> tuple[int, int]:
@@ -201,7 +194,9 @@ class Node:
             self.servers.append(server)
         plane.start()
         self._tasks.append(
-            asyncio.create_task(self._every(_METADATA_HOUSEKEEPING_S, self._metadata_housekeeping))
+            self.duties.spawn(
+                _METADATA_HOUSEKEEPING_S, lambda: plane.delete_expired_files(now_ms())
+            )
         )
         if plane.controller_driver is not None:
             self._tasks.append(asyncio.create_task(plane.controller_driver.run(self._stopping)))
@@ -267,7 +262,7 @@ class Node:
     async def _start_broker(self, plane: MetadataPlane) -> None:
         config = self.config
         default_log_config = config.default_log_config()
-        self.log_manager = LogManager(list(config.log_dirs), default_log_config, _now_ms)
+        self.log_manager = LogManager(list(config.log_dirs), default_log_config, now_ms)
         # Opening thousands of logs takes seconds: off the loop, so raft and the controller
         # keep running meanwhile (nothing else touches the log manager before it is loaded).
         await asyncio.get_running_loop().run_in_executor(None, self.log_manager.load)
@@ -393,30 +388,8 @@ class Node:
             await server.start()
             self.servers.append(server)
         self._start_console(plane)
+        self._tasks += self.duties.log_tasks(config, self.log_manager, replica_manager)
         self._tasks += [
-            asyncio.create_task(
-                self._every(
-                    int(config.get("log.flush.scheduler.interval.ms")) / 1000.0, self._flush
-                )
-            ),
-            asyncio.create_task(
-                self._every(
-                    int(config.get("log.retention.check.interval.ms")) / 1000.0, self._retention
-                )
-            ),
-            # Kafka's cleaner thread looks for a log to compact every log.cleaner.backoff.ms,
-            # whatever the retention check's interval (5 minutes by default).
-            asyncio.create_task(
-                self._every(
-                    min(
-                        int(config.get("log.cleaner.backoff.ms")),
-                        int(config.get("log.retention.check.interval.ms")),
-                    )
-                    / 1000.0,
-                    self._clean,
-                )
-            ),
-            asyncio.create_task(self._every(_CHECKPOINT_INTERVAL_S, self._checkpoint)),
             asyncio.create_task(ctx.groups.run(self._stopping)),
             asyncio.create_task(ctx.transactions.run(self._stopping)),
         ]
@@ -425,17 +398,15 @@ class Node:
             from sparklog.broker.remote_log_manager import RemoteLogManager
 
             self.remote_log_manager = RemoteLogManager(
-                tiering, config.node_id, self.cluster_id, replica_manager, _now_ms
+                tiering, config.node_id, self.cluster_id, replica_manager, now_ms
             )
             ctx.remote_fetch = self.remote_log_manager.read
             ctx.remote_offset_for_timestamp = self.remote_log_manager.offset_for_timestamp
             self._tasks.append(
-                asyncio.create_task(
-                    self._every(
-                        tiering.task_interval_ms / 1000.0,
-                        self.remote_log_manager.run_once,
-                        immediately=True,
-                    )
+                self.duties.spawn(
+                    tiering.task_interval_ms / 1000.0,
+                    self.remote_log_manager.run_once,
+                    immediately=True,
                 )
             )
             log.info("Tiered storage enabled: %s", tiering.storage_url)
@@ -502,9 +473,7 @@ class Node:
             asyncio.create_task(sender.run(self._stopping)),
             asyncio.create_task(assignments.run(self._stopping)),
             # Kafka's isr-expiration task runs every replica.lag.time.max.ms / 2.
-            asyncio.create_task(
-                self._every(lag_ms / 2000.0, lambda: self._shrink_isr(replica_manager))
-            ),
+            self.duties.spawn(lag_ms / 2000.0, replica_manager.maybe_shrink_isr),
         ]
 
     def _data_dir_ids(self) -> dict[str, bytes]:
@@ -516,10 +485,6 @@ class Node:
             for d, i in self.directory_ids.items()
             if i and os.path.abspath(d) in data_dirs
         }
-
-    @staticmethod
-    def _shrink_isr(replica_manager: ReplicaManager) -> None:
-        replica_manager.maybe_shrink_isr()
 
     async def _wait_unfenced(self, lifecycle_task: asyncio.Task[None]) -> None:
         """Block start-up until the controller unfences this broker (Kafka does the same)."""
@@ -539,68 +504,10 @@ class Node:
                     self.plane.leader.leader_id if self.plane else -1,
                 )
 
-    async def _every(
-        self,
-        interval_s: float,
-        duty: Callable[[], Awaitable[None] | None],
-        *,
-        immediately: bool = False,
-    ) -> None:
-        interval_s = max(interval_s, 0.05)
-        wait_s = 0.0 if immediately else interval_s
-        while not self._stopping.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), wait_s)
-            wait_s = interval_s
-            if self._stopping.is_set():
-                return
-            try:
-                outcome = duty()
-                if outcome is not None:
-                    await outcome
-            except Exception:
-                log.exception("background duty %s failed", duty.__name__)
-
-    async def _flush(self) -> None:
-        assert self.replica_manager is not None
-        await self.replica_manager.flush_due(_now_ms())
-
-    async def _retention(self) -> None:
-        assert self.log_manager is not None
-        try:
-            deleted = self.log_manager.retention_pass(_now_ms(), clean=False)
-        except OSError as exc:
-            self.faults.io_error(exc, "Error while deleting segments")
-            return
-        if deleted:
-            log.info("Retention deleted %d segment(s)", deleted)
-
-    async def _clean(self) -> None:
-        assert self.log_manager is not None
-        # Compaction reads and rewrites whole segments: that part runs on the cleaner thread
-        # (Kafka's log.cleaner.threads=1); planning and the segment swap stay on the loop.
-        loop = asyncio.get_running_loop()
-        for cleaning in self.log_manager.cleaning_passes(_now_ms()):
-            log_dir = log_dir_of(cleaning.log.directory)
-            try:
-                await loop.run_in_executor(self._cleaner_thread, cleaning.write)
-                cleaning.install()
-            except OSError as exc:
-                self.faults.io_error(exc, "Failed to clean up a log", log_dir)
-            except Exception:
-                log.exception("Cleaning %s failed", cleaning.log.directory)
-
     def _scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
         """A SCRAM user's credential from the latest metadata image (SASL listeners)."""
         plane = self.plane
         return plane.loader.image.scram.get(mechanism, user) if plane is not None else None
-
-    def _metadata_housekeeping(self) -> None:
-        assert self.plane is not None
-        self.plane.delete_expired_files(_now_ms())
-
-    def _checkpoint(self) -> None:
-        self.faults.checkpoint()
 
     def stop(self) -> None:
         self._stopping.set()
@@ -642,7 +549,7 @@ class Node:
             self.replica_manager.close()
         # A pass being written finishes first (its files are swept at the next start, never
         # installed), so no segment it reads is closed under it.
-        self._cleaner_thread.shutdown(wait=True, cancel_futures=True)
+        self.duties.close()
         if self.log_manager is not None:
             # Every log is flushed: the next registration may claim a clean restart (Kafka).
             epoch = self.lifecycle.broker_epoch if self.lifecycle is not None else -1

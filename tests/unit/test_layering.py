@@ -35,7 +35,9 @@ THREAD_SAFETY = {
     "sparklog/protocol/compression.py": "a zstd context per thread (threading.local)",
     "sparklog/storage/handles.py": "the handle pool's lock: tiering threads read segments",
 }
-_NODE_WIRING = {"node_plane", "node_metrics", "node_faults", "node_limits", "node_auto_join"}
+_NODE_WIRING = {
+    "node_plane", "node_metrics", "node_faults", "node_limits", "node_auto_join", "node_duties",
+}  # fmt: skip
 _BELOW_NODE = {
     "protocol", "metrics", "fault", "configdef", "config_keys", "config", "storage", "replication",
     "share",
