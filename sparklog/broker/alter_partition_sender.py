@@ -34,11 +34,12 @@ from typing import Any
 from sparklog.broker.partition import Partition
 from sparklog.broker.replica_manager import ReplicaManager, TopicPartition
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import ApiKey
 from sparklog.replication.messages import AlterPartitionOutcome, AlterPartitionProposal
 
 log = logging.getLogger(__name__)
 
-ALTER_PARTITION_KEY = 56
+ALTER_PARTITION_KEY = ApiKey.ALTER_PARTITION
 ALTER_PARTITION_VERSION = 3
 
 # (api key, version, body) -> response body, e.g. ControllerClient.request

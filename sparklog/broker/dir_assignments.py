@@ -37,10 +37,11 @@ from sparklog.controller.directories import (
 from sparklog.metadata.image import MetadataImage
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.kafka_uuid import uuid_to_str
+from sparklog.protocol.message_types import ApiKey
 
 log = logging.getLogger(__name__)
 
-ASSIGN_REPLICAS_TO_DIRS_KEY = 73
+ASSIGN_REPLICAS_TO_DIRS_KEY = ApiKey.ASSIGN_REPLICAS_TO_DIRS
 MAX_BACKOFF_MS = 10_000
 
 # (topic id, partition)

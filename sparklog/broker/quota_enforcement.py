@@ -23,11 +23,12 @@ from typing import Any
 
 from sparklog.broker.quotas import QuotaManagers
 from sparklog.protocol.headers import Request
+from sparklog.protocol.message_types import ApiKey
 from sparklog.protocol.types import nbytes
 
 # Connection -> time.monotonic() at which it may be read from again
 _MUTED_UNTIL: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
-PRODUCE_KEY, FETCH_KEY = 0, 1
+PRODUCE_KEY, FETCH_KEY = ApiKey.PRODUCE, ApiKey.FETCH
 # APIs a request-time quota never throttles (Kafka exempts ApiVersions and SASL, which a
 # throttled client needs to keep its connection).
 _REQUEST_QUOTA_EXEMPT = frozenset({17, 18, 36})

@@ -16,18 +16,22 @@ Contract (Kafka's ``DescribeTopicPartitionsRequestHandler``):
 
 from __future__ import annotations
 
-from typing import Any
-
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.metadata_apis import INTERNAL_TOPICS, live_brokers, partition_entry
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import TypedRequest
+from sparklog.protocol.message_types import (
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsResponseNextCursor,
+    DescribeTopicPartitionsResponseTopics,
+)
 
 MAX_PARTITIONS_PER_RESPONSE = 2000
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
-def _unknown(name: str) -> dict[str, Any]:
+def _unknown(name: str) -> DescribeTopicPartitionsResponseTopics:
     return {
         "error_code": int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
         "name": name,
@@ -38,8 +42,10 @@ def _unknown(name: str) -> dict[str, Any]:
     }
 
 
-def _start(body: dict[str, Any], names: list[str], fetch_all: bool) -> tuple[str, int]:
-    cursor = body.get("cursor")
+def _start(
+    body: DescribeTopicPartitionsRequest, names: list[str], fetch_all: bool
+) -> tuple[str, int]:
+    cursor = body["cursor"]
     if cursor is None:
         return "", 0
     topic, index = cursor["topic_name"], cursor["partition_index"]
@@ -53,7 +59,9 @@ def _start(body: dict[str, Any], names: list[str], fetch_all: bool) -> tuple[str
     return topic, index
 
 
-async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+async def handle_describe_topic_partitions(
+    ctx: BrokerContext, request: TypedRequest[DescribeTopicPartitionsRequest]
+) -> DescribeTopicPartitionsResponse:
     body = request.body
     image = ctx.image
     requested = [t["name"] for t in body["topics"]]
@@ -63,12 +71,14 @@ async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request)
         cursor_topic, cursor_index = _start(body, names, fetch_all)
     except KafkaApiError as exc:
         # As Kafka's error response: every requested topic carries the error.
-        failed = [{**_unknown(name), "error_code": int(exc.code)} for name in requested]
+        failed = [_unknown(name) for name in requested]
+        for topic_error in failed:
+            topic_error["error_code"] = int(exc.code)
         return {"throttle_time_ms": 0, "topics": failed, "next_cursor": None}
     remaining = max(0, min(int(body["response_partition_limit"]), MAX_PARTITIONS_PER_RESPONSE))
     live = live_brokers(image)
-    topics: list[dict[str, Any]] = []
-    next_cursor: dict[str, Any] | None = None
+    topics: list[DescribeTopicPartitionsResponseTopics] = []
+    next_cursor: DescribeTopicPartitionsResponseNextCursor | None = None
     for name in names:
         if name < cursor_topic:
             continue

@@ -30,6 +30,7 @@ from sparklog.controller.driver import ControllerDriver
 from sparklog.controller.result import ControllerResult
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import API_VERSIONS_KEY, Request
+from sparklog.protocol.message_types import ApiKey
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.protocol.schema import Api
 from sparklog.raft import rpc
@@ -43,31 +44,31 @@ RaftHandler = Callable[[Request, Any], Awaitable[dict[str, Any]]]
 
 log = logging.getLogger(__name__)
 
-BROKER_REGISTRATION: Final = 62
-BROKER_HEARTBEAT: Final = 63
-UNREGISTER_BROKER: Final = 64
-ALLOCATE_PRODUCER_IDS: Final = 67
-ASSIGN_REPLICAS_TO_DIRS: Final = 73
-ALTER_PARTITION: Final = 56
-CREATE_TOPICS: Final = 19
-DELETE_TOPICS: Final = 20
-CREATE_PARTITIONS: Final = 37
-INCREMENTAL_ALTER_CONFIGS: Final = 44
-ALTER_CONFIGS: Final = 33
-ELECT_LEADERS: Final = 43
-ALTER_PARTITION_REASSIGNMENTS: Final = 45
-LIST_PARTITION_REASSIGNMENTS: Final = 46
-CREATE_ACLS: Final = 30
-DELETE_ACLS: Final = 31
-ALTER_CLIENT_QUOTAS: Final = 49
-DESCRIBE_QUORUM: Final = 55
-DESCRIBE_CLUSTER: Final = 60
-ADD_RAFT_VOTER: Final = 80
-REMOVE_RAFT_VOTER: Final = 81
-ALTER_USER_SCRAM_CREDENTIALS: Final = 51
-UPDATE_FEATURES: Final = 57
+BROKER_REGISTRATION: Final = ApiKey.BROKER_REGISTRATION
+BROKER_HEARTBEAT: Final = ApiKey.BROKER_HEARTBEAT
+UNREGISTER_BROKER: Final = ApiKey.UNREGISTER_BROKER
+ALLOCATE_PRODUCER_IDS: Final = ApiKey.ALLOCATE_PRODUCER_IDS
+ASSIGN_REPLICAS_TO_DIRS: Final = ApiKey.ASSIGN_REPLICAS_TO_DIRS
+ALTER_PARTITION: Final = ApiKey.ALTER_PARTITION
+CREATE_TOPICS: Final = ApiKey.CREATE_TOPICS
+DELETE_TOPICS: Final = ApiKey.DELETE_TOPICS
+CREATE_PARTITIONS: Final = ApiKey.CREATE_PARTITIONS
+INCREMENTAL_ALTER_CONFIGS: Final = ApiKey.INCREMENTAL_ALTER_CONFIGS
+ALTER_CONFIGS: Final = ApiKey.ALTER_CONFIGS
+ELECT_LEADERS: Final = ApiKey.ELECT_LEADERS
+ALTER_PARTITION_REASSIGNMENTS: Final = ApiKey.ALTER_PARTITION_REASSIGNMENTS
+LIST_PARTITION_REASSIGNMENTS: Final = ApiKey.LIST_PARTITION_REASSIGNMENTS
+CREATE_ACLS: Final = ApiKey.CREATE_ACLS
+DELETE_ACLS: Final = ApiKey.DELETE_ACLS
+ALTER_CLIENT_QUOTAS: Final = ApiKey.ALTER_CLIENT_QUOTAS
+DESCRIBE_QUORUM: Final = ApiKey.DESCRIBE_QUORUM
+DESCRIBE_CLUSTER: Final = ApiKey.DESCRIBE_CLUSTER
+ADD_RAFT_VOTER: Final = ApiKey.ADD_RAFT_VOTER
+REMOVE_RAFT_VOTER: Final = ApiKey.REMOVE_RAFT_VOTER
+ALTER_USER_SCRAM_CREDENTIALS: Final = ApiKey.ALTER_USER_SCRAM_CREDENTIALS
+UPDATE_FEATURES: Final = ApiKey.UPDATE_FEATURES
 
-ADMIN_OPERATIONS: Final = {
+ADMIN_OPERATIONS: Final[dict[int, str]] = {
     CREATE_TOPICS: "create_topics",
     DELETE_TOPICS: "delete_topics",
     CREATE_PARTITIONS: "create_partitions",
@@ -293,19 +294,20 @@ class ControllerApis:
         """Kafka's ControllerApis: the quorum's RPCs, broker lifecycle and the admin requests
         brokers forward need CLUSTER_ACTION; DescribeQuorum DESCRIBE and voter changes ALTER on
         the cluster. ApiVersions (and SASL, before a principal exists) are never refused."""
-        if key in (API_VERSIONS_KEY, 17, 36):
+        if key in (API_VERSIONS_KEY, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
             return True
         assert self.authorizer is not None
         session = getattr(conn, "session", None)
         if session is None:
             return False
-        operation = {
+        operations: dict[int, AclOperation] = {
             DESCRIBE_QUORUM: AclOperation.DESCRIBE,
             DESCRIBE_CLUSTER: AclOperation.ALTER,  # Kafka: ALTER on a controller
             ADD_RAFT_VOTER: AclOperation.ALTER,
             REMOVE_RAFT_VOTER: AclOperation.ALTER,
             UPDATE_FEATURES: AclOperation.ALTER,  # Kafka's ControllerApis: ALTER on the cluster
-        }.get(key, AclOperation.CLUSTER_ACTION)
+        }
+        operation = operations.get(key, AclOperation.CLUSTER_ACTION)
         return self.authorizer.authorize(
             session.principal,
             session.client_host,

@@ -21,19 +21,20 @@ from typing import Any, Final
 
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.kafka_uuid import METADATA_TOPIC_ID, ZERO_UUID
+from sparklog.protocol.message_types import ApiKey
 
 METADATA_TOPIC: Final = "__cluster_metadata"
 METADATA_PARTITION: Final = 0
 
-FETCH: Final = 1
-VOTE: Final = 52
-BEGIN_QUORUM_EPOCH: Final = 53
-END_QUORUM_EPOCH: Final = 54
-DESCRIBE_QUORUM: Final = 55
-FETCH_SNAPSHOT: Final = 59
-ADD_RAFT_VOTER: Final = 80
-REMOVE_RAFT_VOTER: Final = 81
-UPDATE_RAFT_VOTER: Final = 82
+FETCH: Final = ApiKey.FETCH
+VOTE: Final = ApiKey.VOTE
+BEGIN_QUORUM_EPOCH: Final = ApiKey.BEGIN_QUORUM_EPOCH
+END_QUORUM_EPOCH: Final = ApiKey.END_QUORUM_EPOCH
+DESCRIBE_QUORUM: Final = ApiKey.DESCRIBE_QUORUM
+FETCH_SNAPSHOT: Final = ApiKey.FETCH_SNAPSHOT
+ADD_RAFT_VOTER: Final = ApiKey.ADD_RAFT_VOTER
+REMOVE_RAFT_VOTER: Final = ApiKey.REMOVE_RAFT_VOTER
+UPDATE_RAFT_VOTER: Final = ApiKey.UPDATE_RAFT_VOTER
 
 # Every KRaft RPC: what a controller listener routes to the consensus core.
 RAFT_API_KEYS: Final = frozenset(
