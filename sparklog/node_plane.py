@@ -62,8 +62,6 @@ from sparklog.security.client_security import controller_security
 from sparklog.storage.log import Log
 
 SECURITY_PROTOCOL_CODES = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
-# metadata.version levels this node can run (3.3-IV3 .. 4.1-IV1).
-SUPPORTED_METADATA_VERSIONS = (7, 27)
 # Kafka gives the N-th controller.quorum.bootstrap.servers entry the id -2 - N; the raft core
 # reads any negative id as "nobody", so ours count down from the top of the int32 range,
 # far above any node.id in use.

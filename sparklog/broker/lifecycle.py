@@ -31,6 +31,7 @@ from typing import Any
 from sparklog.broker.controller_channel import ControllerClient
 from sparklog.config import ServerConfig
 from sparklog.metadata.bootstrap import BOOTSTRAP_FEATURES
+from sparklog.metadata.bootstrap import SUPPORTED_METADATA_VERSIONS as SUPPORTED_METADATA_VERSIONS
 from sparklog.metadata.image import METADATA_VERSION_FEATURE
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.kafka_uuid import random_uuid_bytes
@@ -38,8 +39,6 @@ from sparklog.protocol.kafka_uuid import random_uuid_bytes
 log = logging.getLogger(__name__)
 
 SECURITY_PROTOCOL_CODES = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
-# metadata.version levels this node can run (3.3-IV3 .. 4.1-IV1).
-SUPPORTED_METADATA_VERSIONS = (7, 27)
 BROKER_REGISTRATION_KEY = 62
 BROKER_HEARTBEAT_KEY = 63
 _FAST_HEARTBEAT_MS = 50

@@ -2,7 +2,7 @@
 
 Reads the supported and finalized feature levels a broker advertises in ApiVersions (v3+,
 KIP-584) and prints Kafka's line per feature, sorted by name:
-``Feature: metadata.version\\tSupportedMinVersion: 3.3-IV3\\tSupportedMaxVersion: 4.1-IV1\\t
+``Feature: metadata.version\\tSupportedMinVersion: 3.3-IV3\\tSupportedMaxVersion: 4.2-IV1\\t
 FinalizedVersionLevel: 4.0-IV3\\tEpoch: 42`` (metadata.version levels by release name, other
 features as numbers; a feature not finalized shows level 0). As FeatureCommand, it asks
 ``--bootstrap-server`` (a broker) or ``--bootstrap-controller`` (a controller listener, whose

@@ -10,7 +10,12 @@ SnapshotHeaderRecord, data batches of metadata records, a control batch holding 
 SnapshotFooterRecord. It is written to ``bootstrap.checkpoint.tmp``, fsynced and renamed.
 
 Metadata versions: Kafka's ``MetadataVersion`` feature levels for 3.3-IV3 (the oldest a KRaft
-cluster can bootstrap with) to 4.1-IV1; a release version ``X.Y`` means the newest IV of X.Y.
+cluster can bootstrap with) to 4.2-IV1; a release version ``X.Y`` means the newest IV of X.Y.
+From 4.2-IV0 on, the bootstrap also finalizes ``share.version=1`` (Kafka 4.2's ShareVersion
+SV_1 bootstraps from IBP_4_2_IV0: share groups, KIP-932, are on by default for new 4.2
+clusters); below it share groups are turned on explicitly (``--feature share.version=1``,
+UpdateFeatures). Kafka 4.2-IV1 also bootstraps ``streams.version=1`` (KIP-1071 streams groups),
+which this node does not implement, so it is not written.
 From 4.1-IV0 on, the bootstrap also finalizes ``eligible.leader.replicas.version=1`` (KIP-966
 is on by default for new clusters from Kafka 4.1, as there); the default release (4.0) leaves
 it off. From 4.0-IV2 on it finalizes ``transaction.version=2`` (Kafka's TransactionVersion TV_2
@@ -61,7 +66,14 @@ METADATA_VERSIONS: Final[dict[str, int]] = {
     "4.0-IV3": 25,
     "4.1-IV0": 26,
     "4.1-IV1": 27,
+    "4.2-IV0": 28,
+    "4.2-IV1": 29,
 }
+# metadata.version levels this node can run (3.3-IV3 .. 4.2-IV1).
+SUPPORTED_METADATA_VERSIONS: Final = (
+    min(METADATA_VERSIONS.values()),
+    max(METADATA_VERSIONS.values()),
+)
 LATEST_PRODUCTION: Final = "4.0-IV3"
 ELR_FEATURE: Final = "eligible.leader.replicas.version"
 # 4.1-IV0: the first release that bootstraps eligible.leader.replicas.version=1.
@@ -69,12 +81,13 @@ ELR_DEFAULT_FROM_LEVEL: Final = 26
 MINIMUM_BOOTSTRAP: Final = "3.3-IV3"
 # 4.0-IV2: TransactionVersion TV_2's bootstrap metadata version.
 TV2_DEFAULT_FROM_LEVEL: Final = 24
+# 4.2-IV0: ShareVersion SV_1's bootstrap metadata version.
+SHARE_DEFAULT_FROM_LEVEL: Final = 28
 # The features `storage format --feature` may set, with the levels this node supports.
 BOOTSTRAP_FEATURES: Final[dict[str, tuple[int, int]]] = {
     ELR_FEATURE: (0, 1),
     TRANSACTION_VERSION_FEATURE: (0, 2),
-    # KIP-932: no release version this node knows (up to 4.1-IV1) bootstraps it; as in Kafka
-    # 4.1, share groups are turned on explicitly (`--feature share.version=1`, UpdateFeatures).
+    # KIP-932: bootstrapped at 1 from 4.2-IV0 (SHARE_DEFAULT_FROM_LEVEL), as in Kafka 4.2.
     SHARE_VERSION_FEATURE: (0, 1),
 }
 
@@ -141,6 +154,13 @@ class BootstrapMetadata:
             # Kafka 4.1 turns eligible leader replicas (KIP-966) on for new clusters.
             records.append(
                 make_record("FeatureLevelRecord", {"name": ELR_FEATURE, "feature_level": 1})
+            )
+        if level >= SHARE_DEFAULT_FROM_LEVEL:
+            # Kafka 4.2 turns share groups (KIP-932) on for new clusters.
+            records.append(
+                make_record(
+                    "FeatureLevelRecord", {"name": SHARE_VERSION_FEATURE, "feature_level": 1}
+                )
             )
         return BootstrapMetadata(tuple(records), source)
 

@@ -139,6 +139,8 @@ class Node:
         self.cluster_id: str | None = None
         # feature levels `storage format --feature` bootstraps (set before the first start)
         self.bootstrap_features: dict[str, int] = {}
+        # `storage format --release-version` (None: the node's default metadata.version)
+        self.release_version: str | None = None
         self.starts = 0
         self._write_properties()
 
@@ -215,6 +217,7 @@ class Node:
             "--config",
             str(self.properties_path),
             "--standalone",
+            *(("--release-version", self.release_version) if self.release_version else ()),
             *(
                 arg
                 for name, level in sorted(self.bootstrap_features.items())

@@ -127,7 +127,7 @@ def test_format_error_lists_accepted_versions(tmp_path: Path) -> None:
     )
     assert_no_traceback(run)
     assert run.status == 1
-    assert "Supported versions are: 3.3-IV3 to 4.1-IV1" in run.err
+    assert "Supported versions are: 3.3-IV3 to 4.2-IV1" in run.err
     accepted = sparklog(
         "storage",
         "format",

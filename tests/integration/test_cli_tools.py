@@ -166,7 +166,7 @@ def test_features_describe(node: Node) -> None:
     metadata = lines["Feature: metadata.version"]
     assert metadata[:3] == [
         "SupportedMinVersion: 3.3-IV3",
-        "SupportedMaxVersion: 4.1-IV1",
+        "SupportedMaxVersion: 4.2-IV1",
         "FinalizedVersionLevel: 4.0-IV3",  # the harness formats with the default release
     ]
     assert re.fullmatch(r"Epoch: \d+", metadata[3])

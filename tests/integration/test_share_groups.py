@@ -65,8 +65,9 @@ def share_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
             },
             start=False,
         )
-        # Share groups on as Kafka turns them on: share.version finalized at format.
-        node.bootstrap_features = {"share.version": 1}
+        # Share groups on as Kafka 4.2 turns them on: a 4.2 cluster finalizes share.version=1
+        # at format (ShareVersion SV_1 bootstraps from metadata.version 4.2-IV0).
+        node.release_version = "4.2"
         node.start()
         yield node
     finally:

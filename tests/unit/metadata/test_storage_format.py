@@ -143,7 +143,7 @@ def test_feature_refusals(tmp_path: Path, feature: str, message: str) -> None:
         ({"cluster_id": "AAAAAAAAAAAAAAAAAAAAAA"}, "is a reserved UUID"),
         (
             {"release_version": "9.9"},
-            "Unknown release version '9.9'. Supported versions are: 3.3-IV3 to 4.1-IV1 "
+            "Unknown release version '9.9'. Supported versions are: 3.3-IV3 to 4.2-IV1 "
             "(default 4.0-IV3)",
         ),
         (

@@ -38,7 +38,7 @@ KAFKA_42_VERSIONS = {
     85: (0, 1),  # WriteShareGroupState (v1 adds KIP-1226's DeliveryCompleteCount)
     86: (0, 0),  # DeleteShareGroupState
     87: (0, 1),  # ReadShareGroupStateSummary (v1 adds DeliveryCompleteCount)
-    90: (0, 0),  # DescribeShareGroupOffsets
+    90: (0, 1),  # DescribeShareGroupOffsets (v1 adds KIP-1226's Lag)
     91: (0, 0),  # AlterShareGroupOffsets
     92: (0, 0),  # DeleteShareGroupOffsets
 }
@@ -96,6 +96,26 @@ def test_storage_format_feature_bootstraps_share_version() -> None:
     }
     assert levels[SHARE_VERSION_FEATURE] == 1
     assert SHARE_VERSION_FEATURE not in {r.data.get("name") for r in bootstrap.records}
+
+
+@pytest.mark.parametrize(
+    ("release", "level", "share"),
+    [("4.1", 27, None), ("4.2-IV0", 28, 1), ("4.2", 29, 1), ("4.0-IV3", 25, None)],
+)
+def test_release_4_2_bootstraps_share_version(release: str, level: int, share: int | None) -> None:
+    """Kafka 4.2's ShareVersion SV_1 bootstraps from metadata.version 4.2-IV0 (level 28), so
+    ``storage format --release-version 4.2`` turns share groups on; 4.1 and older do not."""
+    bootstrap = BootstrapMetadata.from_release_version(release, "test")
+    levels = {
+        r.data["name"]: r.data["feature_level"]
+        for r in bootstrap.records
+        if r.name == "FeatureLevelRecord"
+    }
+    assert bootstrap.metadata_version == level
+    assert levels.get(SHARE_VERSION_FEATURE) == share
+    # --feature share.version=0 still leaves share groups off on a 4.2 cluster
+    off = bootstrap.with_feature_levels({SHARE_VERSION_FEATURE: 0}).records
+    assert SHARE_VERSION_FEATURE not in {r.data.get("name") for r in off}
 
 
 REQUESTS: dict[int, dict[str, Any]] = {
