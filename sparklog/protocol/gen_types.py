@@ -31,7 +31,7 @@ import argparse
 import keyword
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from sparklog.protocol.messages import API_BY_KEY
@@ -117,30 +117,46 @@ def _doc(spec: MessageSpec, decoded: bool) -> str:
     return f'"""``{spec.name}`` v{spec.valid_versions} ({kind})."""'
 
 
+def render_types(
+    specs: Iterable[MessageSpec],
+    *,
+    docstring: str,
+    decoded: Callable[[MessageSpec], bool],
+    prelude: str = "",
+    extra_exports: tuple[str, ...] = (),
+) -> str:
+    """A module of TypedDicts for ``specs``: ``decoded(spec)`` picks total (every key, as
+    decode fills them) or ``total=False`` (built, encode fills defaults)."""
+    renderer = _Renderer()
+    names = list(extra_exports)
+    for spec in specs:
+        is_decoded = decoded(spec)
+        renderer.message(spec, decoded=is_decoded, doc=_doc(spec, is_decoded))
+        names.append(spec.name)
+    body = "\n\n".join(renderer.blocks)
+    imports = "from enum import IntEnum\n" if "IntEnum" in prelude else ""
+    imports += "from typing import TypedDict\n\n"
+    if "RecordsValue" in body:
+        imports += "from sparklog.protocol.types import RecordsValue\n\n"
+    header = f'"""{docstring}\n"""\n\nfrom __future__ import annotations\n\n{imports}\n'
+    exports = "__all__ = [\n" + "".join(f'    "{n}",\n' for n in sorted(names)) + "]\n"
+    return header + prelude + body + "\n\n" + exports
+
+
 def render(specs: Iterable[MessageSpec], *, with_api_keys: bool = True) -> str:
     """The source of :mod:`sparklog.protocol.message_types` for ``specs``."""
-    renderer = _Renderer()
-    names: list[str] = []
-    for spec in specs:
-        decoded = spec.name.endswith("Request")
-        renderer.message(spec, decoded=decoded, doc=_doc(spec, decoded))
-        names.append(spec.name)
-    header = (
-        '"""TypedDicts of every API request and response (GENERATED: do not edit).\n\n'
-        "Written by ``python -m sparklog.protocol.gen_types`` from the declarations in\n"
-        ":mod:`sparklog.protocol.messages`; see :mod:`sparklog.protocol.gen_types` for what the\n"
-        "types promise (requests: every key present; responses: ``total=False``).\n"
-        '"""\n\n'
-        "from __future__ import annotations\n\n"
-        "from enum import IntEnum\n"
-        "from typing import TypedDict\n\n"
-        "from sparklog.protocol.types import RecordsValue\n\n\n"
+    return render_types(
+        specs,
+        docstring=(
+            "TypedDicts of every API request and response (GENERATED: do not edit).\n\n"
+            "Written by ``python -m sparklog.protocol.gen_types`` from the declarations in\n"
+            ":mod:`sparklog.protocol.messages`; see :mod:`sparklog.protocol.gen_types` for what "
+            "the\ntypes promise (requests: every key present; responses: ``total=False``)."
+        ),
+        decoded=lambda spec: spec.name.endswith("Request"),
+        prelude=_api_key_enum() + "\n\n" if with_api_keys else "",
+        extra_exports=("ApiKey",) if with_api_keys else (),
     )
-    api_keys = _api_key_enum() + "\n\n" if with_api_keys else ""
-    if with_api_keys:
-        names.append("ApiKey")
-    exports = "__all__ = [\n" + "".join(f'    "{n}",\n' for n in sorted(names)) + "]\n"
-    return header + api_keys + "\n\n".join(renderer.blocks) + "\n\n" + exports
 
 
 def api_constant(api_name: str) -> str:

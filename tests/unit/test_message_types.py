@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import get_type_hints
 
+from sparklog.metadata import gen_record_types as record_types_module
+from sparklog.metadata import record_types
 from sparklog.protocol import codec, message_types
 from sparklog.protocol.gen_types import TARGET, api_constant, api_specs, main, render
 from sparklog.protocol.message_types import ApiKey
@@ -61,3 +63,15 @@ def test_decoded_requests_hold_exactly_the_typed_keys() -> None:
             # A default of None shows in the type (e.g. ProduceRequest.transactional_id).
             if value is None:
                 assert type(None) in getattr(hints[key], "__args__", ()), (spec.name, key)
+
+
+def test_generated_record_types_are_current() -> None:
+    assert record_types_module.TARGET.read_text() == record_types_module.render(), (
+        "sparklog/metadata/record_types.py is stale: "
+        "run python -m sparklog.metadata.gen_record_types"
+    )
+    assert record_types_module.main(["--check"]) == 0
+    names = {spec.name for spec in record_types_module.record_specs()}
+    assert {"PartitionRecord", "TopicRecord", "VotersRecord", "LeaderChangeMessage"} <= names
+    for name in names:
+        assert not getattr(record_types, name).__total__
