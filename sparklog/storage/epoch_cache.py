@@ -109,6 +109,22 @@ class LeaderEpochCache:
         if changed:
             self.flush()
 
+    def recover(
+        self, epoch_starts: list[tuple[int, int]], log_start_offset: int, log_end_offset: int
+    ) -> None:
+        """After the log's recovery: assign the epochs its recovered batches start (only those
+        above the cached latest, as Kafka does while recovering), then keep the entries within
+        ``[log_start_offset, log_end_offset)``."""
+        latest = self.latest_epoch
+        new_epochs = []
+        for epoch, offset in epoch_starts:
+            if epoch >= 0 and epoch > latest:
+                new_epochs.append((epoch, offset))
+                latest = epoch
+        self.assign_many(new_epochs)
+        self.truncate_from_end(log_end_offset)
+        self.truncate_from_start(log_start_offset)
+
     def end_offset_for_epoch(self, requested_epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: ``(epoch, end_offset)`` or ``(-1, -1)`` if unknown."""
         if requested_epoch == UNDEFINED_EPOCH or not self._epochs:

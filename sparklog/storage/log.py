@@ -34,8 +34,9 @@ Contract and invariants:
   :meth:`~sparklog.storage.log_txn.Transactions.append_control_marker`.
 - Not thread-safe: the caller serialises calls per log. Time comes from the injected clock.
 
-:class:`Log` keeps opening, recovery, appends, rolls, reads and truncation here and is composed
-of :class:`~sparklog.storage.log_durability.Durability` (flushes, :class:`FlushPlan`),
+:class:`Log` keeps opening, recovery, appends, rolls and truncation here and is composed of
+:class:`~sparklog.storage.log_reader.LogReader` (reads by offset and timestamp),
+:class:`~sparklog.storage.log_durability.Durability` (flushes, :class:`FlushPlan`),
 :class:`~sparklog.storage.log_retention.Retention` (log start offset, retention, deleting
 files) and :class:`~sparklog.storage.log_txn.Transactions` (markers, LSO, transaction
 indexes), whose docstrings state their own invariants; they share only the segments and
@@ -45,7 +46,6 @@ state they are handed), and :class:`Log` delegates its public methods to them.
 
 from __future__ import annotations
 
-import bisect
 import logging
 import os
 import random
@@ -61,8 +61,6 @@ from sparklog.storage.checkpoint import write_partition_metadata
 from sparklog.storage.config import LogConfig
 from sparklog.storage.epoch_cache import LeaderEpochCache
 from sparklog.storage.errors import (
-    OffsetMovedToTieredStorageError,
-    OffsetOutOfRangeError,
     StorageError,
     UnexpectedAppendOffsetError,
 )
@@ -75,6 +73,7 @@ from sparklog.storage.loader import (
     sweep_temp_files,
 )
 from sparklog.storage.log_durability import Durability, FlushPlan
+from sparklog.storage.log_reader import LogReader
 from sparklog.storage.log_retention import Retention
 from sparklog.storage.log_state import LogState
 from sparklog.storage.log_txn import Transactions
@@ -83,7 +82,6 @@ from sparklog.storage.producer_state import ProducerStateManager, duplicate_resu
 from sparklog.storage.segment import LogSegment
 from sparklog.storage.slices import (
     AppendResult,
-    FileSlice,
     LogReadResult,
     TimestampAndOffset,
 )
@@ -146,6 +144,7 @@ class Log:
         self.producer_state = ProducerStateManager(directory)
         self._retention = Retention(self._state, self.epoch_cache, self.producer_state, self.roll)
         self._txn = Transactions(self._state, self.producer_state, self._append)
+        self._reader = LogReader(self._state)
 
     # --- opening and recovery ------------------------------------------------------------
 
@@ -196,17 +195,7 @@ class Log:
             min(max(high_watermark, start), log_end_offset),
             topic_id or stored_id,
         )
-        cache = log.epoch_cache
-        latest = cache.latest_epoch
-        new_epochs = []
-        for epoch, offset in epoch_starts:
-            # Kafka only assigns epochs above the cached latest while recovering.
-            if epoch >= 0 and epoch > latest:
-                new_epochs.append((epoch, offset))
-                latest = epoch
-        cache.assign_many(new_epochs)
-        cache.truncate_from_end(log_end_offset)
-        cache.truncate_from_start(start)
+        log.epoch_cache.recover(epoch_starts, start, log_end_offset)
         log._txn.reload_producer_state()
         return log
 
@@ -417,64 +406,17 @@ class Log:
         max_offset: int | None = None,
         min_one_batch: bool = True,
     ) -> LogReadResult:
-        """Batch-aligned slices from the batch holding ``start_offset`` (which may begin
-        before it), stopping before any batch reaching ``max_offset`` and within
-        ``max_bytes`` (but at least one batch if ``min_one_batch``)."""
-        leo = self.log_end_offset
-        if start_offset < self._state.log_start_offset or start_offset > leo:
-            raise OffsetOutOfRangeError(
-                f"Received request for offset {start_offset} for partition "
-                f"{self.topic}-{self.partition}, but we only have log segments from offset "
-                f"{self._state.log_start_offset} up to {leo}."
-            )
-        if start_offset < self.local_log_start_offset:
-            raise OffsetMovedToTieredStorageError(
-                f"Offset {start_offset} of {self.topic}-{self.partition} is in remote storage "
-                f"(local log starts at {self.local_log_start_offset})"
-            )
-
-        def result(slices: tuple[FileSlice, ...] = (), first: int = -1) -> LogReadResult:
-            state = self._state
-            return LogReadResult(slices, first, state.log_start_offset, leo, state.high_watermark)
-
-        if start_offset == leo or (max_offset is not None and start_offset >= max_offset):
-            return result()
-        index = max(bisect.bisect_right(self._state.bases, start_offset) - 1, 0)
-        for segment in self._state.segments[index:]:
-            found = segment.read(start_offset, max_bytes, max_offset, min_one_batch)
-            if found is None:
-                continue
-            file_slice, first = found
-            if file_slice.length == 0:
-                return result()
-            return result((file_slice,), first)
-        return result()
+        """Batch-aligned slices from the batch holding ``start_offset``; see
+        :meth:`LogReader.read`."""
+        return self._reader.read(start_offset, max_bytes, max_offset, min_one_batch)
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
-        """ListOffsets by time: the first record at or above log start with a timestamp >=
-        ``timestamp``, or ``None`` if there is none. Special negative targets (-1 latest,
-        -2 earliest, -3 max timestamp) are the caller's; see :meth:`max_timestamp_offset`."""
-        if timestamp < 0:
-            raise ValueError(f"timestamp must be >= 0, got {timestamp}")
-        for segment in self._state.segments:
-            if segment.next_offset <= self._state.log_start_offset or segment.size == 0:
-                continue
-            if segment.max_timestamp < timestamp:
-                continue
-            found = segment.find_offset_by_timestamp(timestamp, self._state.log_start_offset)
-            if found is not None:
-                return found
-        return None
+        """ListOffsets by time; see :meth:`LogReader.offset_for_timestamp`."""
+        return self._reader.offset_for_timestamp(timestamp)
 
     def max_timestamp_offset(self) -> TimestampAndOffset | None:
         """ListOffsets MAX_TIMESTAMP (-3): the first record with the largest timestamp."""
-        best: LogSegment | None = None
-        for segment in self._state.segments:
-            if segment.size and (best is None or segment.max_timestamp > best.max_timestamp):
-                best = segment
-        if best is None or best.max_timestamp < 0:
-            return None
-        return best.max_timestamp_record()
+        return self._reader.max_timestamp_offset()
 
     # --- truncation ----------------------------------------------------------------------
 
@@ -522,7 +464,7 @@ class Log:
     @property
     def local_log_start_offset(self) -> int:
         """The first offset held in local segments (the log start offset without tiering)."""
-        return max(self._state.log_start_offset, self._state.segments[0].base_offset)
+        return self._state.local_log_start_offset
 
     def attach_remote(self, remote_log_start_offset: int, highest_remote_offset: int) -> None:
         """Record what remote storage holds: ``[remote_log_start_offset, highest_remote_offset]``.

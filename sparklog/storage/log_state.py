@@ -59,3 +59,8 @@ class LogState:
     @property
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self.segments)
+
+    @property
+    def local_log_start_offset(self) -> int:
+        """The first offset held in local segments (the log start offset without tiering)."""
+        return max(self.log_start_offset, self.segments[0].base_offset)
