@@ -9,7 +9,7 @@ partition count of a subscribed topic) changes; the *assignment epoch* is the gr
 target assignment was computed at; a *member epoch* is the assignment epoch a member has
 reconciled to.
 
-Reconciliation invariants:
+Reconciliation invariants (the step itself is :mod:`sparklog.coordinator.consumer_reconcile`):
 - A member never receives a partition that another member still owns (holds in its assigned
   set or has pending revocation); it waits in UNRELEASED_PARTITIONS until it is released.
 - Revocations come first: a member whose target drops partitions keeps its epoch, loses them
@@ -38,6 +38,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from sparklog.coordinator.assignors import ASSIGNORS
+from sparklog.coordinator.consumer_reconcile import (
+    STABLE,
+    UNRELEASED_PARTITIONS,
+    UNREVOKED_PARTITIONS,
+    is_subset,
+    next_assignment,
+)
 from sparklog.coordinator.consumer_records import (
     Assignment,
     ConsumerRecord,
@@ -53,9 +60,21 @@ from sparklog.coordinator.consumer_records import (
 from sparklog.coordinator.group_metadata import Effects
 from sparklog.protocol.errors import ErrorCode
 
-STABLE = 1
-UNREVOKED_PARTITIONS = 2
-UNRELEASED_PARTITIONS = 3
+__all__ = [
+    "LEAVE_EPOCH",
+    "STABLE",
+    "STATIC_LEAVE_EPOCH",
+    "UNRELEASED_PARTITIONS",
+    "UNREVOKED_PARTITIONS",
+    "ConsumerConfig",
+    "ConsumerGroup",
+    "ConsumerGroups",
+    "ConsumerMember",
+    "HeartbeatRequest",
+    "HeartbeatResult",
+    "TopicResolver",
+]
+
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 
@@ -148,24 +167,6 @@ class ConsumerGroup:
                     for p in parts:
                         out[(topic_id, p)] = member.member_id
         return out
-
-
-def _minus(a: Assignment, b: Assignment) -> Assignment:
-    out = {t: p - b.get(t, frozenset()) for t, p in a.items()}
-    return {t: p for t, p in out.items() if p}
-
-
-def _intersect(a: Assignment, b: Assignment) -> Assignment:
-    out = {t: p & b.get(t, frozenset()) for t, p in a.items()}
-    return {t: p for t, p in out.items() if p}
-
-
-def _empty(a: Assignment) -> bool:
-    return not any(a.values())
-
-
-def _subset(a: Assignment, b: Assignment) -> bool:
-    return _empty(_minus(a, b))
 
 
 def _fenced_instance(instance_id: str, holder: str) -> HeartbeatResult:
@@ -351,7 +352,7 @@ class ConsumerGroups:
             lost_bump = (
                 req.member_epoch == current.previous_member_epoch
                 and req.owned is not None
-                and _subset(req.owned, current.assigned)
+                and is_subset(req.owned, current.assigned)
             )
             if not lost_bump:
                 return HeartbeatResult(
@@ -514,48 +515,14 @@ class ConsumerGroups:
         owned: Assignment | None,
         fx: Effects,
     ) -> None:
-        current = member.current
-        target = group.target.get(member.member_id, {})
-        pending = current.pending_revocation
-        if not _empty(pending):
-            # Revocation completes when the member reports it no longer owns them.
-            if owned is None or not _empty(_intersect(pending, owned)):
-                return
-            pending = {}
-        elif current.member_epoch == group.assignment_epoch and current.state == STABLE:
-            return
-        revoke = _minus(current.assigned, target)
-        if not _empty(revoke) and (owned is None or not _empty(_intersect(revoke, owned))):
-            self._set_current(
-                group,
-                member,
-                fx,
-                CurrentAssignment(
-                    current.member_epoch,
-                    current.previous_member_epoch,
-                    UNREVOKED_PARTITIONS,
-                    _intersect(current.assigned, target),
-                    revoke,
-                ),
-            )
-            return
-        owners = group.owners(exclude=member.member_id)
-        granted: dict[bytes, frozenset[int]] = {}
-        unreleased = False
-        for topic_id, parts in target.items():
-            free = frozenset(p for p in parts if (topic_id, p) not in owners)
-            unreleased |= free != parts
-            if free:
-                granted[topic_id] = free
-        new_epoch = group.assignment_epoch
-        state = UNRELEASED_PARTITIONS if unreleased else STABLE
-        previous_epoch = (
-            current.member_epoch
-            if new_epoch != current.member_epoch
-            else current.previous_member_epoch
+        updated = next_assignment(
+            member.current,
+            group.target.get(member.member_id, {}),
+            group.assignment_epoch,
+            lambda: group.owners(exclude=member.member_id),
+            owned,
         )
-        updated = CurrentAssignment(new_epoch, previous_epoch, state, granted, {})
-        if updated != current:
+        if updated is not None:
             self._set_current(group, member, fx, updated)
 
     # -- offsets and timers ---------------------------------------------------------------
