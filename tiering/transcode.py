@@ -2,9 +2,10 @@
 
 ``segment_to_parquet`` decodes (and decompresses) every batch of a closed segment, checking
 each CRC, and writes the rows of :data:`~sparklog.tiering.layout.PARQUET_SCHEMA` in offset
-order, ``row_group_rows`` rows per row group (the last may be shorter), zstd, with statistics
-(not on ``key``, ``value``, ``headers``). zstd batches stating their size are decompressed
-straight into the decode run's region.
+order, ``row_group_rows`` rows per row group (the last may be shorter), zstd (``key`` and
+``value`` uncompressed when their first values do not compress: :mod:`.column_codecs`), with
+statistics (not on ``key``, ``value``, ``headers``). zstd batches stating their size are
+decompressed straight into the decode run's region.
 A segment that is torn or corrupt raises :class:`TranscodeError`; a closed segment has no
 partial tail, so one is corruption too.
 
@@ -57,6 +58,7 @@ from sparklog.protocol.records import (
 
 from .batch_decode import BatchRecords, RecordArrays, decode_records
 from .batch_encode import encode_batches
+from .column_codecs import LazyWriter, compression_option
 from .layout import FORMAT_VERSION, HEADER_TYPE, PARQUET_SCHEMA
 from .metadata import AbortedTxn
 from .segment_reader import RowGroupReader, parquet_file, read_row_group, row_groups
@@ -94,6 +96,8 @@ _DELTA_COLUMNS = {"offset": "DELTA_BINARY_PACKED", "timestamp": "DELTA_BINARY_PA
 _RUN_RECORDS = 1 << 16
 _RUN_BYTES = 4 << 20
 _ROW_COLUMNS = ["offset", "timestamp", "key", "value", "headers"]
+# What rebuilding batches reads: ``aborted`` is for readers of the objects, not the encoder.
+_ENCODED_COLUMNS = _ROW_COLUMNS + [name for name in _BATCH_COLUMNS if name != "aborted"]
 # A run's decompressed payloads are copied back to back into one buffer of this size (or one
 # batch's size if larger), so the decoder reads them in place and keys and values are written
 # from it as binary_view arrays: one copy of the records' bytes between codec and writer.
@@ -267,15 +271,20 @@ def _open_source(source: str | Buffer) -> tuple[Buffer, Any]:
     return source, None
 
 
-def open_parquet_writer(sink: Any, *, views: bool = False) -> pq.ParquetWriter:
+def open_parquet_writer(
+    sink: Any, *, views: bool = False, codec_by_column: Mapping[str, str] | None = None
+) -> pq.ParquetWriter:
     """A writer of :data:`PARQUET_SCHEMA` rows to ``sink`` (a path or an Arrow stream) with
-    the layout's options: zstd, statistics on every column but ``key``, ``value`` and
+    the layout's options: zstd (``codec_by_column`` may name another codec for a column, see
+    :mod:`.column_codecs`), statistics on every column but ``key``, ``value`` and
     ``headers``. With ``views`` it takes tables
     whose keys and values are binary_view (``_WRITE_SCHEMA``) and writes the same file."""
     writer = pq.ParquetWriter(
         sink,
         _WRITE_SCHEMA if views else PARQUET_SCHEMA,
-        compression="zstd",
+        compression=(
+            compression_option(PARQUET_SCHEMA, codec_by_column) if codec_by_column else "zstd"
+        ),
         use_dictionary=_DICTIONARY_COLUMNS,
         column_encoding=_DELTA_COLUMNS,
         write_statistics=_STATISTICS_COLUMNS,
@@ -303,7 +312,9 @@ def segment_to_parquet(
     buf, mapped = _open_source(source)
     sink: Any = out if out is not None else pa.BufferOutputStream()
     try:
-        writer = open_parquet_writer(sink, views=True)
+        writer = LazyWriter(
+            lambda chosen: open_parquet_writer(sink, views=True, codec_by_column=chosen)
+        )
         try:
             stats = _transcode_into(writer, buf, aborted_txns, row_group_rows)
             writer.add_key_value_metadata(
@@ -328,7 +339,7 @@ def segment_to_parquet(
 
 
 def _transcode_into(
-    writer: pq.ParquetWriter,
+    writer: LazyWriter,
     buf: Buffer,
     aborted_txns: Sequence[AbortedTxn],
     row_group_rows: int,
@@ -466,9 +477,10 @@ def _row_group_tables(
     from_offset: int,
     columns: list[str],
     read_row_group: RowGroupReader = read_row_group,
-) -> Iterator[pa.Table]:
+) -> Iterator[tuple[pa.Table, bool]]:
+    """The row groups that may hold ``from_offset`` on, each with whether it is the last."""
     if isinstance(source, pa.Table):
-        yield source.select(columns)
+        yield source.select(columns), True
         return
     parquet = parquet_file(source)
     # A group is skipped only when every batch in it ends before from_offset: judged on the
@@ -478,8 +490,8 @@ def _row_group_tables(
         groups = row_groups(parquet.metadata, "batch_last_offset", from_offset)
     except KeyError as exc:
         raise TranscodeError(str(exc.args[0])) from None
-    for i in groups:
-        yield read_row_group(parquet, i, columns)
+    for n, i in enumerate(groups, 1):
+        yield read_row_group(parquet, i, columns), n == len(groups)
 
 
 def parquet_to_batches(
@@ -519,16 +531,19 @@ def parquet_to_batches(
     return b"".join(out)
 
 
-def _row_chunks(tables: Iterator[pa.Table], from_offset: int) -> Iterator[pa.Table]:
+def _row_chunks(
+    tables: Iterator[tuple[pa.Table, bool]], from_offset: int
+) -> Iterator[tuple[pa.Table, bool]]:
     """Slices starting at the first batch that ends at or after ``from_offset``: the first
     ``_CHUNK_ROWS`` rows, then twice as many each time up to ``_MAX_CHUNK_ROWS``, so a small
-    fetch encodes few rows and a long read spreads the vector encoder's fixed cost."""
+    fetch encodes few rows and a long read spreads the vector encoder's fixed cost. Each with
+    whether it is the last (no row follows it)."""
     size = _CHUNK_ROWS
-    for table in tables:
+    for table, last_table in tables:
         # Rows are sorted by offset, so rows of batches ending before from_offset lead.
         start = pc.sum(pc.less(table.column("batch_last_offset"), from_offset)).as_py() or 0
         while start < table.num_rows:
-            yield table.slice(start, size)
+            yield table.slice(start, size), last_table and start + size >= table.num_rows
             start += size
             size = min(2 * size, max(_MAX_CHUNK_ROWS, _CHUNK_ROWS))
 
@@ -544,16 +559,19 @@ def iter_parquet_batches(
 ) -> Generator[bytes, None, None]:
     """The batches of :func:`parquet_to_batches`, one at a time, lazily, without a size
     bound."""
-    names = _ROW_COLUMNS + _BATCH_COLUMNS
     pending: pa.Table | None = None
     try:
-        tables = _row_group_tables(source, from_offset, names, read_row_group)
-        for chunk in _row_chunks(tables, from_offset):
+        tables = _row_group_tables(source, from_offset, _ENCODED_COLUMNS, read_row_group)
+        for chunk, last in _row_chunks(tables, from_offset):
             if pending is not None and pending.num_rows:
                 chunk = pa.concat_tables([pending, chunk])
-            # The last batch of a chunk may continue in the next one.
+            # The last batch of a chunk may continue in the next one, unless none follows (a
+            # segment of one row group in one chunk is then encoded in one step, not two).
             bases = chunk.column("batch_base_offset").to_numpy()
-            tail = int(np.searchsorted(bases, bases[-1], side="left")) if len(bases) else 0
+            if last:
+                tail = len(bases)
+            else:
+                tail = int(np.searchsorted(bases, bases[-1], side="left")) if len(bases) else 0
             pending = chunk.slice(tail)
             head = chunk.slice(0, tail)
             for batch in _encode_rows(head, from_offset, to_offset, compression, levels):
