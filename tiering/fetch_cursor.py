@@ -22,6 +22,9 @@ Contract:
   (the iterator is the same; only its position is kept). :meth:`FetchCursor.read_ahead`
   encodes the next fetch's batches early (the RSM runs it on a worker thread right after a
   fetch), in the same order. Blocking like the rest of the tier: call from worker threads.
+- :class:`FetchedChunks` keeps the answers of recent fetches (size-bounded, LRU) for readers
+  that read the same range again; a chunk is exactly a fresh fetch's answer from its offset,
+  cut at a batch boundary when the new fetch allows fewer bytes.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterator
 from typing import Final
 
-__all__ = ["FetchCursor", "FetchCursors"]
+__all__ = ["FetchCursor", "FetchCursors", "FetchedChunks"]
 
 _BASE_OFFSET: Final = struct.Struct(">q")
 _LAST_OFFSET_DELTA: Final = struct.Struct(">i")
@@ -94,7 +97,7 @@ class FetchCursor:
                 if total >= max_bytes:
                     break
             self.used_at = time.monotonic()
-        return b"".join(out)
+        return out[0] if len(out) == 1 else b"".join(out)
 
     def read_ahead(self, max_bytes: int) -> None:
         """Encode the next ``max_bytes`` of batches now (from a worker thread while the last
@@ -181,3 +184,79 @@ class FetchCursors:
     def __len__(self) -> int:
         with self._lock:
             return len(self._cursors)
+
+
+_BATCH_LENGTH: Final = struct.Struct(">i")
+_LOG_OVERHEAD: Final = 12  # baseOffset int64 + batchLength int32
+
+
+def _cut(records: bytes, max_bytes: int) -> bytes:
+    """The whole batches of ``records`` that fit in ``max_bytes`` (at least the first)."""
+    if len(records) <= max_bytes:
+        return records
+    end = 0
+    while end < len(records):
+        (length,) = _BATCH_LENGTH.unpack_from(records, end + 8)
+        following = end + _LOG_OVERHEAD + int(length)
+        if end and following > max_bytes:
+            break
+        end = following
+    return records[:end]
+
+
+class FetchedChunks:
+    """Answers of recent remote fetches (rebuilt batch bytes) by ``(path, start offset,
+    options)``, least recently used evicted first, at most ``max_bytes`` held (0: none kept).
+
+    A reader reading a tiered range again (a second consumer group, a replay, a restarted
+    job) gets the bytes a first reader's fetches rebuilt instead of decoding and encoding the
+    segment again; the chunks chain (each one's next offset is the next one's key), so a
+    sequential re-read hits every chunk. A chunk is put with the byte limit of the fetch that
+    made it (``limit``; ``None`` when it reached the end of what the fetch could read): a
+    ``get`` with a larger limit misses (a fresh fetch would return more), one with a smaller
+    limit returns the chunk's whole batches that fit (at least one, as a fetch does). So a hit
+    is exactly a fresh fetch's answer from the same offset (a segment id's objects never
+    change); a copy or delete of the segment drops its chunks (:meth:`forget`).
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max_bytes = max_bytes
+        self._bytes = 0
+        self._chunks: OrderedDict[tuple[str, int, Hashable], tuple[bytes, int | None]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def get(self, path: str, offset: int, options: Hashable, max_bytes: int) -> bytes | None:
+        with self._lock:
+            entry = self._chunks.get((path, offset, options))
+            if entry is None or (entry[1] is not None and entry[1] < max_bytes):
+                return None
+            self._chunks.move_to_end((path, offset, options))
+        return _cut(entry[0], max_bytes)
+
+    def has(self, path: str, offset: int, options: Hashable) -> bool:
+        with self._lock:
+            return (path, offset, options) in self._chunks
+
+    def put(
+        self, path: str, offset: int, options: Hashable, records: bytes, limit: int | None
+    ) -> None:
+        if not records or len(records) > self._max_bytes:
+            return
+        with self._lock:
+            old = self._chunks.pop((path, offset, options), None)
+            self._bytes += len(records) - (len(old[0]) if old is not None else 0)
+            self._chunks[(path, offset, options)] = (records, limit)
+            while self._bytes > self._max_bytes:
+                self._bytes -= len(self._chunks.popitem(last=False)[1][0])
+
+    def forget(self, path: str) -> None:
+        with self._lock:
+            for key in [key for key in self._chunks if key[0] == path]:
+                self._bytes -= len(self._chunks.pop(key)[0])
+
+    @property
+    def held_bytes(self) -> int:
+        with self._lock:
+            return self._bytes

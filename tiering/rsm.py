@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 
 from .batch_encode import FAST_LEVELS
 from .config import TieringConfig
-from .fetch_cursor import FetchCursor, FetchCursors
+from .fetch_cursor import FetchCursor, FetchCursors, FetchedChunks
 from .layout import (
     EPOCH_SUFFIX,
     PARQUET_SUFFIX,
@@ -200,7 +200,9 @@ class RemoteStorageManager:
     """Copies, fetches and deletes segments in one store. Thread-safe.
 
     ``fetch_cache_bytes`` bounds the decoded row groups kept for sequential remote fetches;
-    ``txn_index_cache_entries`` the aborted-transaction entries of cached ``.txnindex`` objects.
+    ``txn_index_cache_entries`` the aborted-transaction entries of cached ``.txnindex`` objects;
+    ``fetched_chunk_bytes`` the rebuilt batch bytes kept for readers of the same range again
+    (``sparklog.remote.storage.fetch.cache.bytes``; 0 keeps none).
     """
 
     def __init__(
@@ -212,9 +214,11 @@ class RemoteStorageManager:
         tmp_dir: str | None = None,
         fetch_cache_bytes: int = 64 << 20,
         txn_index_cache_entries: int = 100_000,
+        fetched_chunk_bytes: int = 0,
     ) -> None:
         self._cache = _RowGroupCache(fetch_cache_bytes)
         self._cursors = FetchCursors()
+        self._chunks = FetchedChunks(fetched_chunk_bytes)
         self._read_ahead: ThreadPoolExecutor | None = None
         self._txn_indexes = _TxnIndexCache(txn_index_cache_entries)
         self._store = store
@@ -230,7 +234,11 @@ class RemoteStorageManager:
     ) -> RemoteStorageManager:
         store = open_store(config.storage_url, config.storage_options())
         return cls(
-            store, cluster_id=cluster_id, row_group_rows=config.row_group_rows, tmp_dir=tmp_dir
+            store,
+            cluster_id=cluster_id,
+            row_group_rows=config.row_group_rows,
+            tmp_dir=tmp_dir,
+            fetched_chunk_bytes=config.fetch_cache_bytes,
         )
 
     @property
@@ -265,6 +273,7 @@ class RemoteStorageManager:
         paths = segment_object_paths(metadata)
         self._cache.forget(paths[PARQUET_SUFFIX])
         self._cursors.forget(paths[PARQUET_SUFFIX])
+        self._chunks.forget(paths[PARQUET_SUFFIX])
         self._txn_indexes.forget(paths[TXN_INDEX_SUFFIX])
         tp = metadata.topic_id_partition
         fd, local = tempfile.mkstemp(suffix=".parquet", dir=self._tmp_dir)
@@ -340,6 +349,9 @@ class RemoteStorageManager:
         least one batch), stopping before batches at or after ``to_offset``."""
         path = segment_object_paths(metadata)[PARQUET_SUFFIX]
         options = (to_offset, compression)
+        chunk = self._chunks.get(path, start_offset, options, max_bytes)
+        if chunk is not None:
+            return chunk
         # A consumer reading on from where its last fetch stopped resumes that fetch's cursor.
         cursor = self._cursors.take(path, start_offset, options)
         try:
@@ -357,6 +369,9 @@ class RemoteStorageManager:
             raise RemoteStorageError(
                 f"cannot read {self._store.url}/{path}: {type(exc).__name__}: {exc}"
             ) from exc
+        self._chunks.put(
+            path, start_offset, options, records, None if cursor.exhausted else max_bytes
+        )
         self._cursors.put(path, options, cursor)
         if not cursor.exhausted:
             self._read_ahead_pool().submit(cursor.read_ahead, max_bytes)
@@ -380,7 +395,9 @@ class RemoteStorageManager:
         options = (to_offset, compression)
 
         def prefetch() -> None:
-            if self._cursors.has(path, start_offset, options):
+            if self._cursors.has(path, start_offset, options) or self._chunks.has(
+                path, start_offset, options
+            ):
                 return
             try:
                 cursor = self._open_cursor(path, start_offset, to_offset, compression)
@@ -467,6 +484,7 @@ class RemoteStorageManager:
         paths = segment_object_paths(metadata)
         self._cache.forget(paths[PARQUET_SUFFIX])
         self._cursors.forget(paths[PARQUET_SUFFIX])
+        self._chunks.forget(paths[PARQUET_SUFFIX])
         self._txn_indexes.forget(paths[TXN_INDEX_SUFFIX])
         try:
             for path in paths.values():

@@ -138,3 +138,62 @@ def test_a_prefetched_segment_serves_the_fetch_that_follows(tmp_path: Path) -> N
 
 def _parquet_path(metadata: object) -> str:
     return segment_object_paths(metadata)[PARQUET_SUFFIX]  # type: ignore[arg-type]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    first=st.lists(st.integers(1, 3000), min_size=1, max_size=30),
+    again=st.lists(st.integers(1, 3000), min_size=1, max_size=30),
+)
+def test_cached_chunks_equal_fresh_fetches(
+    tmp_path_factory: object, first: list[int], again: list[int]
+) -> None:
+    """A second pass over the segment (other byte limits) served from the chunk cache
+    returns what fresh fetches return: whole batches, every record once, in order."""
+    tmp = tmp_path_factory.mktemp("chunks")  # type: ignore[attr-defined]
+    path, end = write_segment(tmp, 100, 400, per_batch=7)
+    metadata, data = segment_metadata(path, 100, end)
+    store = open_store(f"file://{tmp}/store")
+    rsm = RemoteStorageManager(
+        store, cluster_id="c", row_group_rows=32, fetched_chunk_bytes=1 << 20
+    )
+    rsm.copy_log_segment_data(metadata, data)
+    fresh = RemoteStorageManager(store, cluster_id="c", row_group_rows=32)
+    fresh._cursors = FetchCursors(max_cursors=0)
+    for limits in (first, again):
+        offset = 100
+        for limit in limits:
+            if offset > 499:
+                break
+            got = rsm.fetch_log_segment(metadata, offset, limit)
+            assert got == fresh.fetch_log_segment(metadata, offset, limit)
+            offset = _last_offsets(got)[-1] + 1
+    assert rsm._chunks.held_bytes > 0
+
+
+def test_chunk_cache_is_bounded_and_dropped_by_a_copy(tmp_path: Path) -> None:
+    path, end = write_segment(tmp_path, 100, 400, per_batch=7)
+    metadata, data = segment_metadata(path, 100, end)
+    rsm = RemoteStorageManager(
+        open_store(f"file://{tmp_path}/store"),
+        cluster_id="c",
+        row_group_rows=32,
+        fetched_chunk_bytes=1200,
+    )
+    rsm.copy_log_segment_data(metadata, data)
+    offset = 100
+    while offset <= 499:
+        got = rsm.fetch_log_segment(metadata, offset, 500)
+        assert 0 < rsm._chunks.held_bytes <= 1200
+        offset = _last_offsets(got)[-1] + 1
+    # The last chunks are held; the first were evicted (a fetch there encodes afresh).
+    assert not rsm._chunks.has(segment_object_paths(metadata)[PARQUET_SUFFIX], 100, (None, None))
+    assert (
+        rsm._chunks.get(segment_object_paths(metadata)[PARQUET_SUFFIX], 100, (None, None), 1)
+        is None
+    )
+    rsm.copy_log_segment_data(metadata, data)
+    assert rsm._chunks.held_bytes == 0
+    off = RemoteStorageManager(open_store(f"file://{tmp_path}/store"), cluster_id="c")
+    off.fetch_log_segment(metadata, 100, 500)
+    assert off._chunks.held_bytes == 0  # 0 bytes: nothing kept
