@@ -2,7 +2,8 @@
 Parquet -> Kafka batches re-encode behind a remote fetch, next to a local read of the same bytes.
 
 Run: ``.venv/bin/python tests/bench/bench_tiering.py [--records N] [--value-bytes B ...]
-[--codec 0-4] [--no-s3] [--no-node] [--consumer-records N]``. Not collected by pytest (file
+[--codec 0-4] [--values hex|random|json] [--no-s3] [--no-node] [--consumer-records N]
+[--fetch-cache-bytes N]``. Not collected by pytest (file
 name ``bench_*.py``); it asserts no timing (only that consumers got every record) and prints one
 line per scenario. The library scenarios run in this thread and are timed in CPU time of the
 process, so their MB/s is per core even on a loaded machine; the consumer scenarios share the
@@ -10,7 +11,9 @@ machine between the node and the consumer (wall time).
 
 Library scenarios, once per ``--value-bytes`` (default 100 and 1024; a segment of N records
 for 100-byte values, proportionally fewer for larger ones, in batches of 500, ``--codec``
-compression, 4-byte keys):
+compression, 4-byte keys; ``--values``: random hex text by default, or random bytes, or
+JSON-ish events; the ``parquet:`` line names the codecs the transcode chose for keys and
+values, which ``pyarrow write`` uses too):
   transcode      segment_to_parquet of the local .log to a local Parquet file
   pyarrow write  the same rows, already an Arrow table in memory, written with the same
                  writer options: the limit transcoding can approach
@@ -31,8 +34,13 @@ is served by remote fetch); a confluent-kafka consumer then reads each from offs
   consume local          the plain topic, local fetch (sendfile of segment slices)
   consume remote file:// the tiered topic, store on local disk
   consume remote s3 moto the same with the store on a moto S3 server (unless --no-s3)
-Five rounds interleave the topics; each line shows the best and worst time and the node's CPU
-time in its best round, then the remote/local throughput ratio (best of each, and per round).
+Five rounds interleave the topics. Round 1 is the first read of the tiered data (nothing
+rebuilt yet: every remote fetch reads Parquet and encodes batches); rounds 2-5 read the same
+range again, which ``sparklog.remote.storage.fetch.cache.bytes`` (``--fetch-cache-bytes``,
+256 MiB in this bench; the node's default is 0, off) may serve from rebuilt batches kept in
+memory. Each line shows
+round 1 and the best of rounds 2-5 apart, with the node's CPU time (and per MB) in each, then
+the remote/local throughput ratio of the first read and of the repeat reads.
 """
 
 from __future__ import annotations
@@ -77,16 +85,41 @@ from tests.integration.tiering_support import StoreView
 MB = 1_000_000
 
 
-def build_segment(path: Path, records: int, value_bytes: int, codec: int) -> int:
-    # Random hex text: compresses about 2:1 like typical payloads, distinct per record.
-    half = (value_bytes + 1) // 2
+def make_value(kind: str, i: int, value_bytes: int) -> bytes:
+    """``hex``: random hex text, compresses about 2:1 (zstd's entropy coder only), distinct
+    per record; ``random``: random bytes (incompressible: encrypted or already compressed
+    payloads); ``json``: JSON-ish events with a few varying fields (compresses several-fold)."""
+    if kind == "random":
+        return os.urandom(value_bytes)
+    if kind == "json":
+        event = (
+            b'{"id":%d,"user":"user-%d","event":"%s","ts":%d,"session":"%s","tags":["web",'
+            b'"eu-west-1","v2"],"amount":%d.%02d,"items":['
+            % (
+                i,
+                i % 9973,
+                (b"click", b"view", b"purchase")[i % 3],
+                1_700_000_000_000 + i,
+                os.urandom(8).hex().encode(),
+                i % 500,
+                i % 100,
+            )
+        )
+        item = b'{"sku":"%s","qty":%d},'
+        while len(event) < value_bytes - 2:
+            event += item % (os.urandom(4).hex().encode(), len(event) % 9)
+        return (event[: value_bytes - 2] + b"]}")[:value_bytes]
+    return os.urandom((value_bytes + 1) // 2).hex().encode()[:value_bytes]
+
+
+def build_segment(path: Path, records: int, value_bytes: int, codec: int, kind: str) -> int:
     with open(path, "wb") as f:
         for base in range(0, records, 500):
             n = min(500, records - base)
             batch = [
                 (
                     b"%04d" % (i % 10000),
-                    os.urandom(half).hex().encode()[:value_bytes],
+                    make_value(kind, base + i, value_bytes),
                     (),
                     1_700_000_000_000 + base + i,
                 )
@@ -141,38 +174,58 @@ def main() -> None:
     parser.add_argument("--no-s3", action="store_true")
     parser.add_argument("--no-node", action="store_true", help="skip the consumer scenarios")
     parser.add_argument("--consumer-records", type=int, default=200_000)
+    parser.add_argument("--fetch-cache-bytes", type=int, default=256 << 20)
+    parser.add_argument(
+        "--values",
+        choices=("hex", "random", "json"),
+        default="hex",
+        help="library scenarios' values: random hex text (default), random bytes, JSON-ish",
+    )
     args = parser.parse_args()
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's request log
     for value_bytes in args.value_bytes:
         records = max(1000, args.records * 104 // (4 + value_bytes))
-        library_scenarios(records, value_bytes, args.codec, args.no_s3)
+        library_scenarios(records, value_bytes, args.codec, args.no_s3, args.values)
     if not args.no_node:
-        consumer_scenarios(args.consumer_records, args.value_bytes[0], args.no_s3)
+        consumer_scenarios(
+            args.consumer_records, args.value_bytes[0], args.no_s3, args.fetch_cache_bytes
+        )
 
 
-def library_scenarios(n: int, value_bytes: int, codec: int, no_s3: bool) -> None:
+def library_scenarios(n: int, value_bytes: int, codec: int, no_s3: bool, kind: str) -> None:
     global _PAYLOAD_BYTES
     _PAYLOAD_BYTES = n * (4 + value_bytes)
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "00000000000000000000.log"
-        size = build_segment(log, n, value_bytes, codec)
+        size = build_segment(log, n, value_bytes, codec, kind)
         print(
-            f"segment: {n} records, {value_bytes} B values, codec {codec},"
+            f"segment: {n} records, {value_bytes} B {kind} values, codec {codec},"
             f" {size / MB:.1f} MB on disk"
         )
         out = str(Path(tmp) / "seg.parquet")
         timed("transcode", size, lambda: segment_to_parquet(str(log), out=out), n)
         parquet = Path(out).read_bytes()
         table = pq.read_table(pa.BufferReader(parquet))
+        # The codecs the transcode chose for the record bytes (column_codecs), written alike.
+        chunks = pq.ParquetFile(pa.BufferReader(parquet)).metadata.row_group(0)
+        chosen = {
+            chunks.column(i).path_in_schema: chunks.column(i).compression.lower()
+            for i in range(chunks.num_columns)
+            if chunks.column(i).path_in_schema in ("key", "value")
+        }
+        chosen = {name: "none" if c == "uncompressed" else c for name, c in chosen.items()}
 
         def write_from_memory() -> None:
-            with open_parquet_writer(pa.BufferOutputStream()) as writer:
+            with open_parquet_writer(pa.BufferOutputStream(), codec_by_column=chosen) as writer:
                 writer.write_table(table, row_group_size=DEFAULT_ROW_GROUP_ROWS)
 
         written = timed("pyarrow write", size, write_from_memory, n)
         unpacked = timed("decompress", size, lambda: decompress_all(log), n)
         report("ceiling", size, written + unpacked, n)
-        print(f"parquet: {len(parquet) / MB:.1f} MB ({len(parquet) / size:.0%} of the segment)")
+        print(
+            f"parquet: {len(parquet) / MB:.1f} MB ({len(parquet) / size:.0%} of the segment;"
+            f" keys {chosen.get('key')}, values {chosen.get('value')})"
+        )
 
         tp = TopicIdPartition(random_uuid(), "bench", 0)
         metadata = RemoteLogSegmentMetadata(
@@ -241,7 +294,7 @@ def s3_copy(
         server.stop()
 
 
-def consumer_scenarios(records: int, value_bytes: int, no_s3: bool) -> None:
+def consumer_scenarios(records: int, value_bytes: int, no_s3: bool, cache_bytes: int) -> None:
     from tests.integration.tiering_support import file_store, s3_store
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -252,6 +305,7 @@ def consumer_scenarios(records: int, value_bytes: int, no_s3: bool) -> None:
             None,
             records,
             value_bytes,
+            cache_bytes,
             with_local=True,
         )
         if no_s3:
@@ -270,7 +324,14 @@ def consumer_scenarios(records: int, value_bytes: int, no_s3: bool) -> None:
             moto = MotoS3(f"http://127.0.0.1:{port}")
             store = s3_store(moto, f"s3://{moto.new_bucket()}/tiered")
             consume_through_node(
-                Path(tmp) / "node-s3", "s3 moto", store, moto, records, value_bytes, False
+                Path(tmp) / "node-s3",
+                "s3 moto",
+                store,
+                moto,
+                records,
+                value_bytes,
+                cache_bytes,
+                with_local=False,
             )
         finally:
             server.stop()
@@ -283,13 +344,16 @@ def consume_through_node(
     moto: MotoS3 | None,
     records: int,
     value_bytes: int,
+    cache_bytes: int,
     with_local: bool,
 ) -> None:
     """Produce to a tiered topic (and a plain one), wait for tiering, time a consumer on each."""
     import tests.integration.tiering_support as ts
     from tests.integration.ck_helpers import create_topic
 
-    node = Node(workdir, ts.node_overrides(store, moto))
+    overrides = ts.node_overrides(store, moto)
+    overrides["sparklog.remote.storage.fetch.cache.bytes"] = cache_bytes
+    node = Node(workdir, overrides)
     node.start()
     try:
         rng = random.Random(7)
@@ -321,21 +385,28 @@ def consume_through_node(
                 times[name].append(time.perf_counter() - start)
                 cpu[name].append(node_cpu_s(node) - node_start)
                 assert got == records, f"{name}: consumed {got} of {records}"
+        print(f"consumer: {records} records of {value_bytes} B, {payload / MB:.0f} MB a round")
         for name, _ in topics:
-            best, worst = min(times[name]), max(times[name])
+            first, again = times[name][0], min(times[name][1:])
+            cpu_first, cpu_again = cpu[name][0], min(cpu[name][1:])
             print(
-                f"{name:<24} {payload / MB / best:8.1f} MB/s of keys+values"
-                f"  {records / best / 1000:8.1f} k records/s  ({best:.2f} s; worst of"
-                f" {_CONSUMER_ROUNDS} {worst:.2f} s; node CPU {min(cpu[name]):.2f} s)"
+                f"{name:<24} first read {payload / MB / first:7.1f} MB/s ({first:.2f} s,"
+                f" node CPU {cpu_first:.2f} s = {cpu_first * 1000 / (payload / MB):.2f} ms/MB);"
+                f" repeat best {payload / MB / again:7.1f} MB/s ({again:.2f} s, node CPU"
+                f" {cpu_again:.2f} s = {cpu_again * 1000 / (payload / MB):.2f} ms/MB;"
+                f" worst {max(times[name][1:]):.2f} s)"
             )
         if with_local:
-            local, remote = min(times[topics[0][0]]), min(times[topics[1][0]])
-            ratios = sorted(
-                a / b for a, b in zip(times[topics[0][0]], times[topics[1][0]], strict=True)
+            local, remote = times[topics[0][0]], times[topics[1][0]]
+            ratios = sorted(a / b for a, b in zip(local[1:], remote[1:], strict=True))
+            print(
+                f"remote / local consumer throughput, first read (round 1):"
+                f" {local[0] / remote[0]:.2f}"
             )
             print(
-                f"remote / local consumer throughput: {local / remote:.2f} (best of each;"
-                f" per round {', '.join(f'{r:.2f}' for r in ratios)})"
+                f"remote / local consumer throughput, repeat reads (best of rounds 2-"
+                f"{_CONSUMER_ROUNDS}): {min(local[1:]) / min(remote[1:]):.2f} (per round"
+                f" {', '.join(f'{r:.2f}' for r in ratios)}; fetch cache {cache_bytes} bytes)"
             )
     finally:
         node.stop()
