@@ -29,11 +29,11 @@ from sparklog.cli.admin_client import (
     AdminClient,
     CliError,
     TopicPartition,
-    add_connection_args,
     kafka_error,
     open_admin,
     run_tool,
 )
+from sparklog.cli.group_tool_args import GroupToolHelp, add_group_tool_args, report_deletions
 from sparklog.client.connection import KafkaConnection
 from sparklog.client.groups import (
     GroupDescription,
@@ -54,46 +54,25 @@ def add_consumer_groups_parser(sub: Any) -> None:
         description="List, describe (members, offsets, lag, state), reset offsets of, and "
         "delete consumer groups; classic and KIP-848 groups alike.",
     )
-    add_connection_args(parser)
-    action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--list", action="store_true", help="list the groups")
-    action.add_argument("--describe", action="store_true", help="describe --group")
-    action.add_argument("--reset-offsets", action="store_true", help="reset committed offsets")
-    action.add_argument("--delete", action="store_true", help="delete --group (empty groups)")
-    action.add_argument(
-        "--delete-offsets", action="store_true", help="delete --group's offsets of --topic"
-    )
-    parser.add_argument("--group", action="append", default=[], help="the group (repeatable)")
-    parser.add_argument("--all-groups", action="store_true", help="every group")
-    parser.add_argument("--offsets", action="store_true", help="describe: offsets and lag")
-    parser.add_argument("--members", action="store_true", help="describe: the members")
-    parser.add_argument(
-        "--state",
-        nargs="?",
-        const="",
-        default=None,
-        help="describe: the group's state; list: filter by states (comma-separated)",
+    spec = add_group_tool_args(
+        parser,
+        GroupToolHelp(
+            listing="list the groups",
+            reset="reset committed offsets",
+            delete_offsets="delete --group's offsets of --topic",
+            all_groups="every group",
+            offsets="describe: offsets and lag",
+            verbose="describe --members: assignments",
+            topic="reset/delete-offsets: T or T:P,P",
+            all_topics="reset: every committed topic",
+            execute="commit the new offsets",
+        ),
     )
     parser.add_argument(
         "--type", nargs="?", const="", default=None, help="list: filter by types (classic,consumer)"
     )
-    parser.add_argument("--verbose", action="store_true", help="describe --members: assignments")
-    parser.add_argument(
-        "--topic", action="append", default=[], help="reset/delete-offsets: T or T:P,P"
-    )
-    parser.add_argument("--all-topics", action="store_true", help="reset: every committed topic")
-    spec = parser.add_mutually_exclusive_group()
-    spec.add_argument("--to-earliest", action="store_true", help="reset to the log start")
-    spec.add_argument("--to-latest", action="store_true", help="reset to the log end")
     spec.add_argument("--to-current", action="store_true", help="reset to the committed offset")
-    spec.add_argument("--to-offset", type=int, help="reset to this offset (clamped)")
     spec.add_argument("--shift-by", type=int, help="move the committed offset by N (clamped)")
-    spec.add_argument(
-        "--to-datetime", help="reset to the first offset at or after YYYY-MM-DDTHH:mm:SS.sss[Z]"
-    )
-    run = parser.add_mutually_exclusive_group()
-    run.add_argument("--dry-run", action="store_true", help="only show the new offsets (default)")
-    run.add_argument("--execute", action="store_true", help="commit the new offsets")
     parser.set_defaults(run=run_consumer_groups)
 
 
@@ -269,16 +248,7 @@ def _delete(admin: AdminClient, args: argparse.Namespace) -> int:
         for result in response["results"]:
             if result["error_code"]:
                 failures[result["group_id"]] = _delete_reason(result["error_code"])
-    succeeded = [g for g in groups if g not in failures]
-    if succeeded:
-        names = ", ".join(f"'{g}'" for g in succeeded)
-        print(f"Deletion of requested consumer groups ({names}) was successful.")
-    if failures:
-        print("Deletion of some consumer groups failed:")
-        for group_id, reason in failures.items():
-            print(f"* Group '{group_id}' could not be deleted due to: {reason}")
-        return 1
-    return 0
+    return report_deletions(groups, failures, "consumer", "Group")
 
 
 def _delete_reason(code: int) -> str:

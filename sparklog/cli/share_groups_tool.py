@@ -30,13 +30,13 @@ from sparklog.cli.admin_client import (
     AdminClient,
     CliError,
     TopicPartition,
-    add_connection_args,
     kafka_error,
     open_admin,
     run_tool,
 )
 from sparklog.cli.consumer_groups_reset import parse_datetime_ms
 from sparklog.cli.consumer_groups_tool import _print_table
+from sparklog.cli.group_tool_args import GroupToolHelp, add_group_tool_args, report_deletions
 from sparklog.client.groups import list_groups, node_id_of, state_name
 from sparklog.protocol.errors import ErrorCode
 
@@ -48,39 +48,20 @@ def add_share_groups_parser(sub: Any) -> None:
         description="List, describe (members, start offsets, lag, state), reset offsets of, "
         "and delete KIP-932 share groups.",
     )
-    add_connection_args(parser)
-    action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--list", action="store_true", help="list the share groups")
-    action.add_argument("--describe", action="store_true", help="describe --group")
-    action.add_argument("--reset-offsets", action="store_true", help="reset start offsets")
-    action.add_argument("--delete", action="store_true", help="delete --group (empty groups)")
-    action.add_argument(
-        "--delete-offsets", action="store_true", help="delete --group's state for --topic"
+    add_group_tool_args(
+        parser,
+        GroupToolHelp(
+            listing="list the share groups",
+            reset="reset start offsets",
+            delete_offsets="delete --group's state for --topic",
+            all_groups="every share group",
+            offsets="describe: start offsets and lag",
+            verbose="describe --members: epochs",
+            topic="reset/delete: T or T:P,P",
+            all_topics="reset: every topic with state",
+            execute="reset the offsets",
+        ),
     )
-    parser.add_argument("--group", action="append", default=[], help="the group (repeatable)")
-    parser.add_argument("--all-groups", action="store_true", help="every share group")
-    parser.add_argument("--offsets", action="store_true", help="describe: start offsets and lag")
-    parser.add_argument("--members", action="store_true", help="describe: the members")
-    parser.add_argument(
-        "--state",
-        nargs="?",
-        const="",
-        default=None,
-        help="describe: the group's state; list: filter by states (comma-separated)",
-    )
-    parser.add_argument("--verbose", action="store_true", help="describe --members: epochs")
-    parser.add_argument("--topic", action="append", default=[], help="reset/delete: T or T:P,P")
-    parser.add_argument("--all-topics", action="store_true", help="reset: every topic with state")
-    spec = parser.add_mutually_exclusive_group()
-    spec.add_argument("--to-earliest", action="store_true", help="reset to the log start")
-    spec.add_argument("--to-latest", action="store_true", help="reset to the log end")
-    spec.add_argument("--to-offset", type=int, help="reset to this offset (clamped)")
-    spec.add_argument(
-        "--to-datetime", help="reset to the first offset at or after YYYY-MM-DDTHH:mm:SS.sss[Z]"
-    )
-    run = parser.add_mutually_exclusive_group()
-    run.add_argument("--dry-run", action="store_true", help="only show the new offsets (default)")
-    run.add_argument("--execute", action="store_true", help="reset the offsets")
     parser.set_defaults(run=run_share_groups)
 
 
@@ -305,16 +286,7 @@ def _delete(admin: AdminClient, args: argparse.Namespace) -> int:
                 failures[group_id] = "The group is not empty."
             elif result["error_code"]:
                 failures[group_id] = kafka_error(result["error_code"])
-    succeeded = [g for g in groups if g not in failures]
-    if succeeded:
-        names = ", ".join(f"'{g}'" for g in succeeded)
-        print(f"Deletion of requested share groups ({names}) was successful.")
-    if failures:
-        print("Deletion of some share groups failed:")
-        for group_id, reason in failures.items():
-            print(f"* Share group '{group_id}' could not be deleted due to: {reason}")
-        return 1
-    return 0
+    return report_deletions(groups, failures, "share", "Share group")
 
 
 def _delete_offsets(admin: AdminClient, args: argparse.Namespace) -> int:

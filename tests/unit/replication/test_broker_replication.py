@@ -15,6 +15,7 @@ from sparklog.broker.alter_partition_sender import AlterPartitionSender
 from sparklog.broker.partition import Partition, PartitionState, RoleChange
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.replication.leader import LeaderCore
 from sparklog.replication.messages import AlterPartitionProposal, FollowerFetch
 from sparklog.storage.config import LogConfig
 from sparklog.storage.manager import LogManager
@@ -132,45 +133,62 @@ class ScriptedController:
         return self.responses.pop(0)
 
 
-def test_alter_partition_sender_applies_and_retries(tmp_path: Path) -> None:
-    async def scenario() -> None:
-        rm, partition = make_rm(tmp_path, min_isr=1)
-        partition.apply_state(PartitionState(1, 0, 1, (1, 2, 3), (1, 2)))
-        core = partition.leader_core
-        assert core is not None
-        proposal = rm.follower_fetch(partition, FollowerFetch(3, 0, broker_epoch=9)).proposal
-        assert proposal is not None
-        answer = {
-            "error_code": 0,
-            "topics": [
+# The controller's answer applying the ISR expansion of _expansion_proposed.
+_EXPANSION_APPLIED: dict[str, Any] = {
+    "error_code": 0,
+    "topics": [
+        {
+            "topic_id": TOPIC_ID,
+            "partitions": [
                 {
-                    "topic_id": TOPIC_ID,
-                    "partitions": [
-                        {
-                            "partition_index": 0,
-                            "error_code": 0,
-                            "leader_id": 1,
-                            "leader_epoch": 0,
-                            "isr": [1, 2, 3],
-                            "partition_epoch": 2,
-                        }
-                    ],
+                    "partition_index": 0,
+                    "error_code": 0,
+                    "leader_id": 1,
+                    "leader_epoch": 0,
+                    "isr": [1, 2, 3],
+                    "partition_epoch": 2,
                 }
             ],
         }
+    ],
+}
+
+
+def _expansion_proposed(
+    tmp_path: Path,
+) -> tuple[ReplicaManager, Partition, LeaderCore, AlterPartitionProposal]:
+    """A leader of ISR {1, 2} whose replica 3 caught up: the ISR expansion it proposes."""
+    rm, partition = make_rm(tmp_path, min_isr=1)
+    partition.apply_state(PartitionState(1, 0, 1, (1, 2, 3), (1, 2)))
+    core = partition.leader_core
+    assert core is not None
+    proposal = rm.follower_fetch(partition, FollowerFetch(3, 0, broker_epoch=9)).proposal
+    assert proposal is not None
+    return rm, partition, core, proposal
+
+
+async def _run_until_expanded(sender: AlterPartitionSender, core: LeaderCore) -> None:
+    """Run ``sender`` until the ISR is {1, 2, 3} (at most two seconds), then stop it."""
+    stopping = asyncio.Event()
+    task = asyncio.ensure_future(sender.run(stopping))
+    for _ in range(200):
+        if core.isr == {1, 2, 3}:
+            break
+        await asyncio.sleep(0.01)
+    stopping.set()
+    await asyncio.wait_for(task, 1)
+
+
+def test_alter_partition_sender_applies_and_retries(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        rm, partition, core, proposal = _expansion_proposed(tmp_path)
+        answer = _EXPANSION_APPLIED
         controller = ScriptedController(
             [{"error_code": int(ErrorCode.NOT_CONTROLLER), "topics": []}, answer]
         )
         sender = AlterPartitionSender(rm, controller, lambda: 77, retry_backoff_ms=10)
         sender.submit(partition, proposal)
-        stopping = asyncio.Event()
-        task = asyncio.ensure_future(sender.run(stopping))
-        for _ in range(100):
-            if core.isr == {1, 2, 3}:
-                break
-            await asyncio.sleep(0.01)
-        stopping.set()
-        await asyncio.wait_for(task, 1)
+        await _run_until_expanded(sender, core)
         assert core.isr == {1, 2, 3} and core.partition_epoch == 2
         assert rm.isr_expands == 1 and rm.failed_isr_updates == 1
         first = controller.requests[0]
@@ -193,43 +211,14 @@ def test_a_stale_broker_epoch_is_retried_with_the_new_registration(tmp_path: Pat
     again with the new one and applied (chaos seed 42 left eight ISRs shrunk for good)."""
 
     async def scenario() -> None:
-        rm, partition = make_rm(tmp_path, min_isr=1)
-        partition.apply_state(PartitionState(1, 0, 1, (1, 2, 3), (1, 2)))
-        core = partition.leader_core
-        assert core is not None
-        proposal = rm.follower_fetch(partition, FollowerFetch(3, 0, broker_epoch=9)).proposal
-        assert proposal is not None
-        applied = {
-            "error_code": 0,
-            "topics": [
-                {
-                    "topic_id": TOPIC_ID,
-                    "partitions": [
-                        {
-                            "partition_index": 0,
-                            "error_code": 0,
-                            "leader_id": 1,
-                            "leader_epoch": 0,
-                            "isr": [1, 2, 3],
-                            "partition_epoch": 2,
-                        }
-                    ],
-                }
-            ],
-        }
+        rm, partition, core, proposal = _expansion_proposed(tmp_path)
+        applied = _EXPANSION_APPLIED
         stale = {"error_code": int(ErrorCode.STALE_BROKER_EPOCH), "topics": []}
         controller = ScriptedController([stale, applied])
         epochs = iter([70, 88])
         sender = AlterPartitionSender(rm, controller, lambda: next(epochs), retry_backoff_ms=10)
         sender.submit(partition, proposal)
-        stopping = asyncio.Event()
-        task = asyncio.ensure_future(sender.run(stopping))
-        for _ in range(200):
-            if core.isr == {1, 2, 3}:
-                break
-            await asyncio.sleep(0.01)
-        stopping.set()
-        await asyncio.wait_for(task, 1)
+        await _run_until_expanded(sender, core)
         assert core.isr == {1, 2, 3} and core.pending_proposal is None
         assert [r["broker_epoch"] for r in controller.requests] == [70, 88]
 
