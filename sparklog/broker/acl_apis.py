@@ -14,7 +14,6 @@ Who may call them (CLUSTER DESCRIBE / ALTER, DESCRIBE_CONFIGS / ALTER_CONFIGS) i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from sparklog.broker.admin import forward_to_controller
@@ -22,14 +21,25 @@ from sparklog.broker.context import BrokerContext
 from sparklog.controller.apis import error_body
 from sparklog.metadata.security_image import ClientQuotasImage
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import Request, TypedRequest
+from sparklog.protocol.message_types import (
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+    DescribeAclsResponseResources,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasRequestComponents,
+    DescribeClientQuotasResponse,
+    DescribeClientQuotasResponseEntries,
+)
 from sparklog.security.acls import AclBindingFilter, StandardAcl
 
 NO_AUTHORIZER = "No Authorizer is configured."
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 
-async def handle_describe_acls(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+async def handle_describe_acls(
+    ctx: BrokerContext, request: TypedRequest[DescribeAclsRequest]
+) -> DescribeAclsResponse:
     if ctx.authorizer is None:
         return {
             "throttle_time_ms": 0,
@@ -51,7 +61,7 @@ async def handle_describe_acls(ctx: BrokerContext, request: Request) -> dict[str
         if binding_filter.matches(acl):
             key = (int(acl.resource_type), acl.resource_name, int(acl.pattern_type))
             grouped.setdefault(key, []).append(acl)
-    resources = [
+    resources: list[DescribeAclsResponseResources] = [
         {
             "resource_type": rtype,
             "resource_name": name,
@@ -79,12 +89,12 @@ async def handle_acl_write(ctx: BrokerContext, request: Request) -> dict[str, An
 
 
 def _quota_filter(
-    components: list[Mapping[str, Any]],
+    components: list[DescribeClientQuotasRequestComponents],
 ) -> tuple[dict[str, str | None], set[str]]:
     exact: dict[str, str | None] = {}
     typed: set[str] = set()
     for component in components:
-        entity_type, match = component["entity_type"], component.get("match")
+        entity_type, match = component["entity_type"], component["match"]
         if not entity_type:
             raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Invalid empty entity type.")
         if entity_type in exact or entity_type in typed:
@@ -129,13 +139,13 @@ def _quota_filter(
 
 
 def describe_client_quotas(
-    quotas: ClientQuotasImage, request: Mapping[str, Any]
-) -> list[dict[str, Any]]:
+    quotas: ClientQuotasImage, request: DescribeClientQuotasRequest
+) -> list[DescribeClientQuotasResponseEntries]:
     exact, typed = _quota_filter(list(request["components"]))
-    entries = []
+    entries: list[DescribeClientQuotasResponseEntries] = []
     for entity, values in quotas.entities.items():
         parts = dict(entity)
-        if request.get("strict") and len(parts) != len(exact) + len(typed):
+        if request["strict"] and len(parts) != len(exact) + len(typed):
             continue
         if any(t not in parts or parts[t] != name for t, name in exact.items()):
             continue
@@ -150,9 +160,11 @@ def describe_client_quotas(
     return entries
 
 
-async def handle_describe_client_quotas(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+async def handle_describe_client_quotas(
+    ctx: BrokerContext, request: TypedRequest[DescribeClientQuotasRequest]
+) -> DescribeClientQuotasResponse:
     try:
-        entries: list[dict[str, Any]] | None = describe_client_quotas(
+        entries: list[DescribeClientQuotasResponseEntries] | None = describe_client_quotas(
             ctx.image.client_quotas, request.body
         )
         code, message = 0, None

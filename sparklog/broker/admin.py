@@ -32,7 +32,18 @@ from sparklog.broker.config_describe import (
 )
 from sparklog.broker.context import BrokerContext
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import Request, TypedRequest
+from sparklog.protocol.message_types import (
+    ApiKey,
+    DescribeConfigsRequest,
+    DescribeConfigsRequestResources,
+    DescribeConfigsResponse,
+    DescribeConfigsResponseResults,
+    DescribeConfigsResponseResultsConfigs,
+    ListConfigResourcesRequest,
+    ListConfigResourcesResponse,
+    ListConfigResourcesResponseConfigResources,
+)
 
 TOPIC = 2
 BROKER = 4
@@ -43,29 +54,35 @@ GROUP = 32
 _LISTED_TYPES = (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)
 
 
+# The APIs a broker forwards to the active controller, and the controller operation of each.
+_FORWARDED: dict[int, str] = {
+    ApiKey.CREATE_TOPICS: "create_topics",
+    ApiKey.DELETE_TOPICS: "delete_topics",
+    ApiKey.CREATE_PARTITIONS: "create_partitions",
+    ApiKey.ELECT_LEADERS: "elect_leaders",
+    ApiKey.ALTER_CONFIGS: "alter_configs",
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: "incremental_alter_configs",
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: "alter_partition_reassignments",
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: "list_partition_reassignments",
+    ApiKey.CREATE_ACLS: "create_acls",
+    ApiKey.DELETE_ACLS: "delete_acls",
+    ApiKey.ALTER_CLIENT_QUOTAS: "alter_client_quotas",
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: "alter_user_scram_credentials",
+    ApiKey.DESCRIBE_QUORUM: "describe_quorum",
+    ApiKey.UPDATE_FEATURES: "update_features",
+    ApiKey.ADD_RAFT_VOTER: "add_raft_voter",
+    ApiKey.REMOVE_RAFT_VOTER: "remove_raft_voter",
+}
+
+
 async def forward_to_controller(ctx: BrokerContext, request: Request) -> dict[str, Any]:
-    operation = {
-        19: "create_topics",
-        20: "delete_topics",
-        37: "create_partitions",
-        43: "elect_leaders",
-        33: "alter_configs",
-        44: "incremental_alter_configs",
-        45: "alter_partition_reassignments",
-        46: "list_partition_reassignments",
-        30: "create_acls",
-        31: "delete_acls",
-        49: "alter_client_quotas",
-        51: "alter_user_scram_credentials",
-        55: "describe_quorum",
-        57: "update_features",
-        80: "add_raft_voter",
-        81: "remove_raft_voter",
-    }[request.api.key]
+    operation = _FORWARDED[request.api.key]
     return await ctx.controller(operation, request.body, request.header.api_version)
 
 
-def _result(resource: dict[str, Any], code: int, message: str | None) -> dict[str, Any]:
+def _result(
+    resource: DescribeConfigsRequestResources, code: int, message: str | None
+) -> DescribeConfigsResponseResults:
     return {
         "error_code": int(code),
         "error_message": message,
@@ -75,16 +92,18 @@ def _result(resource: dict[str, Any], code: int, message: str | None) -> dict[st
     }
 
 
-async def handle_describe_configs(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+async def handle_describe_configs(
+    ctx: BrokerContext, request: TypedRequest[DescribeConfigsRequest]
+) -> DescribeConfigsResponse:
     body = request.body
-    include_synonyms = body.get("include_synonyms", False)
-    include_docs = body.get("include_documentation", False)
+    include_synonyms = body["include_synonyms"]
+    include_docs = body["include_documentation"]
     image = ctx.image
-    results = []
+    results: list[DescribeConfigsResponseResults] = []
     for resource in body["resources"]:
         rtype = resource["resource_type"]
         name = resource["resource_name"]
-        keys = resource.get("configuration_keys")
+        keys = resource["configuration_keys"]
         if rtype == TOPIC:
             topic = image.topics.by_name.get(name)
             if topic is None:
@@ -121,7 +140,7 @@ async def handle_describe_configs(ctx: BrokerContext, request: Request) -> dict[
                 _result(resource, ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}")
             )
             continue
-        configs = []
+        configs: list[DescribeConfigsResponseResultsConfigs] = []
         for entry in entries:
             if keys is not None and entry.name not in keys:
                 continue
@@ -130,7 +149,6 @@ async def handle_describe_configs(ctx: BrokerContext, request: Request) -> dict[
                     "name": entry.name,
                     "value": entry.value,
                     "read_only": entry.read_only,
-                    "is_default": entry.source == 5,
                     "config_source": entry.source,
                     "is_sensitive": False,
                     "synonyms": [
@@ -156,9 +174,9 @@ async def handle_describe_configs(ctx: BrokerContext, request: Request) -> dict[
 
 
 async def handle_list_config_resources(
-    ctx: BrokerContext, request: Request, listener: str
-) -> dict[str, Any]:
-    requested = set(request.body.get("resource_types") or ())
+    ctx: BrokerContext, request: TypedRequest[ListConfigResourcesRequest], listener: str
+) -> ListConfigResourcesResponse:
+    requested = set(request.body["resource_types"])
     if request.header.api_version == 0:
         requested = {CLIENT_METRICS}
     elif not requested:
@@ -173,7 +191,7 @@ async def handle_list_config_resources(
     brokers = sorted(
         b.broker_id for b in image.cluster.brokers.values() if b.endpoint(listener) is not None
     )
-    resources: list[dict[str, Any]] = []
+    resources: list[ListConfigResourcesResponseConfigResources] = []
     for rtype in _LISTED_TYPES:
         if rtype not in requested:
             continue

@@ -65,7 +65,7 @@ from sparklog.metadata.image import (
 )
 from sparklog.net.server import Connection
 from sparklog.protocol.headers import Request, TypedRequest
-from sparklog.protocol.message_types import ApiKey
+from sparklog.protocol.message_types import ApiKey, InitProducerIdRequest, InitProducerIdResponse
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.protocol.schema import Api
 
@@ -76,7 +76,9 @@ log = logging.getLogger(__name__)
 Handler = Callable[[BrokerContext, TypedRequest[Any], str], Awaitable[Mapping[str, Any] | None]]
 
 
-async def _init_producer_id(ctx: BrokerContext, request: Request, listener: str) -> dict[str, Any]:
+async def _init_producer_id(
+    ctx: BrokerContext, request: TypedRequest[InitProducerIdRequest], listener: str
+) -> InitProducerIdResponse:
     return await handle_init_producer_id(ctx.producer_ids, request, ctx.transactions)
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import TypedRequest
+from sparklog.protocol.message_types import InitProducerIdRequest, InitProducerIdResponse
 
 BlockAllocator = Callable[[], Awaitable[tuple[int, int]]]
 
@@ -56,16 +57,18 @@ class ProducerIdManager:
 
 
 async def handle_init_producer_id(
-    manager: ProducerIdManager, request: Request, transactions: TransactionalInit | None = None
-) -> dict[str, Any]:
+    manager: ProducerIdManager,
+    request: TypedRequest[InitProducerIdRequest],
+    transactions: TransactionalInit | None = None,
+) -> InitProducerIdResponse:
     body = request.body
-    response: dict[str, Any] = {
+    response: InitProducerIdResponse = {
         "throttle_time_ms": 0,
         "error_code": 0,
         "producer_id": -1,
         "producer_epoch": -1,
     }
-    transactional_id = body.get("transactional_id")
+    transactional_id = body["transactional_id"]
     if transactional_id is not None:
         if transactions is None:
             response["error_code"] = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -74,8 +77,8 @@ async def handle_init_producer_id(
             result = await transactions.init_producer_id(
                 transactional_id,
                 body["transaction_timeout_ms"],
-                body.get("producer_id", -1),
-                body.get("producer_epoch", -1),
+                body["producer_id"],
+                body["producer_epoch"],
             )
         except KafkaApiError as exc:
             response["error_code"] = int(exc.code)

@@ -17,18 +17,27 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
 
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.log_dir_failure import log_dir_of
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import TypedRequest
+from sparklog.protocol.message_types import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsRequestTopics,
+    DescribeLogDirsResponse,
+    DescribeLogDirsResponseResults,
+    DescribeLogDirsResponseResultsTopicsPartitions,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    DescribeProducersResponseTopicsPartitions,
+)
 from sparklog.storage.log import Log
 
 Wanted = dict[str, set[int]] | None  # topic -> partitions; None means everything
 
 
-def _wanted(topics: Iterable[dict[str, Any]] | None) -> Wanted:
+def _wanted(topics: Iterable[DescribeLogDirsRequestTopics] | None) -> Wanted:
     if topics is None:
         return None
     out: dict[str, set[int]] = {}
@@ -45,7 +54,7 @@ def _capacity(log_dir: str) -> tuple[int, int]:
     return stats.f_blocks * stats.f_frsize, stats.f_bavail * stats.f_frsize
 
 
-def _partition_entry(log: Log) -> dict[str, Any]:
+def _partition_entry(log: Log) -> DescribeLogDirsResponseResultsTopicsPartitions:
     return {
         "partition_index": log.partition,
         "partition_size": log.size_in_bytes,
@@ -54,18 +63,22 @@ def _partition_entry(log: Log) -> dict[str, Any]:
     }
 
 
-async def handle_describe_log_dirs(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+async def handle_describe_log_dirs(
+    ctx: BrokerContext, request: TypedRequest[DescribeLogDirsRequest]
+) -> DescribeLogDirsResponse:
     wanted = _wanted(request.body["topics"])
     replicas = ctx.replica_manager
     failures = replicas.log_dir_failures
-    by_dir: dict[str, dict[str, list[dict[str, Any]]]] = {d: {} for d in failures.log_dirs}
+    by_dir: dict[str, dict[str, list[DescribeLogDirsResponseResultsTopicsPartitions]]] = {
+        d: {} for d in failures.log_dirs
+    }
     for log in replicas.log_manager.all_logs():
         if wanted is not None and log.partition not in wanted.get(log.topic, ()):
             continue
         topics = by_dir.get(log_dir_of(log.directory))
         if topics is not None:
             topics.setdefault(log.topic, []).append(_partition_entry(log))
-    results: list[dict[str, Any]] = []
+    results: list[DescribeLogDirsResponseResults] = []
     for log_dir, topics in by_dir.items():
         if not failures.is_online(log_dir):
             results.append(
@@ -97,8 +110,10 @@ async def handle_describe_log_dirs(ctx: BrokerContext, request: Request) -> dict
     return {"throttle_time_ms": 0, "error_code": 0, "results": results}
 
 
-def _producers_of(ctx: BrokerContext, topic: str, index: int) -> dict[str, Any]:
-    entry: dict[str, Any] = {
+def _producers_of(
+    ctx: BrokerContext, topic: str, index: int
+) -> DescribeProducersResponseTopicsPartitions:
+    entry: DescribeProducersResponseTopicsPartitions = {
         "partition_index": index,
         "error_code": 0,
         "error_message": None,
@@ -134,7 +149,9 @@ def _producers_of(ctx: BrokerContext, topic: str, index: int) -> dict[str, Any]:
     return entry
 
 
-async def handle_describe_producers(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+async def handle_describe_producers(
+    ctx: BrokerContext, request: TypedRequest[DescribeProducersRequest]
+) -> DescribeProducersResponse:
     return {
         "throttle_time_ms": 0,
         "topics": [

@@ -8,25 +8,29 @@ AlterUserScramCredentials (51) is forwarded to the controller.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sparklog.broker.context import BrokerContext
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import TypedRequest
+from sparklog.protocol.message_types import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+    DescribeUserScramCredentialsResponseResults,
+    DescribeUserScramCredentialsResponseResultsCredentialInfos,
+)
 from sparklog.security.scram import MECHANISM_TYPES
 
 
 async def handle_describe_user_scram_credentials(
-    ctx: BrokerContext, request: Request
-) -> dict[str, Any]:
+    ctx: BrokerContext, request: TypedRequest[DescribeUserScramCredentialsRequest]
+) -> DescribeUserScramCredentialsResponse:
     credentials = ctx.image.scram.credentials
-    by_user: dict[str, list[dict[str, int]]] = {}
+    by_user: dict[str, list[DescribeUserScramCredentialsResponseResultsCredentialInfos]] = {}
     for (user, mechanism), credential in sorted(credentials.items()):
         by_user.setdefault(user, []).append(
             {"mechanism": MECHANISM_TYPES[mechanism], "iterations": credential.iterations}
         )
-    asked = [str(u["name"]) for u in request.body.get("users") or ()]
-    results = []
+    asked = [u["name"] for u in request.body["users"] or ()]
+    results: list[DescribeUserScramCredentialsResponseResults] = []
     if not asked:
         for user, infos in by_user.items():
             results.append(

@@ -30,12 +30,17 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from sparklog.broker.context import BrokerContext
 from sparklog.coordinator.runtime import MarkerKey, TxnMarker
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import TypedRequest
+from sparklog.protocol.message_types import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+    WriteTxnMarkersResponseMarkers,
+    WriteTxnMarkersResponseMarkersTopicsPartitions,
+)
 
 __all__ = [
     "GROUP_METADATA_TOPIC",
@@ -121,7 +126,9 @@ async def write_txn_markers(
     return results
 
 
-async def handle_write_txn_markers(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+async def handle_write_txn_markers(
+    ctx: BrokerContext, request: TypedRequest[WriteTxnMarkersRequest]
+) -> WriteTxnMarkersResponse:
     """WriteTxnMarkers (27): the same writes for a coordinator on another node."""
     markers = [
         TxnMarker(
@@ -135,10 +142,10 @@ async def handle_write_txn_markers(ctx: BrokerContext, request: Request) -> dict
         )
         for m in request.body["markers"]
     ]
-    responses = []
+    responses: list[WriteTxnMarkersResponseMarkers] = []
     # Answered per marker, so a producer listed twice gets each of its answers.
     for marker, codes in zip(markers, await _write(ctx, markers), strict=True):
-        topics: dict[str, list[dict[str, int]]] = {}
+        topics: dict[str, list[WriteTxnMarkersResponseMarkersTopicsPartitions]] = {}
         for topic, index in marker.partitions:
             topics.setdefault(topic, []).append(
                 {"partition_index": index, "error_code": int(codes[(topic, index)])}

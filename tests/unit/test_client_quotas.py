@@ -99,7 +99,10 @@ def test_alter_and_describe_client_quotas() -> None:
     assert "fractional" in response["entries"][2]["error_message"]
     found = describe_client_quotas(
         image.client_quotas,
-        {"components": [{"entity_type": "user", "match_type": 0, "match": "alice"}]},
+        {
+            "components": [{"entity_type": "user", "match_type": 0, "match": "alice"}],
+            "strict": False,
+        },
     )
     assert found == [
         {
@@ -109,15 +112,21 @@ def test_alter_and_describe_client_quotas() -> None:
     ]
     defaults = describe_client_quotas(
         image.client_quotas,
-        {"components": [{"entity_type": "client-id", "match_type": 1}], "strict": True},
+        {
+            "components": [{"entity_type": "client-id", "match_type": 1, "match": None}],
+            "strict": True,
+        },
     )
     assert [d["values"] for d in defaults] == [[{"key": "request_percentage", "value": 50.0}]]
-    everything = describe_client_quotas(image.client_quotas, {"components": []})
+    everything = describe_client_quotas(image.client_quotas, {"components": [], "strict": False})
     assert len(everything) == 2
     with pytest.raises(KafkaApiError):
         describe_client_quotas(
             image.client_quotas,
-            {"components": [{"entity_type": "user", "match_type": 0, "match": None}]},
+            {
+                "components": [{"entity_type": "user", "match_type": 0, "match": None}],
+                "strict": False,
+            },
         )
     image, response = _alter(
         image, [{"entity": user, "ops": [{"key": PRODUCE, "value": 0.0, "remove": True}]}]
