@@ -27,6 +27,7 @@ from sparklog.coordinator.consumer_apis import (
 from sparklog.coordinator.consumer_records import wire_partitions
 from sparklog.coordinator.coordinator import OFFSETS_TOPIC
 from sparklog.coordinator.runtime import CoordinatorContext
+from sparklog.metadata.topic_hash import subscription_hash
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
 from sparklog.share.share_group import (
@@ -57,6 +58,10 @@ async def run_share_op(ctx: CoordinatorContext, group_id: str, op: Callable[[Sha
     or COORDINATOR_NOT_AVAILABLE raised when they could not be written)."""
     _check_coordinator(ctx, group_id)
     resolve = _resolver(ctx)
+    # KIP-1101: the share groups compare their topics' metadata hash over the current image
+    group_coordinator(ctx).share_groups.subscription_hash = lambda names: subscription_hash(
+        ctx.image, names
+    )
 
     def expire_then(groups: ShareGroups) -> T:
         groups.expire(_now_ms(), resolve)

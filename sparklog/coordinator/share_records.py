@@ -133,7 +133,7 @@ def group_image(group: ShareGroup, resolve: TopicResolver) -> Image:
     gid = group.group_id
     image: Image = {
         _group_key(SHARE_GROUP_METADATA, gid): encode_value(
-            _GROUP_VALUE, 0, 0, {"epoch": group.group_epoch, "metadata_hash": 0}
+            _GROUP_VALUE, 0, 0, {"epoch": group.group_epoch, "metadata_hash": group.metadata_hash}
         ),
         _group_key(SHARE_TARGET_METADATA, gid): encode_value(
             _TARGET_METADATA_VALUE, 0, 0, {"assignment_epoch": group.assignment_epoch}
@@ -244,6 +244,7 @@ def rebuild_group(group_id: str, image: Mapping[bytes, bytes], now_ms: int) -> S
         kind, member_id, v = _decoded(key, value)
         if kind == SHARE_GROUP_METADATA:
             group.group_epoch, found = v["epoch"], True
+            group.metadata_hash = v["metadata_hash"]
         elif kind == SHARE_TARGET_METADATA:
             group.assignment_epoch = v["assignment_epoch"]
         elif kind == SHARE_STATE_PARTITION_METADATA:
@@ -272,8 +273,6 @@ def rebuild_group(group_id: str, image: Mapping[bytes, bytes], now_ms: int) -> S
             now_ms,
         )
     group.initialized_topics = set(initialized)
-    subscribed = group.subscribed_topics()
-    group.topic_counts = {n: c for n, c in initialized.items() if n in subscribed}
     return group
 
 

@@ -6,8 +6,14 @@ Rules kept here:
   was last given, and leaves with epoch -1. An unknown member with a non-zero epoch is
   UNKNOWN_MEMBER_ID; a known member whose epoch is neither its current nor its previous one is
   FENCED_MEMBER_EPOCH (it rejoins with epoch 0).
-- Any change of members or subscriptions, or of a subscribed topic's partition count, bumps the
-  group epoch and recomputes the target assignment with :func:`simple_assign`. Share groups
+- Any change of members or subscriptions, or of the subscribed topics' metadata, bumps the
+  group epoch and recomputes the target assignment with :func:`simple_assign`. The topics'
+  metadata is compared by hash, as Kafka 4.2 does (KIP-1101): the group keeps the hash of its
+  subscribed topics at its last assignment (``ShareGroupMetadata.MetadataHash``) and compares
+  it with :attr:`ShareGroups.subscription_hash` of them now
+  (:func:`sparklog.metadata.topic_hash.subscription_hash` over the coordinator's image), so a
+  topic created, deleted or recreated, a partition added or a replica moved to another rack
+  reassigns. Share groups
   revoke nothing (many members may fetch from one partition), so a member takes its target
   assignment and the group epoch at its next heartbeat; the assignment is sent when its epoch
   changes and on join.
@@ -69,7 +75,8 @@ class ShareGroup:
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
-    topic_counts: dict[str, int] = field(default_factory=dict)
+    # KIP-1101: hash of the subscribed topics' metadata at the last assignment
+    metadata_hash: int = 0
     # topics whose share-partitions may hold state (subscribed once, or offsets altered)
     initialized_topics: set[str] = field(default_factory=set)
 
@@ -108,6 +115,9 @@ class ShareGroups:
         self.session_timeout_ms = session_timeout_ms
         self.max_size = max_size
         self.groups: dict[str, ShareGroup] = {}
+        # the metadata hash of a set of topics in the current metadata image; the coordinator
+        # sets it to sparklog.metadata.topic_hash.subscription_hash over its image
+        self.subscription_hash: Callable[[set[str]], int] = lambda names: 0
 
     def heartbeat(
         self, req: ShareHeartbeat, resolve: TopicResolver, now_ms: int
@@ -196,20 +206,15 @@ class ShareGroups:
         return ErrorCode.NONE
 
     def _topics_changed(self, group: ShareGroup, resolve: TopicResolver) -> bool:
-        for name in group.subscribed_topics():
-            found = resolve(name)
-            if (found[1] if found else 0) != group.topic_counts.get(name, 0):
-                return True
-        return False
+        return self.subscription_hash(group.subscribed_topics()) != group.metadata_hash
 
     def _reassign(self, group: ShareGroup, resolve: TopicResolver) -> None:
         ids: dict[str, bytes] = {}
         counts: dict[bytes, int] = {}
-        group.topic_counts = {}
+        group.metadata_hash = self.subscription_hash(group.subscribed_topics())
         group.initialized_topics |= group.subscribed_topics()
         for name in group.subscribed_topics():
             found = resolve(name)
-            group.topic_counts[name] = found[1] if found else 0
             if found is not None:
                 ids[name], counts[found[0]] = found[0], found[1]
         subscriptions = {

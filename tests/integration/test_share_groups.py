@@ -31,13 +31,19 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    NewPartitions,
     ResourceType,
 )
 
 from sparklog.cli.admin_client import LATEST
 from sparklog.cli.admin_client import AdminClient as SparklogAdmin
 from sparklog.cli.metrics_tool import fetch_metrics
-from tests.integration.ck_helpers import create_topic, make_producer
+from tests.integration.ck_helpers import (
+    admin_for,
+    create_topic,
+    make_producer,
+    wait_for_partitions,
+)
 from tests.integration.cli_support import tool
 from tests.integration.conftest import NodeFactory, unique_topic
 from tests.integration.node_harness import Node, free_port
@@ -172,6 +178,42 @@ def test_members_share_one_partition_each_record_once(share_node: Node) -> None:
     assert set(delivered) == set(wanted)
     assert [v for v, n in delivered.items() if n != 1] == []
     assert all(n > 0 for n in by_member.values()), by_member
+
+
+def test_partitions_added_to_a_subscribed_topic_are_assigned(share_node: Node) -> None:
+    """KIP-1101: the topic's metadata hash changes when partitions are added, so the group
+    coordinator bumps the group epoch and assigns the new partition at the next heartbeat;
+    records produced to it are then delivered."""
+    topic = unique_topic("share-grow")
+    create_topic(share_node, topic, 1)
+    group = unique_topic("sg")
+    with closing([share_consumer(share_node, group, topic)]) as consumers:
+        warm_up(share_node, topic, consumers)
+        with SparklogAdmin(share_node.bootstrap) as admin:
+            before = share_group(admin, group)
+        admin_client = admin_for(share_node)
+        admin_client.create_partitions([NewPartitions(topic, 2)])[topic].result(30)
+        wait_for_partitions(share_node, topic, 2)
+        producer = make_producer(share_node)
+        deadline = time.monotonic() + DEADLINE_S
+        seen: set[int] = set()
+        while 1 not in seen:
+            assert time.monotonic() < deadline, f"partition 1 never assigned (saw {seen})"
+            producer.produce(topic, value=b"grow", partition=1)
+            producer.flush(30)
+            seen |= {m.partition() for m in records(consumers[0], 0.5)}
+        with SparklogAdmin(share_node.bootstrap) as admin:
+            after = share_group(admin, group)
+    assert after["group_epoch"] > before["group_epoch"], (before, after)
+    (member,) = after["members"]
+    assert member["assignment"]["topic_partitions"][0]["partitions"] == [0, 1], after
+
+
+def share_group(admin: SparklogAdmin, group: str) -> dict[str, Any]:
+    described: dict[str, Any] = admin.coordinator(group).request(
+        "ShareGroupDescribe", {"group_ids": [group], "include_authorized_operations": False}
+    )["groups"][0]
+    return described
 
 
 def test_explicit_accept_release_reject(share_node: Node) -> None:

@@ -46,7 +46,7 @@ def beat(
 def same(left: ShareGroup, right: ShareGroup) -> None:
     assert (left.group_epoch, left.assignment_epoch) == (right.group_epoch, right.assignment_epoch)
     assert left.target == right.target
-    assert left.topic_counts == right.topic_counts
+    assert left.metadata_hash == right.metadata_hash
     assert left.initialized_topics == right.initialized_topics
     assert left.members.keys() == right.members.keys()
     for member_id, m in left.members.items():

@@ -88,3 +88,29 @@ def test_share_session_epochs() -> None:
     code, closed = sessions.acknowledge("g", "m", -1)
     assert code == ErrorCode.NONE and closed is session
     assert sessions.acknowledge("g", "m", 3)[0] == ErrorCode.SHARE_SESSION_NOT_FOUND
+
+
+def test_a_topic_metadata_change_reassigns_by_hash() -> None:
+    """KIP-1101: the group keeps its subscribed topics' metadata hash; a heartbeat that finds
+    another hash (a partition added, a topic recreated, racks moved) bumps the group epoch and
+    reassigns, the same hash changes nothing."""
+    partitions = {"count": 2}
+    groups = ShareGroups(session_timeout_ms=1000, max_size=10)
+    groups.subscription_hash = lambda names: hash((tuple(sorted(names)), partitions["count"]))
+
+    def grown(name: str) -> tuple[bytes, int] | None:
+        return (TOPIC, partitions["count"]) if name == "t" else None
+
+    def heartbeat(epoch: int) -> ShareHeartbeatResult:
+        return groups.heartbeat(ShareHeartbeat("g", "a", epoch, None, ("t",)), grown, 0)
+
+    joined = heartbeat(0)
+    assert joined.assignment == {TOPIC: frozenset({0, 1})}
+    group = groups.groups["g"]
+    assert group.metadata_hash == hash((("t",), 2))
+    assert heartbeat(joined.member_epoch).member_epoch == joined.member_epoch  # no change
+    partitions["count"] = 3
+    moved = heartbeat(joined.member_epoch)
+    assert moved.member_epoch == joined.member_epoch + 1
+    assert moved.assignment == {TOPIC: frozenset({0, 1, 2})}
+    assert group.metadata_hash == hash((("t",), 3))
