@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -163,14 +164,9 @@ async def _read_once(
     rm = ctx.replica_manager
     remaining = max_bytes
     total = 0
-    errored = False
     out: _Results = []
-    for want in wanted:
-        if not want.topic:
-            code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            out.append((want, _partition_response(want.partition, code)))
-            errored = True
-            continue
+    errored = any(not want.topic for want in wanted)
+    for want in _known_topics(wanted, by_id, out):
         try:
             partition = rm.leader_partition(want.topic, want.partition, want.current_leader_epoch)
         except KafkaApiError as exc:
@@ -240,6 +236,19 @@ async def _read_once(
     return out, total, errored
 
 
+def _known_topics(
+    wanted: list[FetchPartition], by_id: bool, out: _Results
+) -> Iterator[FetchPartition]:
+    """The wanted partitions of topics we know; each other one is answered in ``out``, at its
+    place (UNKNOWN_TOPIC_ID when asked by id)."""
+    for want in wanted:
+        if want.topic:
+            yield want
+        else:
+            code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            out.append((want, _partition_response(want.partition, code)))
+
+
 def _nothing_new(
     partition: Partition, want: FetchPartition, hw: int, start: int, isolation_level: int
 ) -> bool:
@@ -274,14 +283,9 @@ def _read_follower_once(
     rm = ctx.replica_manager
     remaining = max_bytes
     total = 0
-    errored = False
     out: _Results = []
-    for want in wanted:
-        if not want.topic:
-            code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            out.append((want, _partition_response(want.partition, code)))
-            errored = True
-            continue
+    errored = any(not want.topic for want in wanted)
+    for want in _known_topics(wanted, by_id, out):
         try:
             partition = rm.leader_partition(want.topic, want.partition, want.current_leader_epoch)
             result = rm.follower_fetch(
