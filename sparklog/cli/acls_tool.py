@@ -27,7 +27,7 @@ from typing import Any
 
 from sparklog.cli.admin_client import (
     CliError,
-    add_connection_args,
+    add_tool_parser,
     kafka_error,
     open_admin,
     run_tool,
@@ -69,16 +69,13 @@ def _pascal(name: str) -> str:
 
 
 def add_acls_parser(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_tool_parser(
+        sub,
         "acls",
-        help="add, remove or list ACLs (kafka-acls.sh)",
-        description="Manage the ACLs of a cluster whose brokers run the StandardAuthorizer.",
+        "add, remove or list ACLs (kafka-acls.sh)",
+        "Manage the ACLs of a cluster whose brokers run the StandardAuthorizer.",
+        [("--add", "add ACLs"), ("--remove", "remove ACLs"), ("--list", "list ACLs")],
     )
-    add_connection_args(parser)
-    action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--add", action="store_true", help="add ACLs")
-    action.add_argument("--remove", action="store_true", help="remove ACLs")
-    action.add_argument("--list", action="store_true", help="list ACLs")
     parser.add_argument("--topic", action="append", default=[], help="a topic ('*': all)")
     parser.add_argument("--group", action="append", default=[], help="a consumer group")
     parser.add_argument(

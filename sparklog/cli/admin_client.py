@@ -85,6 +85,19 @@ def add_connection_args(
     )
 
 
+def add_tool_parser(
+    sub: Any, name: str, help_text: str, description: str, actions: list[tuple[str, str]]
+) -> argparse.ArgumentParser:
+    """A tool's subcommand parser: the connection options and exactly one of ``actions``
+    (``(flag, help)``, store_true flags), as Kafka's kafka-*.sh tools take them."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=description)
+    add_connection_args(parser)
+    action = parser.add_mutually_exclusive_group(required=True)
+    for flag, text in actions:
+        action.add_argument(flag, action="store_true", help=text)
+    return parser
+
+
 def read_command_config(path: str | None) -> dict[str, str]:
     if path is None:
         return {}
@@ -98,6 +111,22 @@ def read_command_config(path: str | None) -> dict[str, str]:
 
 def open_admin(args: argparse.Namespace) -> AdminClient:
     return AdminClient(args.bootstrap_server, read_command_config(args.command_config))
+
+
+def run_admin_tool(args: argparse.Namespace, body: Callable[[], int]) -> int:
+    """Run a tool's body: a :class:`CliError` is ``Error: <message>`` on stderr, an
+    unreachable ``--bootstrap-server`` says so; either is status 1."""
+    try:
+        return body()
+    except CliError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+    except OSError as exc:
+        print(
+            f"Error: cannot reach {args.bootstrap_server} ({exc.strerror or exc}); "
+            "is a node listening there?",
+            file=sys.stderr,
+        )
+    return 1
 
 
 def run_tool(prefix: str, body: Callable[[], int]) -> int:

@@ -30,10 +30,14 @@ from sparklog.cli.admin_client import (
     CliError,
     TopicPartition,
     kafka_error,
-    open_admin,
-    run_tool,
 )
-from sparklog.cli.group_tool_args import GroupToolHelp, add_group_tool_args, report_deletions
+from sparklog.cli.consumer_groups_reset import delete_offsets, reset_offsets
+from sparklog.cli.group_tool_args import (
+    GroupToolHelp,
+    add_group_tool_args,
+    report_deletions,
+    run_group_tool,
+)
 from sparklog.client.connection import KafkaConnection
 from sparklog.client.groups import (
     GroupDescription,
@@ -262,19 +266,4 @@ def _delete_reason(code: int) -> str:
 
 
 def run_consumer_groups(args: argparse.Namespace) -> int:
-    def body() -> int:
-        with open_admin(args) as admin:
-            if args.list:
-                _list(admin, args)
-                return 0
-            if args.describe:
-                return _describe(admin, args)
-            if args.delete:
-                return _delete(admin, args)
-            from sparklog.cli.consumer_groups_reset import delete_offsets, reset_offsets
-
-            if args.reset_offsets:
-                return reset_offsets(admin, args)
-            return delete_offsets(admin, args)
-
-    return run_tool("Error: ", body)
+    return run_group_tool(args, _list, _describe, _delete, reset_offsets, delete_offsets)

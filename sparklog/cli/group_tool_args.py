@@ -2,8 +2,9 @@
 kafka-consumer-groups.sh / kafka-share-groups.sh that both tools take, and the report of a
 ``--delete``.
 
-Contract: :func:`add_group_tool_args` adds the action (exactly one of ``--list``,
-``--describe``, ``--reset-offsets``, ``--delete``, ``--delete-offsets``), the group selection,
+Contract: :func:`run_group_tool` runs the one action given; :func:`add_group_tool_args` adds
+the action (exactly one of ``--list``, ``--describe``, ``--reset-offsets``, ``--delete``,
+``--delete-offsets``), the group selection,
 the describe views, ``--topic``/``--all-topics`` and the reset specs both tools have
 (``--to-earliest``, ``--to-latest``, ``--to-offset``, ``--to-datetime``; the returned group
 takes a tool's own), then ``--dry-run``/``--execute``. Help texts differ per tool
@@ -12,12 +13,16 @@ takes a tool's own), then ``--dry-run``/``--execute``. Help texts differ per too
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sparklog.cli.admin_client import add_connection_args
+from sparklog.cli.admin_client import AdminClient, add_connection_args, open_admin, run_tool
 
-__all__ = ["GroupToolHelp", "add_group_tool_args", "report_deletions"]
+__all__ = ["GroupToolHelp", "add_group_tool_args", "report_deletions", "run_group_tool"]
+
+Action = Callable[[AdminClient, argparse.Namespace], int]
 
 
 @dataclass(frozen=True)
@@ -85,3 +90,27 @@ def report_deletions(groups: list[str], failures: dict[str, str], kind: str, fai
             print(f"* {failed_as} '{group_id}' could not be deleted due to: {reason}")
         return 1
     return 0
+
+
+def run_group_tool(
+    args: argparse.Namespace,
+    listing: Callable[[AdminClient, argparse.Namespace], None],
+    describe: Action,
+    delete: Action,
+    reset: Action,
+    delete_offsets: Action,
+) -> int:
+    """Run the action ``args`` names against the cluster; the exit status."""
+
+    def body() -> int:
+        with open_admin(args) as admin:
+            if args.list:
+                listing(admin, args)
+                return 0
+            if args.describe:
+                return describe(admin, args)
+            if args.delete:
+                return delete(admin, args)
+            return (reset if args.reset_offsets else delete_offsets)(admin, args)
+
+    return run_tool("Error: ", body)

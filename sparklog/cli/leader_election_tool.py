@@ -17,14 +17,19 @@ import json
 import sys
 from typing import Any
 
-from sparklog.cli.admin_client import AdminClient, CliError, read_command_config
+from sparklog.cli.admin_client import (
+    CliError,
+    add_connection_args,
+    open_admin,
+    run_admin_tool,
+)
 from sparklog.client.connection import KafkaConnection
 from sparklog.protocol.errors import ErrorCode
 
 ELECTION_TYPES = {"PREFERRED": 0, "UNCLEAN": 1}
 
 
-class LeaderElectionError(Exception):
+class LeaderElectionError(CliError):
     pass
 
 
@@ -34,17 +39,7 @@ def add_leader_election_parser(sub: Any) -> None:
         help="elect preferred or unclean leaders (kafka-leader-election.sh)",
         description="Trigger leader election for topic partitions (ElectLeaders).",
     )
-    parser.add_argument(
-        "--bootstrap-server",
-        required=True,
-        metavar="HOST:PORT[,HOST:PORT...]",
-        help="a broker's client listener (one or more, comma-separated)",
-    )
-    parser.add_argument(
-        "--command-config",
-        metavar="FILE",
-        help="a properties file of client settings (security.protocol, sasl.*, ssl.*)",
-    )
+    add_connection_args(parser)
     parser.add_argument(
         "--election-type",
         help="PREFERRED: make the first replica lead where it is in sync; UNCLEAN: elect a "
@@ -160,14 +155,8 @@ def elect(conn: KafkaConnection, election_type: str, targets: list[dict[str, Any
     return len(failed)
 
 
-def _admin(args: argparse.Namespace) -> AdminClient:
-    """The first reachable broker of --bootstrap-server (comma-separated), TLS/SASL from
-    --command-config (Kafka's client security keys)."""
-    return AdminClient(args.bootstrap_server, read_command_config(args.command_config))
-
-
 def run_leader_election(args: argparse.Namespace) -> int:
-    try:
+    def body() -> int:
         if args.election_type is None:
             raise LeaderElectionError("Missing required option(s): --election-type")
         election_type = str(args.election_type).upper()
@@ -176,19 +165,11 @@ def run_leader_election(args: argparse.Namespace) -> int:
                 f"Invalid election type {args.election_type!r}: expected PREFERRED or UNCLEAN"
             )
         targets = _targets(args)
-        with _admin(args) as admin:
+        with open_admin(args) as admin:
             failures = elect(admin.conn, election_type, targets)
         if failures:
             print(f"{failures} replica(s) could not be elected", file=sys.stderr)
             return 1
         return 0
-    except (LeaderElectionError, CliError) as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(
-            f"Error: cannot reach {args.bootstrap_server} ({exc.strerror or exc}); "
-            "is a node listening there?",
-            file=sys.stderr,
-        )
-        return 1
+
+    return run_admin_tool(args, body)

@@ -25,17 +25,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
-from sparklog.cli.admin_client import AdminClient, CliError, read_command_config
+from sparklog.cli.admin_client import (
+    CliError,
+    add_connection_args,
+    open_admin,
+    run_admin_tool,
+)
 from sparklog.client.connection import KafkaConnection
 from sparklog.protocol.errors import ErrorCode
 
 TopicPartition = tuple[str, int]
 
 
-class ReassignError(Exception):
+class ReassignError(CliError):
     pass
 
 
@@ -45,17 +49,7 @@ def add_reassign_partitions_parser(sub: Any) -> None:
         help="move partition replicas between brokers (kafka-reassign-partitions.sh)",
         description="Start, verify, cancel and list partition reassignments.",
     )
-    parser.add_argument(
-        "--bootstrap-server",
-        required=True,
-        metavar="HOST:PORT[,HOST:PORT...]",
-        help="a broker's client listener (one or more, comma-separated)",
-    )
-    parser.add_argument(
-        "--command-config",
-        metavar="FILE",
-        help="a properties file of client settings (security.protocol, sasl.*, ssl.*)",
-    )
+    add_connection_args(parser)
     parser.add_argument(
         "--reassignment-json-file",
         help='{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}',
@@ -363,19 +357,13 @@ def _run_generate(args: argparse.Namespace) -> int:
     text = _read(args.topics_to_move_json_file)
     topics = parse_topics_to_move(text, args.topics_to_move_json_file)
     brokers = parse_broker_list(args.broker_list)
-    with _admin(args) as admin:
+    with open_admin(args) as admin:
         generate(admin.conn, topics, brokers)
     return 0
 
 
-def _admin(args: argparse.Namespace) -> AdminClient:
-    """The first reachable broker of --bootstrap-server (comma-separated), TLS/SASL from
-    --command-config (Kafka's client security keys)."""
-    return AdminClient(args.bootstrap_server, read_command_config(args.command_config))
-
-
 def run_reassign_partitions(args: argparse.Namespace) -> int:
-    try:
+    def body() -> int:
         if not (args.execute or args.verify or args.cancel or args.list or args.generate):
             raise ReassignError(
                 "Command must include exactly one action: --execute, --verify, --cancel, "
@@ -391,7 +379,7 @@ def run_reassign_partitions(args: argparse.Namespace) -> int:
                 raise ReassignError("Missing required argument --reassignment-json-file")
             text = _read(args.reassignment_json_file)
             targets = parse_reassignment(text, args.reassignment_json_file)
-        with _admin(args) as admin:
+        with open_admin(args) as admin:
             conn = admin.conn
             if args.execute:
                 execute(conn, targets, args.additional)
@@ -402,13 +390,5 @@ def run_reassign_partitions(args: argparse.Namespace) -> int:
             else:
                 list_reassignments(conn)
         return 0
-    except (ReassignError, CliError) as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(
-            f"Error: cannot reach {args.bootstrap_server} ({exc.strerror or exc}); "
-            "is a node listening there?",
-            file=sys.stderr,
-        )
-        return 1
+
+    return run_admin_tool(args, body)

@@ -31,12 +31,15 @@ from sparklog.cli.admin_client import (
     CliError,
     TopicPartition,
     kafka_error,
-    open_admin,
-    run_tool,
 )
 from sparklog.cli.consumer_groups_reset import parse_datetime_ms
 from sparklog.cli.consumer_groups_tool import _print_table
-from sparklog.cli.group_tool_args import GroupToolHelp, add_group_tool_args, report_deletions
+from sparklog.cli.group_tool_args import (
+    GroupToolHelp,
+    add_group_tool_args,
+    report_deletions,
+    run_group_tool,
+)
 from sparklog.client.groups import list_groups, node_id_of, state_name
 from sparklog.protocol.errors import ErrorCode
 
@@ -308,17 +311,4 @@ def _delete_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
 
 
 def run_share_groups(args: argparse.Namespace) -> int:
-    def body() -> int:
-        with open_admin(args) as admin:
-            if args.list:
-                _list(admin, args)
-                return 0
-            if args.describe:
-                return _describe(admin, args)
-            if args.delete:
-                return _delete(admin, args)
-            if args.reset_offsets:
-                return _reset(admin, args)
-            return _delete_offsets(admin, args)
-
-    return run_tool("Error: ", body)
+    return run_group_tool(args, _list, _describe, _delete, _reset, _delete_offsets)

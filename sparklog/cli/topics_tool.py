@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any
 
-from sparklog.cli.admin_client import AdminClient, CliError, add_connection_args, open_admin
+from sparklog.cli.admin_client import AdminClient, CliError, add_tool_parser, open_admin
 from sparklog.protocol.errors import ErrorCode, ProtocolError
 
 
@@ -328,18 +328,19 @@ def _alter(admin: AdminClient, args: argparse.Namespace) -> None:
 
 
 def add_topics_parser(sub: Any) -> None:
-    topics = sub.add_parser(
+    topics = add_tool_parser(
+        sub,
         "topics",
-        help="create, list, describe, alter and delete topics (kafka-topics.sh)",
-        description="Create, list, describe, alter (partition count) and delete topics.",
+        "create, list, describe, alter and delete topics (kafka-topics.sh)",
+        "Create, list, describe, alter (partition count) and delete topics.",
+        [
+            ("--create", "create --topic"),
+            ("--list", "list topics (--topic: a regex)"),
+            ("--describe", "describe topics"),
+            ("--alter", "raise --topic's --partitions"),
+            ("--delete", "delete --topic"),
+        ],
     )
-    add_connection_args(topics)
-    action = topics.add_mutually_exclusive_group(required=True)
-    action.add_argument("--create", action="store_true", help="create --topic")
-    action.add_argument("--list", action="store_true", help="list topics (--topic: a regex)")
-    action.add_argument("--describe", action="store_true", help="describe topics")
-    action.add_argument("--alter", action="store_true", help="raise --topic's --partitions")
-    action.add_argument("--delete", action="store_true", help="delete --topic")
     topics.add_argument(
         "--topic", help="the topic; with --list/--describe/--alter/--delete a regular expression"
     )

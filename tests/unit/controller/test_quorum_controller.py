@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -372,88 +373,78 @@ def test_incremental_alter_configs(node: Node) -> None:
     )  # nothing changed, nothing written
 
 
+def assert_refused(
+    node: Node,
+    send: Callable[[Node, list[dict[str, Any]]], list[dict[str, Any]]],
+    resource: dict[str, Any],
+    code: ErrorCode,
+    message: str,
+) -> None:
+    """``send`` (alter or replace) of ``resource`` answers ``code`` with ``message`` in its
+    error message and writes nothing."""
+    create(node, topic("cfg"))
+    offset = node.log.log_end_offset
+    [result] = send(node, [resource])
+    assert result["error_code"] == code
+    assert message in result["error_message"]
+    assert node.log.log_end_offset == offset
+
+
+def resource(resource_type: int, name: str, *configs: dict[str, Any]) -> dict[str, Any]:
+    """An IncrementalAlterConfigs resource entry."""
+    return {"resource_type": resource_type, "resource_name": name, "configs": list(configs)}
+
+
 @pytest.mark.parametrize(
     ("resource", "code", "message"),
     [
         (
-            {
-                "resource_type": RESOURCE_TOPIC,
-                "resource_name": "missing",
-                "configs": [op("retention.ms", 0, "1")],
-            },
+            resource(RESOURCE_TOPIC, "missing", op("retention.ms", 0, "1")),
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
             "The topic 'missing' does not exist.",
         ),
         (
-            {
-                "resource_type": RESOURCE_TOPIC,
-                "resource_name": "cfg",
-                "configs": [op("retention.ms", 0, "x")],
-            },
+            resource(RESOURCE_TOPIC, "cfg", op("retention.ms", 0, "x")),
             ErrorCode.INVALID_CONFIG,
             "retention.ms",
         ),
         (
-            {
-                "resource_type": RESOURCE_TOPIC,
-                "resource_name": "cfg",
-                "configs": [op("retention.ms", 2, "1")],
-            },
+            resource(RESOURCE_TOPIC, "cfg", op("retention.ms", 2, "1")),
             ErrorCode.INVALID_CONFIG,
             "Config value append is not allowed for config key: retention.ms",
         ),
         (
-            {
-                "resource_type": RESOURCE_TOPIC,
-                "resource_name": "cfg",
-                "configs": [op("retention.ms", 9, "1")],
-            },
+            resource(RESOURCE_TOPIC, "cfg", op("retention.ms", 9, "1")),
             ErrorCode.INVALID_REQUEST,
             "Unknown operation type 9",
         ),
         (
-            {
-                "resource_type": RESOURCE_TOPIC,
-                "resource_name": "cfg",
-                "configs": [op("retention.ms", 0)],
-            },
+            resource(RESOURCE_TOPIC, "cfg", op("retention.ms", 0)),
             ErrorCode.INVALID_REQUEST,
             "Null value not supported",
         ),
         (
-            {
-                "resource_type": RESOURCE_TOPIC,
-                "resource_name": "cfg",
-                "configs": [op("retention.ms", 0, "1"), op("retention.ms", 1)],
-            },
+            resource(RESOURCE_TOPIC, "cfg", op("retention.ms", 0, "1"), op("retention.ms", 1)),
             ErrorCode.INVALID_REQUEST,
             "duplicate config keys",
         ),
         (
-            {"resource_type": RESOURCE_BROKER, "resource_name": "abc", "configs": []},
+            resource(RESOURCE_BROKER, "abc"),
             ErrorCode.INVALID_REQUEST,
             "Illegal non-integral BROKER resource type name: abc",
         ),
         (
-            {
-                "resource_type": RESOURCE_BROKER,
-                "resource_name": "1",
-                "configs": [op("no.such", 0, "1")],
-            },
+            resource(RESOURCE_BROKER, "1", op("no.such", 0, "1")),
             ErrorCode.INVALID_CONFIG,
             "Unknown broker config: no.such",
         ),
         (
-            {
-                "resource_type": RESOURCE_BROKER,
-                "resource_name": "1",
-                "configs": [op("num.io.threads", 0, "many")],
-            },
+            resource(RESOURCE_BROKER, "1", op("num.io.threads", 0, "many")),
             ErrorCode.INVALID_CONFIG,
             "num.io.threads",
         ),
         (
-            {"resource_type": 8, "resource_name": "1", "configs": []},
+            resource(8, "1"),
             ErrorCode.INVALID_REQUEST,
             "Unsupported resource type BROKER_LOGGER",
         ),
@@ -462,12 +453,7 @@ def test_incremental_alter_configs(node: Node) -> None:
 def test_incremental_alter_configs_errors(
     node: Node, resource: dict[str, Any], code: ErrorCode, message: str
 ) -> None:
-    create(node, topic("cfg"))
-    offset = node.log.log_end_offset
-    [result] = alter(node, [resource])
-    assert result["error_code"] == code
-    assert message in result["error_message"]
-    assert node.log.log_end_offset == offset
+    assert_refused(node, alter, resource, code, message)
 
 
 def test_auto_create_and_producer_ids(node: Node) -> None:
@@ -614,42 +600,32 @@ def test_alter_configs_replaces_the_whole_resource(node: Node) -> None:
     ("resource", "code", "message"),
     [
         (
-            {"resource_type": RESOURCE_TOPIC, "resource_name": "nope", "configs": []},
+            resource(RESOURCE_TOPIC, "nope"),
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
             "does not exist",
         ),
         (
-            {
-                "resource_type": RESOURCE_TOPIC,
-                "resource_name": "cfg",
-                "configs": [{"name": "retention.ms", "value": "abc"}],
-            },
+            resource(RESOURCE_TOPIC, "cfg", {"name": "retention.ms", "value": "abc"}),
             ErrorCode.INVALID_CONFIG,
             "retention.ms",
         ),
         (
-            {
-                "resource_type": RESOURCE_TOPIC,
-                "resource_name": "cfg",
-                "configs": [
-                    {"name": "retention.ms", "value": "1"},
-                    {"name": "retention.ms", "value": "2"},
-                ],
-            },
+            resource(
+                RESOURCE_TOPIC,
+                "cfg",
+                {"name": "retention.ms", "value": "1"},
+                {"name": "retention.ms", "value": "2"},
+            ),
             ErrorCode.INVALID_REQUEST,
             "duplicate config keys",
         ),
         (
-            {"resource_type": 8, "resource_name": "1", "configs": []},
+            resource(8, "1"),
             ErrorCode.INVALID_REQUEST,
             "for AlterConfigs",
         ),
         (
-            {
-                "resource_type": RESOURCE_BROKER,
-                "resource_name": "",
-                "configs": [{"name": "no.such.key", "value": "1"}],
-            },
+            resource(RESOURCE_BROKER, "", {"name": "no.such.key", "value": "1"}),
             ErrorCode.INVALID_CONFIG,
             "no.such.key",
         ),
@@ -658,9 +634,4 @@ def test_alter_configs_replaces_the_whole_resource(node: Node) -> None:
 def test_alter_configs_errors(
     node: Node, resource: dict[str, Any], code: ErrorCode, message: str
 ) -> None:
-    create(node, topic("cfg"))
-    offset = node.log.log_end_offset
-    [result] = replace(node, [resource])
-    assert result["error_code"] == code
-    assert message in result["error_message"]
-    assert node.log.log_end_offset == offset
+    assert_refused(node, replace, resource, code, message)
