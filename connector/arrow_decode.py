@@ -96,7 +96,7 @@ class AbortedTransactions:
         self._active.pop(producer_id, None)
 
 
-def _is_abort_marker(buf: bytes, pos: int) -> tuple[bool, int]:
+def _is_abort_marker(buf: bytes | memoryview, pos: int) -> tuple[bool, int]:
     header, records = decode_batch(buf, pos, verify_crc=False)
     key = records[0].key if records else None
     is_abort = key is not None and len(key) >= 4 and int.from_bytes(key[2:4]) == CONTROL_ABORT
@@ -125,7 +125,7 @@ class ArrowRecordBuilder:
 
     def add(
         self,
-        buf: bytes,
+        buf: bytes | memoryview,
         start: int,
         end: int,
         aborted: AbortedTransactions | None = None,
@@ -185,6 +185,7 @@ class ArrowRecordBuilder:
                 ):
                     continue
                 codec = attributes & _COMPRESSION_MASK
+                payload: bytes | memoryview
                 if codec:
                     payload = bytes(
                         codecs.decompress(codec, memoryview(buf)[batch_pos + _BATCH_OVERHEAD : pos])

