@@ -22,12 +22,26 @@ from sparklog.coordinator.coordinator import OFFSETS_TOPIC, partition_for
 from sparklog.coordinator.group_metadata import GroupState
 from sparklog.coordinator.offsets import CommitPartition
 from sparklog.coordinator.rebalance import JoinRequest, SyncRequest, TopicPartition
-from sparklog.coordinator.runtime import CoordinatorContext
+from sparklog.coordinator.runtime import CoordinatorContext, Handler
 from sparklog.coordinator.share_apis import find_share_group, led_share_groups
 from sparklog.coordinator.share_offsets_apis import delete_share_group
 from sparklog.coordinator.txn_coordinator import TRANSACTION_STATE_TOPIC
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import Request, TypedRequest
+from sparklog.protocol.message_types import (
+    ApiKey,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    FindCoordinatorResponseCoordinators,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 
 log = logging.getLogger(__name__)
 
@@ -113,13 +127,13 @@ async def _find_one(
 
 
 async def handle_find_coordinator(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[FindCoordinatorRequest], listener: str
+) -> FindCoordinatorResponse:
     body = request.body
     version = request.header.api_version
-    key_type = body.get("key_type", 0)
+    key_type = body["key_type"]
     if version >= 4:
-        coordinators = []
+        coordinators: list[FindCoordinatorResponseCoordinators] = []
         for key in body["coordinator_keys"]:
             code, message, node_id, host, port = await _find_one(ctx, key, key_type, listener)
             coordinators.append(
@@ -147,14 +161,14 @@ async def handle_find_coordinator(
 
 # -- membership -------------------------------------------------------------------------------
 async def handle_join_group(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[JoinGroupRequest], listener: str
+) -> JoinGroupResponse:
     body = request.body
     version = request.header.api_version
     req = JoinRequest(
         group_id=body["group_id"],
         member_id=body["member_id"],
-        group_instance_id=body.get("group_instance_id"),
+        group_instance_id=body["group_instance_id"],
         protocol_type=body["protocol_type"],
         protocols=tuple((p["name"], bytes(p["metadata"])) for p in body["protocols"]),
         session_timeout_ms=body["session_timeout_ms"],
@@ -188,7 +202,7 @@ async def handle_join_group(
     }
 
 
-def _join_error(code: ErrorCode, member_id: str) -> dict[str, Any]:
+def _join_error(code: ErrorCode, member_id: str) -> JoinGroupResponse:
     return {
         "throttle_time_ms": 0,
         "error_code": int(code),
@@ -203,16 +217,16 @@ def _join_error(code: ErrorCode, member_id: str) -> dict[str, Any]:
 
 
 async def handle_sync_group(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[SyncGroupRequest], listener: str
+) -> SyncGroupResponse:
     body = request.body
     req = SyncRequest(
         group_id=body["group_id"],
         generation_id=body["generation_id"],
         member_id=body["member_id"],
-        group_instance_id=body.get("group_instance_id"),
-        protocol_type=body.get("protocol_type"),
-        protocol_name=body.get("protocol_name"),
+        group_instance_id=body["group_instance_id"],
+        protocol_type=body["protocol_type"],
+        protocol_name=body["protocol_name"],
         assignments={a["member_id"]: bytes(a["assignment"]) for a in body["assignments"]},
     )
     try:
@@ -229,14 +243,14 @@ async def handle_sync_group(
 
 
 async def handle_heartbeat(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[HeartbeatRequest], listener: str
+) -> HeartbeatResponse:
     body = request.body
     try:
         code = await group_coordinator(ctx).heartbeat(
             body["group_id"],
             body["member_id"],
-            body.get("group_instance_id"),
+            body["group_instance_id"],
             body["generation_id"],
         )
     except KafkaApiError as exc:
@@ -245,12 +259,13 @@ async def handle_heartbeat(
 
 
 async def handle_leave_group(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[LeaveGroupRequest], listener: str
+) -> LeaveGroupResponse:
     body = request.body
     version = request.header.api_version
+    leaving: list[tuple[str, str | None]]
     if version >= 3:
-        leaving = [(m["member_id"], m.get("group_instance_id")) for m in body["members"]]
+        leaving = [(m["member_id"], m["group_instance_id"]) for m in body["members"]]
     else:
         leaving = [(body["member_id"], None)]
     try:
@@ -565,17 +580,17 @@ async def handle_delete_groups(
     return {"throttle_time_ms": 0, "results": results}
 
 
-GROUP_HANDLERS = {
-    8: handle_offset_commit,
-    9: handle_offset_fetch,
-    10: handle_find_coordinator,
-    11: handle_join_group,
-    12: handle_heartbeat,
-    13: handle_leave_group,
-    14: handle_sync_group,
-    15: handle_describe_groups,
-    16: handle_list_groups,
-    42: handle_delete_groups,
-    47: handle_offset_delete,
+GROUP_HANDLERS: dict[int, Handler] = {
+    ApiKey.OFFSET_COMMIT: handle_offset_commit,
+    ApiKey.OFFSET_FETCH: handle_offset_fetch,
+    ApiKey.FIND_COORDINATOR: handle_find_coordinator,
+    ApiKey.JOIN_GROUP: handle_join_group,
+    ApiKey.HEARTBEAT: handle_heartbeat,
+    ApiKey.LEAVE_GROUP: handle_leave_group,
+    ApiKey.SYNC_GROUP: handle_sync_group,
+    ApiKey.DESCRIBE_GROUPS: handle_describe_groups,
+    ApiKey.LIST_GROUPS: handle_list_groups,
+    ApiKey.DELETE_GROUPS: handle_delete_groups,
+    ApiKey.OFFSET_DELETE: handle_offset_delete,
     **CONSUMER_GROUP_HANDLERS,
 }

@@ -14,9 +14,10 @@ from typing import Any
 from sparklog.coordinator.consumer_group import HeartbeatRequest
 from sparklog.coordinator.consumer_records import Assignment
 from sparklog.coordinator.coordinator import GroupCoordinator
-from sparklog.coordinator.runtime import CoordinatorContext
+from sparklog.coordinator.runtime import CoordinatorContext, Handler
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
+from sparklog.protocol.message_types import ApiKey
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
@@ -185,7 +186,7 @@ async def handle_consumer_group_describe(
     return {"throttle_time_ms": 0, "groups": out}
 
 
-CONSUMER_GROUP_HANDLERS = {
-    68: handle_consumer_group_heartbeat,
-    69: handle_consumer_group_describe,
+CONSUMER_GROUP_HANDLERS: dict[int, Handler] = {
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: handle_consumer_group_describe,
 }

@@ -24,11 +24,12 @@ transaction coordinator decides the markers the broker writes.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.headers import TypedRequest
 
 if TYPE_CHECKING:
     from sparklog.config import ServerConfig
@@ -176,3 +177,9 @@ class CoordinatorContext(Protocol):
     def txn_verification(self) -> TxnPartitionAdder | None: ...
 
     def topic_name(self, topic_id: bytes) -> str | None: ...
+
+
+# A coordinator API handler: (context, request, listener name) -> the response body. A handler
+# may type its request (TypedRequest[JoinGroupRequest]) and response (JoinGroupResponse, a
+# Mapping): the tables keyed by ApiKey hold them all as this type.
+Handler = Callable[[CoordinatorContext, TypedRequest[Any], str], Awaitable[Mapping[str, Any]]]

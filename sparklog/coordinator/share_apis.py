@@ -26,10 +26,11 @@ from sparklog.coordinator.consumer_apis import (
 )
 from sparklog.coordinator.consumer_records import wire_partitions
 from sparklog.coordinator.coordinator import OFFSETS_TOPIC
-from sparklog.coordinator.runtime import CoordinatorContext
+from sparklog.coordinator.runtime import CoordinatorContext, Handler
 from sparklog.metadata.topic_hash import subscription_hash
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
+from sparklog.protocol.message_types import ApiKey
 from sparklog.share.share_group import (
     ShareGroup,
     ShareGroups,
@@ -209,7 +210,7 @@ async def handle_share_group_describe(
     return {"throttle_time_ms": 0, "groups": out}
 
 
-SHARE_GROUP_HANDLERS = {
-    76: handle_share_group_heartbeat,
-    77: handle_share_group_describe,
+SHARE_GROUP_HANDLERS: dict[int, Handler] = {
+    ApiKey.SHARE_GROUP_HEARTBEAT: handle_share_group_heartbeat,
+    ApiKey.SHARE_GROUP_DESCRIBE: handle_share_group_describe,
 }

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparklog.coordinator.runtime import CoordinatorContext
+from sparklog.coordinator.runtime import CoordinatorContext, Handler
 from sparklog.coordinator.share_apis import find_share_group, persist_share_group, share_groups
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
+from sparklog.protocol.message_types import ApiKey
 from sparklog.share.share_group import ShareGroup
 
 _NO_TOPIC = b"\x00" * 16
@@ -250,8 +251,8 @@ async def delete_share_group(ctx: CoordinatorContext, group_id: str) -> ErrorCod
     return await persist_share_group(ctx, group_id)
 
 
-SHARE_OFFSETS_HANDLERS = {
-    90: handle_describe_share_group_offsets,
-    91: handle_alter_share_group_offsets,
-    92: handle_delete_share_group_offsets,
+SHARE_OFFSETS_HANDLERS: dict[int, Handler] = {
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: handle_describe_share_group_offsets,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: handle_alter_share_group_offsets,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: handle_delete_share_group_offsets,
 }

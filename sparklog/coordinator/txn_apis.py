@@ -25,12 +25,13 @@ from typing import Any
 from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from sparklog.coordinator.coordinator import partition_for as group_partition_for
 from sparklog.coordinator.offsets import CommitPartition
-from sparklog.coordinator.runtime import CoordinatorContext
+from sparklog.coordinator.runtime import CoordinatorContext, Handler
 from sparklog.coordinator.txn_coordinator import TransactionCoordinator
 from sparklog.coordinator.txn_records import TxnState
 from sparklog.coordinator.txn_state import TV_0, TV_2, TopicPartition, supports_epoch_bump
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request
+from sparklog.protocol.message_types import ApiKey
 
 
 def _transactions(ctx: CoordinatorContext) -> TransactionCoordinator:
@@ -357,11 +358,11 @@ async def handle_list_transactions(
     return response
 
 
-TXN_HANDLERS = {
-    24: handle_add_partitions_to_txn,
-    25: handle_add_offsets_to_txn,
-    26: handle_end_txn,
-    28: handle_txn_offset_commit,
-    65: handle_describe_transactions,
-    66: handle_list_transactions,
+TXN_HANDLERS: dict[int, Handler] = {
+    ApiKey.ADD_PARTITIONS_TO_TXN: handle_add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,
+    ApiKey.END_TXN: handle_end_txn,
+    ApiKey.TXN_OFFSET_COMMIT: handle_txn_offset_commit,
+    ApiKey.DESCRIBE_TRANSACTIONS: handle_describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: handle_list_transactions,
 }
