@@ -12,7 +12,7 @@ import time
 import uuid
 from typing import Any
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -139,6 +139,31 @@ def first_error(consumer: Any, deadline_s: float = 20.0) -> Any:
             return msg.error()
         raise AssertionError(f"expected an error, got a record at offset {msg.offset()}")
     raise AssertionError(f"no error within {deadline_s}s")
+
+
+def consume_error_code(
+    config: dict[str, Any], topic: str, group: str, timeout_s: float
+) -> int | None:
+    """Subscribe to ``topic`` as ``group`` (earliest, no auto-commit): the code of the first
+    error the consumer reports other than partition EOF, or None once it receives a record."""
+    consumer = Consumer(
+        {**config, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    )
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            error = msg.error()
+            if error is None:
+                return None
+            if error.code() != KafkaError._PARTITION_EOF:
+                return int(error.code())
+        raise AssertionError(f"no record and no error from {topic} in {timeout_s}s")
+    finally:
+        consumer.close()
 
 
 _ABANDONED_TRANSACTION = """

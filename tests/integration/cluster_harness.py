@@ -59,6 +59,33 @@ from tests.integration.node_harness import (
 READY_TIMEOUT_S = 45.0
 CLI_TIMEOUT_S = 60.0
 HOST = "127.0.0.1"
+# Quick elections and a short broker session, for tests that kill nodes and wait for the
+# cluster to notice.
+FAST_SESSION_TIMEOUT_MS = 3000
+FAST_FAILOVER = {
+    "controller.quorum.election.timeout.ms": 500,
+    "controller.quorum.fetch.timeout.ms": 1000,
+    "broker.session.timeout.ms": FAST_SESSION_TIMEOUT_MS,
+    "broker.heartbeat.interval.ms": 500,
+}
+# FAST_FAILOVER and followers that drop out of the ISR (and fetch again) within seconds.
+FAST_REPLICATION = {
+    **FAST_FAILOVER,
+    "replica.lag.time.max.ms": 4000,
+    "replica.fetch.backoff.ms": 200,
+    "replica.fetch.wait.max.ms": 200,
+}
+# Every topic replicated three times (min ISR 2), over elections and sessions of seconds.
+REPLICATED_FAILOVER = {
+    "controller.quorum.election.timeout.ms": 500,
+    "controller.quorum.fetch.timeout.ms": 1000,
+    "broker.session.timeout.ms": 4000,
+    "broker.heartbeat.interval.ms": 500,
+    "replica.lag.time.max.ms": 3000,
+    "default.replication.factor": 3,
+    "min.insync.replicas": 2,
+    "offsets.topic.replication.factor": 3,
+}
 
 
 def cli(*args: str, timeout_s: float = CLI_TIMEOUT_S, check: bool = True) -> str:

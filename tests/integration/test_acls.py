@@ -10,7 +10,6 @@ Without an authorizer the ACL APIs answer SECURITY_DISABLED.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +18,7 @@ import pytest
 
 pytest.importorskip("confluent_kafka")
 pytest.importorskip("kafka")
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicCollection
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclBinding,
     AclBindingFilter,
@@ -45,7 +44,7 @@ from kafka.admin import (
 from kafka.admin import ResourceType as KafkaResourceType
 from kafka.errors import SecurityDisabledError, TopicAuthorizationFailedError
 
-from tests.integration.ck_helpers import create_topic
+from tests.integration.ck_helpers import consume_error_code, create_topic
 from tests.integration.cli_support import sparklog, tool
 from tests.integration.conftest import NodeFactory, unique_topic
 from tests.integration.node_harness import Node
@@ -136,29 +135,7 @@ def produce_error(node: Node, topic: str, **extra: Any) -> int | None:
 
 def consume_error(node: Node, topic: str, group: str) -> int | None:
     """The first error the consumer reports, or None once it received a record."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": node.bootstrap,
-            "group.id": group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    try:
-        consumer.subscribe([topic])
-        deadline = time.monotonic() + TIMEOUT_S
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            error = msg.error()
-            if error is None:
-                return None
-            if error.code() != KafkaError._PARTITION_EOF:
-                return int(error.code())
-        raise AssertionError(f"no record and no error from {topic} in {TIMEOUT_S}s")
-    finally:
-        consumer.close()
+    return consume_error_code({"bootstrap.servers": node.bootstrap}, topic, group, TIMEOUT_S)
 
 
 def test_acl_apis_round_trip(acl_node: Node) -> None:

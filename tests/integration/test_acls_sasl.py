@@ -11,7 +11,6 @@ GROUP_AUTHORIZATION_FAILED, and success once allowed; the certificate's principa
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,9 +19,10 @@ from typing import Any
 import pytest
 
 pytest.importorskip("confluent_kafka")
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 
+from tests.integration.ck_helpers import consume_error_code
 from tests.integration.cli_support import tool
 from tests.integration.conftest import unique_topic
 from tests.integration.security_support import ADMIN_PASSWORD, SecureNode
@@ -74,24 +74,7 @@ def produce_code(config: dict[str, Any], topic: str) -> int | None:
 
 
 def consume_code(config: dict[str, Any], topic: str, group: str) -> int | None:
-    consumer = Consumer(
-        {**config, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False}
-    )
-    try:
-        consumer.subscribe([topic])
-        deadline = time.monotonic() + TIMEOUT_S
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            error = msg.error()
-            if error is None:
-                return None
-            if error.code() != KafkaError._PARTITION_EOF:
-                return int(error.code())
-        raise AssertionError("no record and no error")
-    finally:
-        consumer.close()
+    return consume_error_code(config, topic, group, TIMEOUT_S)
 
 
 def test_a_user_without_acls_is_refused_then_allowed(

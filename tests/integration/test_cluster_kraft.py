@@ -31,20 +31,21 @@ from typing import Any
 
 import pytest
 
-from tests.integration.cluster_harness import Cluster, ClusterNode, running_cluster
+from tests.integration.cluster_harness import (
+    FAST_FAILOVER,
+    FAST_SESSION_TIMEOUT_MS,
+    Cluster,
+    ClusterNode,
+    running_cluster,
+)
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 admin_module = pytest.importorskip("confluent_kafka.admin")
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-SESSION_TIMEOUT_MS = 3000
-TIMINGS = {
-    "controller.quorum.election.timeout.ms": 500,
-    "controller.quorum.fetch.timeout.ms": 1000,
-    "broker.session.timeout.ms": SESSION_TIMEOUT_MS,
-    "broker.heartbeat.interval.ms": 500,
-}
+SESSION_TIMEOUT_MS = FAST_SESSION_TIMEOUT_MS
+TIMINGS = FAST_FAILOVER
 
 
 @pytest.fixture(scope="module")

@@ -20,18 +20,20 @@ from typing import Any
 import pytest
 
 from sparklog.client.connection import KafkaConnection
-from tests.integration.cluster_harness import Cluster, ClusterNode, running_cluster, wait_until
+from tests.integration.cluster_harness import (
+    FAST_FAILOVER,
+    FAST_SESSION_TIMEOUT_MS,
+    Cluster,
+    ClusterNode,
+    running_cluster,
+    wait_until,
+)
 from tests.integration.node_harness import REPO_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-SESSION_TIMEOUT_MS = 3000
-OVERRIDES = {
-    "controller.quorum.election.timeout.ms": 500,
-    "controller.quorum.fetch.timeout.ms": 1000,
-    "broker.session.timeout.ms": SESSION_TIMEOUT_MS,
-    "broker.heartbeat.interval.ms": 500,
-}
+SESSION_TIMEOUT_MS = FAST_SESSION_TIMEOUT_MS
+OVERRIDES = FAST_FAILOVER
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from tests.integration.cluster_harness import (
+    FAST_REPLICATION,
     Cluster,
     ClusterNode,
     consume_values,
@@ -41,13 +42,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 TOPIC = "replicated"
 SETTINGS = {
-    "controller.quorum.election.timeout.ms": 500,
-    "controller.quorum.fetch.timeout.ms": 1000,
-    "broker.session.timeout.ms": 3000,
-    "broker.heartbeat.interval.ms": 500,
-    "replica.lag.time.max.ms": 4000,
-    "replica.fetch.backoff.ms": 200,
-    "replica.fetch.wait.max.ms": 200,
+    **FAST_REPLICATION,
     "offsets.topic.replication.factor": 1,
     "transaction.state.log.replication.factor": 1,
     "transaction.state.log.min.isr": 1,

@@ -40,6 +40,18 @@ def cluster(tmp_path: Path) -> Iterator[SecureCluster]:
         yield secure
 
 
+def launch_broker(cluster: SecureCluster, node_id: int, key: str, value: str) -> ClusterNode:
+    """Add and start broker ``node_id`` with the cluster's properties but ``key=value``."""
+    node = ClusterNode(node_id, "broker", cluster.root / f"broker-{node_id}", free_port())
+    node.props = cluster._properties(node)
+    node.props[key] = value
+    node.write_properties()
+    cluster._format(node, "--no-initial-controllers")
+    cluster.brokers.append(node)
+    node.launch()
+    return node
+
+
 def test_sasl_ssl_cluster_replicates_and_refuses_a_wrong_password(
     cluster: SecureCluster,
 ) -> None:
@@ -67,15 +79,12 @@ def test_sasl_ssl_cluster_replicates_and_refuses_a_wrong_password(
     assert isr_full()
 
     # A broker whose controller password is wrong never registers: it is not in the cluster.
-    wrong = ClusterNode(199, "broker", cluster.root / "broker-199", free_port())
-    wrong.props = cluster._properties(wrong)
-    wrong.props["listener.name.controller.plain.sasl.jaas.config"] = (
-        f'{PLAIN} required username="controller" password="wrong-password";'
+    wrong = launch_broker(
+        cluster,
+        199,
+        "listener.name.controller.plain.sasl.jaas.config",
+        f'{PLAIN} required username="controller" password="wrong-password";',
     )
-    wrong.write_properties()
-    cluster._format(wrong, "--no-initial-controllers")
-    cluster.brokers.append(wrong)
-    wrong.launch()
     wait_until(
         "the refused login in the broker's log",
         lambda: "SASL authentication" in wrong.log_path.read_text(errors="replace"),
@@ -88,15 +97,12 @@ def test_sasl_ssl_cluster_replicates_and_refuses_a_wrong_password(
     # A broker with the right controller password but a wrong inter-broker (SCRAM) password
     # registers, as in Kafka, but cannot replicate: its fetcher's logins are refused and it
     # never joins the ISR of a partition it hosts.
-    fetcher = ClusterNode(198, "broker", cluster.root / "broker-198", free_port())
-    fetcher.props = cluster._properties(fetcher)
-    fetcher.props["listener.name.broker.scram-sha-512.sasl.jaas.config"] = (
-        f'{SCRAM} required username="admin" password="wrong-password";'
+    fetcher = launch_broker(
+        cluster,
+        198,
+        "listener.name.broker.scram-sha-512.sasl.jaas.config",
+        f'{SCRAM} required username="admin" password="wrong-password";',
     )
-    fetcher.write_properties()
-    cluster._format(fetcher, "--no-initial-controllers")
-    cluster.brokers.append(fetcher)
-    fetcher.launch()
     wait_until(
         "broker 198 registered",
         lambda: 198 in {b.id for b in admin.list_topics(timeout=10).brokers.values()},

@@ -30,6 +30,7 @@ from confluent_kafka.cimpl import NewTopic
 from sparklog.client.admin import AdminClient as SparklogAdmin
 from sparklog.coordinator.coordinator import partition_for
 from tests.integration.cluster_harness import (
+    REPLICATED_FAILOVER,
     Cluster,
     partition_metadata,
     running_cluster,
@@ -41,14 +42,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 STATE_PARTITIONS = 3
 OFFSETS_PARTITIONS = 3
 SETTINGS = {
-    "controller.quorum.election.timeout.ms": 500,
-    "controller.quorum.fetch.timeout.ms": 1000,
-    "broker.session.timeout.ms": 4000,
-    "broker.heartbeat.interval.ms": 500,
-    "replica.lag.time.max.ms": 3000,
-    "default.replication.factor": 3,
-    "min.insync.replicas": 2,
-    "offsets.topic.replication.factor": 3,
+    **REPLICATED_FAILOVER,
     "offsets.topic.num.partitions": OFFSETS_PARTITIONS,
     "group.share.record.lock.duration.ms": 5000,
     "group.share.heartbeat.interval.ms": 1000,

@@ -31,6 +31,7 @@ import pytest
 
 from sparklog.storage.checkpoint import read_epoch_checkpoint
 from tests.integration.cluster_harness import (
+    FAST_REPLICATION,
     Cluster,
     ClusterNode,
     cli,
@@ -56,13 +57,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 TOPIC = "tiered-rf3"
 SETTINGS: dict[str, object] = {
-    "controller.quorum.election.timeout.ms": 500,
-    "controller.quorum.fetch.timeout.ms": 1000,
-    "broker.session.timeout.ms": 3000,
-    "broker.heartbeat.interval.ms": 500,
-    "replica.lag.time.max.ms": 4000,
-    "replica.fetch.backoff.ms": 200,
-    "replica.fetch.wait.max.ms": 200,
+    **FAST_REPLICATION,
     "remote.log.storage.system.enable": "true",
     "remote.log.manager.task.interval.ms": 300,
     "log.retention.check.interval.ms": 300,

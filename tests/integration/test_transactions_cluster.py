@@ -36,21 +36,20 @@ from confluent_kafka.cimpl import NewTopic
 
 from sparklog.client.connection import KafkaConnection
 from tests.integration.ck_helpers import abandon_transaction
-from tests.integration.cluster_harness import Cluster, ClusterNode, running_cluster, wait_until
+from tests.integration.cluster_harness import (
+    REPLICATED_FAILOVER,
+    Cluster,
+    ClusterNode,
+    running_cluster,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 PARTITIONS = 6
 CLIENT_TIMEOUT_S = 30.0
 SETTINGS = {
-    "controller.quorum.election.timeout.ms": 500,
-    "controller.quorum.fetch.timeout.ms": 1000,
-    "broker.session.timeout.ms": 4000,
-    "broker.heartbeat.interval.ms": 500,
-    "replica.lag.time.max.ms": 3000,
-    "default.replication.factor": 3,
-    "min.insync.replicas": 2,
-    "offsets.topic.replication.factor": 3,
+    **REPLICATED_FAILOVER,
     "offsets.topic.num.partitions": 6,
     "transaction.state.log.replication.factor": 3,
     "transaction.state.log.min.isr": 2,
