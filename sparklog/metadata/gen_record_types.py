@@ -13,12 +13,11 @@ encode gives a missing key its default) and decoded (every key present), so thei
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from sparklog.metadata.records import DATA_RECORDS
-from sparklog.protocol.gen_types import render_types
+from sparklog.protocol.gen_types import render_types, write_or_check
 from sparklog.protocol.schema import MessageSpec
 from sparklog.raft import control_records
 
@@ -48,18 +47,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="write sparklog/metadata/record_types.py")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
-    args = parser.parse_args(argv)
-    source = render()
-    if args.check:
-        stale = not TARGET.exists() or TARGET.read_text() != source
-        if stale:
-            print(f"{TARGET} is stale: run python -m sparklog.metadata.gen_record_types")
-        return 1 if stale else 0
-    TARGET.write_text(source)
-    print(f"wrote {TARGET}")
-    return 0
+    return write_or_check(TARGET, render(), "python -m sparklog.metadata.gen_record_types", argv)
 
 
 if __name__ == "__main__":

@@ -180,19 +180,26 @@ def api_specs() -> list[MessageSpec]:
     return specs
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+def write_or_check(target: Path, source: str, command: str, argv: list[str] | None) -> int:
+    """A generator's command line: write ``source`` to ``target``, or with ``--check`` exit 1
+    when ``target`` differs from it."""
+    parser = argparse.ArgumentParser(prog=command, description=f"write {target.name}")
     parser.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
     args = parser.parse_args(argv)
-    source = render(api_specs())
     if args.check:
-        stale = not TARGET.exists() or TARGET.read_text() != source
+        stale = not target.exists() or target.read_text() != source
         if stale:
-            print(f"{TARGET} is stale: run python -m sparklog.protocol.gen_types")
+            print(f"{target} is stale: run {command}")
         return 1 if stale else 0
-    TARGET.write_text(source)
-    print(f"wrote {TARGET}")
+    target.write_text(source)
+    print(f"wrote {target}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return write_or_check(
+        TARGET, render(api_specs()), "python -m sparklog.protocol.gen_types", argv
+    )
 
 
 if __name__ == "__main__":

@@ -8,12 +8,20 @@ it) are checked against what the codec actually decodes.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import get_type_hints
 
 from sparklog.metadata import gen_record_types as record_types_module
 from sparklog.metadata import record_types
 from sparklog.protocol import codec, message_types
-from sparklog.protocol.gen_types import TARGET, api_constant, api_specs, main, render
+from sparklog.protocol.gen_types import (
+    TARGET,
+    api_constant,
+    api_specs,
+    main,
+    render,
+    write_or_check,
+)
 from sparklog.protocol.message_types import ApiKey
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.protocol.schema import message
@@ -75,3 +83,12 @@ def test_generated_record_types_are_current() -> None:
     assert {"PartitionRecord", "TopicRecord", "VotersRecord", "LeaderChangeMessage"} <= names
     for name in names:
         assert not getattr(record_types, name).__total__
+
+
+def test_check_fails_on_a_stale_file(tmp_path: Path) -> None:
+    target = tmp_path / "types.py"
+    target.write_text("old\n")
+    assert write_or_check(target, "new\n", "gen", ["--check"]) == 1
+    assert write_or_check(target, "new\n", "gen", []) == 0
+    assert target.read_text() == "new\n"
+    assert write_or_check(target, "new\n", "gen", ["--check"]) == 0
