@@ -33,6 +33,7 @@ from typing import Any
 
 from sparklog.controller.partition_change_builder import Election, ReassignmentReplicas
 from sparklog.controller.replication_control import ReplicationContext
+from sparklog.controller.topics import check_manual_assignment
 from sparklog.metadata.image import PartitionRegistration, TopicImage
 from sparklog.metadata.records import MetadataRecord
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
@@ -98,28 +99,6 @@ def _check_replication_factor(
         )
 
 
-def _validate_target(ctx: ReplicationContext, target: Sequence[int]) -> None:
-    if not target:
-        raise KafkaApiError(
-            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-            "The manual partition assignment includes an empty replica list.",
-        )
-    seen: set[int] = set()
-    for broker_id in target:
-        if broker_id in seen:
-            raise KafkaApiError(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                f"The manual partition assignment includes the broker {broker_id} more than once.",
-            )
-        seen.add(broker_id)
-        if broker_id not in ctx.image.cluster.brokers:
-            raise KafkaApiError(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                f"The manual partition assignment includes broker {broker_id}, but no such "
-                "broker is registered.",
-            )
-
-
 def _change(
     ctx: ReplicationContext,
     topic: TopicImage,
@@ -127,7 +106,7 @@ def _change(
     partition: PartitionRegistration,
     target: list[int],
 ) -> MetadataRecord | None:
-    _validate_target(ctx, target)
+    check_manual_assignment(ctx.image, target)
     reassignment = ReassignmentReplicas.of(partition.replicas, target)
     builder = ctx.builder(topic, index, partition, ctx.acceptable())
     builder.target_replicas = list(reassignment.replicas)

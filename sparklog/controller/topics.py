@@ -162,9 +162,12 @@ def place_replicas(
     ]
 
 
-def _check_manual_assignment(
-    image: MetadataImage, assignment: Sequence[int], expected_rf: int | None
+def check_manual_assignment(
+    image: MetadataImage, assignment: Sequence[int], expected_rf: int | None = None
 ) -> None:
+    """A manual replica assignment (CreateTopics, CreatePartitions, a reassignment's target)
+    names registered brokers, each once, and ``expected_rf`` of them when given; else
+    INVALID_REPLICA_ASSIGNMENT with Kafka's message."""
     if not assignment:
         raise KafkaApiError(
             ErrorCode.INVALID_REPLICA_ASSIGNMENT,
@@ -294,7 +297,7 @@ def _create_one(
         replica_lists: list[list[int]] = []
         for assignment in sorted(assignments, key=lambda a: a["partition_index"]):
             expected = len(replica_lists[0]) if replica_lists else None
-            _check_manual_assignment(image, assignment["broker_ids"], expected)
+            check_manual_assignment(image, assignment["broker_ids"], expected)
             replica_lists.append(list(assignment["broker_ids"]))
     else:
         if num_partitions == -1:
@@ -467,7 +470,7 @@ def _create_partitions_one(
             )
         replica_lists = []
         for assignment in assignments:
-            _check_manual_assignment(image, assignment["broker_ids"], replication_factor)
+            check_manual_assignment(image, assignment["broker_ids"], replication_factor)
             replica_lists.append(list(assignment["broker_ids"]))
     else:
         replica_lists = place_replicas(image, current, additional, replication_factor, defaults.rng)
