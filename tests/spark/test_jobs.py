@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,13 +32,9 @@ from tests.integration.tiering_support import (
     topic_configs,
     wait_until,
 )
+from tests.spark.support import REPO, SPARK_MARKS
 
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java on PATH"),
-]
-
-REPO = Path(__file__).resolve().parents[2]
+pytestmark = SPARK_MARKS
 JOB_TIMEOUT_S = 300
 
 
