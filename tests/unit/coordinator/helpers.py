@@ -8,6 +8,26 @@ from sparklog.coordinator.group_metadata import Effects, GroupConfig, JoinResult
 from sparklog.coordinator.rebalance import GroupShard, JoinRequest, SyncRequest
 from sparklog.coordinator.records import decode_record
 
+# Two topics of a consumer (KIP-848) group's metadata: name -> (topic id, partition count).
+T1 = b"\x01" * 16
+T2 = b"\x02" * 16
+TOPICS = {"t1": (T1, 6), "t2": (T2, 3)}
+
+
+def resolve(name: str) -> tuple[bytes, int] | None:
+    """The TopicResolver of :data:`TOPICS`."""
+    return TOPICS.get(name)
+
+
+class Clock:
+    """A settable clock in milliseconds (``now``)."""
+
+    def __init__(self) -> None:
+        self.now = 1_000
+
+    def __call__(self) -> int:
+        return self.now
+
 
 class FakeClock:
     def __init__(self, now_ms: int = 1_000_000) -> None:

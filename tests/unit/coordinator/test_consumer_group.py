@@ -28,22 +28,7 @@ from sparklog.coordinator.consumer_records import (
 )
 from sparklog.coordinator.group_metadata import Effects
 from sparklog.protocol.errors import ErrorCode
-
-T1 = b"\x01" * 16
-T2 = b"\x02" * 16
-TOPICS = {"t1": (T1, 6), "t2": (T2, 3)}
-
-
-def resolve(name: str) -> tuple[bytes, int] | None:
-    return TOPICS.get(name)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000
-
-    def __call__(self) -> int:
-        return self.now
+from tests.unit.coordinator.helpers import T1, T2, Clock, resolve
 
 
 def test_records_round_trip() -> None:

@@ -22,24 +22,10 @@ from sparklog.coordinator.consumer_group import (
 from sparklog.coordinator.consumer_records import Assignment, decode_consumer_record
 from sparklog.coordinator.group_metadata import Effects
 from sparklog.protocol.errors import ErrorCode
+from tests.unit.coordinator.helpers import T1, T2, Clock, resolve
 
-T1 = b"\x01" * 16
-T2 = b"\x02" * 16
-TOPICS = {"t1": (T1, 6), "t2": (T2, 3)}
 ALL = {(T1, p) for p in range(6)} | {(T2, p) for p in range(3)}
 REBALANCE_TIMEOUT_MS = 300_000
-
-
-def resolve(name: str) -> tuple[bytes, int] | None:
-    return TOPICS.get(name)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000
-
-    def __call__(self) -> int:
-        return self.now
 
 
 def new_groups(clock: Clock | None = None, **config: int) -> ConsumerGroups:
