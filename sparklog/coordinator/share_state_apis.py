@@ -125,7 +125,7 @@ class ShareStateCoordinator:
         per_snapshot = int(
             self.ctx.config.get("share.coordinator.snapshot.update.records.per.snapshot")
         )
-        store = ShareStateStore(per_snapshot)
+        store = ShareStateStore(per_snapshot, clock=lambda: int(time.time() * 1000))
         name = f"{SHARE_STATE_TOPIC}-{index}"
         for _header, records in replay_batches(
             runtime, SHARE_STATE_TOPIC, partition, control=False

@@ -1,12 +1,14 @@
 """The share coordinator's state of share-partitions, and the records of ``__share_group_state``
 it is kept in (KIP-932), sans-IO.
 
-Records are Kafka's: the key is an int16 version then ``(group id, topic id, partition)`` -
+Records are Kafka 4.2's: the key is an int16 version then ``(group id, topic id, partition)`` -
 version 0 for a ShareSnapshot, 1 for a ShareUpdate; the value an int16 version (0) then the
-snapshot (snapshot epoch, state epoch, leader epoch, start offset, state batches) or the update
-(snapshot epoch, leader epoch, start offset, state batches), both with Kafka 4.2's tagged field
-0, ``DeliveryCompleteCount`` (KIP-1226; -1, not set, is not written). A null value (a
-tombstone) deletes the state.
+snapshot (int32 snapshot epoch, state epoch, leader epoch, start offset, create and write
+timestamps, state batches) or the update (int32 snapshot epoch, leader epoch, start offset,
+state batches), both with the tagged field 0, ``DeliveryCompleteCount`` (KIP-1226; -1, not set,
+is not written). A null value (a tombstone) deletes the state. The create timestamp is when the
+share-partition's state was first written or initialized, the write timestamp when the
+snapshot was (the store's ``clock``, milliseconds).
 
 Rules kept here:
 
@@ -28,6 +30,7 @@ Rules kept here:
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -62,18 +65,20 @@ _SNAPSHOT_VALUE = message(
     "ShareSnapshotValue",
     "0",
     "0+",
-    schema_field("snapshot_epoch", "uint16"),
+    schema_field("snapshot_epoch", "int32"),
     schema_field("state_epoch", "int32"),
     schema_field("leader_epoch", "int32"),
     schema_field("start_offset", "int64"),
     _DELIVERY_COMPLETE_COUNT,
+    schema_field("create_timestamp", "int64"),
+    schema_field("write_timestamp", "int64"),
     _BATCHES,
 )
 _UPDATE_VALUE = message(
     "ShareUpdateValue",
     "0",
     "0+",
-    schema_field("snapshot_epoch", "uint16"),
+    schema_field("snapshot_epoch", "int32"),
     schema_field("leader_epoch", "int32"),
     schema_field("start_offset", "int64"),
     _DELIVERY_COMPLETE_COUNT,
@@ -98,6 +103,8 @@ class ShareState:
     snapshot_epoch: int = 0
     # KIP-1226: offsets at or after the start offset whose delivery is complete; -1 unknown
     delivery_complete_count: int = -1
+    # when the state was first written or initialized (ShareSnapshot's CreateTimestamp)
+    create_timestamp: int = 0
 
 
 def completed_count(start_offset: int, batches: tuple[Batch, ...]) -> int:
@@ -111,7 +118,7 @@ def completed_count(start_offset: int, batches: tuple[Batch, ...]) -> int:
 
 
 def encode_record(
-    key: StateKey, state: ShareState | None, snapshot: bool
+    key: StateKey, state: ShareState | None, snapshot: bool, write_timestamp: int = 0
 ) -> tuple[bytes, bytes | None]:
     key_version = SNAPSHOT_KEY_VERSION if snapshot else UPDATE_KEY_VERSION
     key_bytes = _VERSION.pack(key_version) + encode_bytes(
@@ -120,7 +127,9 @@ def encode_record(
     if state is None:
         return key_bytes, None
     body: dict[str, Any] = {
-        "snapshot_epoch": state.snapshot_epoch & 0xFFFF,
+        "snapshot_epoch": state.snapshot_epoch,
+        "create_timestamp": state.create_timestamp,
+        "write_timestamp": write_timestamp,
         "state_epoch": state.state_epoch,
         "leader_epoch": state.leader_epoch,
         "start_offset": state.start_offset,
@@ -163,11 +172,17 @@ def decode_record(
     return state_key, version == SNAPSHOT_KEY_VERSION, v
 
 
+def _no_clock() -> int:
+    return 0
+
+
 @dataclass
 class ShareStateStore:
     """Every share-partition state of one ``__share_group_state`` partition."""
 
     updates_per_snapshot: int = 500
+    # milliseconds, for the snapshots' create and write timestamps
+    clock: Callable[[], int] = _no_clock
     states: dict[StateKey, ShareState] = field(default_factory=dict)
     updates_since_snapshot: dict[StateKey, int] = field(default_factory=dict)
     # offset of each key's latest snapshot, and the offset after the last record replayed
@@ -204,6 +219,7 @@ class ShareStateStore:
                 batches,
                 v["snapshot_epoch"],
                 v["delivery_complete_count"],
+                v["create_timestamp"],
             )
             self.updates_since_snapshot[state_key] = 0
         elif current is not None:
@@ -248,7 +264,9 @@ class ShareStateStore:
                 return ErrorCode.FENCED_LEADER_EPOCH, []
             if state_epoch < current.state_epoch:
                 return ErrorCode.FENCED_STATE_EPOCH, []
-        base = current or ShareState(state_epoch, leader_epoch, start_offset)
+        base = current or ShareState(
+            state_epoch, leader_epoch, start_offset, create_timestamp=self.clock()
+        )
         updated = replace(
             base,
             state_epoch=max(state_epoch, base.state_epoch),
@@ -271,7 +289,9 @@ class ShareStateStore:
         leader_epoch = current.leader_epoch if current is not None else -1
         snapshot_epoch = current.snapshot_epoch + 1 if current is not None else 0
         completed = 0 if start_offset >= 0 else -1
-        state = ShareState(state_epoch, leader_epoch, start_offset, (), snapshot_epoch, completed)
+        state = ShareState(
+            state_epoch, leader_epoch, start_offset, (), snapshot_epoch, completed, self.clock()
+        )
         self.updates_since_snapshot[key] = self.updates_per_snapshot
         return ErrorCode.NONE, [self._record(key, state)]
 
@@ -289,5 +309,5 @@ class ShareStateStore:
             or self.updates_since_snapshot.get(key, 0) >= self.updates_per_snapshot
         )
         if snapshot and key in self.states:
-            state = replace(state, snapshot_epoch=(state.snapshot_epoch + 1) & 0xFFFF)
-        return encode_record(key, state, snapshot)
+            state = replace(state, snapshot_epoch=state.snapshot_epoch + 1)
+        return encode_record(key, state, snapshot, self.clock() if snapshot else 0)

@@ -3,6 +3,9 @@ gives back the written state (snapshots every N updates), and leader epochs fenc
 
 from __future__ import annotations
 
+import struct
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,8 +30,8 @@ def apply(store: ShareStateStore, records: list[tuple[bytes, bytes | None]]) -> 
 
 
 def test_records_round_trip() -> None:
-    state = ShareState(2, 5, 100, ((100, 104, 0, 1), (105, 105, 2, 3)), 7, 1)
-    key, value = encode_record(KEY, state, snapshot=True)
+    state = ShareState(2, 5, 100, ((100, 104, 0, 1), (105, 105, 2, 3)), 7, 1, 1234)
+    key, value = encode_record(KEY, state, snapshot=True, write_timestamp=5678)
     assert decode_record(key, value) == (
         KEY,
         True,
@@ -38,6 +41,8 @@ def test_records_round_trip() -> None:
             "leader_epoch": 5,
             "start_offset": 100,
             "delivery_complete_count": 1,
+            "create_timestamp": 1234,
+            "write_timestamp": 5678,
             "state_batches": [
                 {"first_offset": 100, "last_offset": 104, "delivery_state": 0, "delivery_count": 1},
                 {"first_offset": 105, "last_offset": 105, "delivery_state": 2, "delivery_count": 3},
@@ -46,6 +51,21 @@ def test_records_round_trip() -> None:
     )
     tombstone = encode_record(KEY, None, snapshot=True)
     assert decode_record(*tombstone) == (KEY, True, None)
+
+
+def test_value_layouts_are_kafka_42s() -> None:
+    """ShareSnapshotValue v0: int32 SnapshotEpoch, StateEpoch, LeaderEpoch, int64 StartOffset,
+    CreateTimestamp, WriteTimestamp, StateBatches, then the tagged DeliveryCompleteCount (tag 0);
+    ShareUpdateValue v0: int32 SnapshotEpoch, LeaderEpoch, int64 StartOffset, StateBatches."""
+    batch = struct.pack(">qqbh", 100, 104, 2, 1) + b"\x00"  # no tagged fields
+    state = ShareState(2, 5, 100, ((100, 104, 2, 1),), 7, 5, 1234)
+    _, snapshot = encode_record(KEY, state, snapshot=True, write_timestamp=5678)
+    tagged = b"\x01" + b"\x00\x04" + struct.pack(">i", 5)  # one field: tag 0, 4 bytes
+    assert snapshot == (
+        struct.pack(">hiiiqqq", 0, 7, 2, 5, 100, 1234, 5678) + b"\x02" + batch + tagged
+    )
+    _, update = encode_record(KEY, replace(state, delivery_complete_count=-1), snapshot=False)
+    assert update == struct.pack(">hiiq", 0, 7, 5, 100) + b"\x02" + batch + b"\x00"
 
 
 @settings(max_examples=60)
@@ -170,3 +190,22 @@ def test_summary_v1_carries_the_delivery_complete_count() -> None:
     assert len(v0_bytes) == len(encode_bytes(RESPONSE, 1, body)) - 4
     v0 = decode_from(RESPONSE, 0, Reader(v0_bytes, 0))
     assert v0["results"][0]["partitions"][0]["leader_epoch"] == 3
+
+
+def test_snapshots_keep_the_create_time_and_stamp_the_write_time() -> None:
+    now = [1000]
+    store = ShareStateStore(updates_per_snapshot=1, clock=lambda: now[0])
+    code, records = store.write(KEY, 1, 0, 0, ((0, 0, 2, 1),), 1)
+    assert code == ErrorCode.NONE
+    apply(store, records)
+    now[0] = 2000
+    _, records = store.write(KEY, 1, 0, 1, (), 0)  # an update (1 per snapshot)
+    apply(store, records)
+    _, records = store.write(KEY, 1, 0, 1, (), 0)  # then a snapshot
+    _, snapshot, value = decode_record(*records[0])
+    assert snapshot and value is not None
+    assert (value["create_timestamp"], value["write_timestamp"]) == (1000, 2000)
+    code, records = store.initialize(KEY, 2, 5)
+    assert code == ErrorCode.NONE
+    _, _, value = decode_record(*records[0])
+    assert value is not None and value["create_timestamp"] == 2000
