@@ -9,7 +9,11 @@
   histogram of the time a share-partition's state took to load from the share coordinator.
 - ``kafka.server:type=SharePartitionMetrics,name=InFlightMessageCount`` / ``InFlightBatchCount``
   with ``group``, ``topic``, ``partition`` keys: the in-flight window of each share-partition
-  this broker leads (records, and runs of one state and delivery count).
+  this broker leads (records, and runs of one state and delivery count);
+  ``...,name=AcquisitionLockTimeoutPerSec``: a meter of the records whose acquisition lock
+  timed out; ``...,name=InFlightBatchMessageCount``: a histogram of the records of each run a
+  fetch acquired. Kafka's ``FetchLockTimeMs`` and ``FetchLockRatio`` time SharePartition's
+  fetch lock, which has no counterpart here (a fetch acquires in one step of the event loop).
 - ``kafka.server:type=group-coordinator-metrics,protocol=share,name=group-count`` and
   ``...,name=share-group-count,state=<Empty|Stable>``: share groups this coordinator holds.
 
@@ -19,8 +23,17 @@ Without a registry (handler unit tests) the meters still count; nothing is expor
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
-from sparklog.metrics import Histogram, Meter, MetricName, MetricsRegistry, Sample
+from sparklog.metrics import (
+    HISTOGRAM_ATTRIBUTES,
+    METER_ATTRIBUTES,
+    Histogram,
+    Meter,
+    MetricName,
+    MetricsRegistry,
+    Sample,
+)
 from sparklog.share.share_partition import AcknowledgeType
 
 DOMAIN = "kafka.server"
@@ -36,6 +49,40 @@ ACK_TYPES = {
     AcknowledgeType.REJECT: "Reject",
     AcknowledgeType.RENEW: "Renew",
 }
+
+
+@dataclass(slots=True)
+class SharePartitionMetrics:
+    """The meters of one share-partition (exported while this broker leads it)."""
+
+    acquisition_lock_timeouts: Meter = field(default_factory=Meter)
+    in_flight_batch_messages: Histogram = field(default_factory=Histogram)
+
+
+# (group, topic, partition, in-flight records, in-flight batches, meters)
+InFlight = tuple[str, str, int, int, int, SharePartitionMetrics]
+
+
+def _partition_samples(tags: dict[str, str], metrics: SharePartitionMetrics) -> list[Sample]:
+    out = []
+    meter, histogram = metrics.acquisition_lock_timeouts, metrics.in_flight_batch_messages
+    for attribute in METER_ATTRIBUTES:
+        name = MetricName.tagged(
+            DOMAIN, "SharePartitionMetrics", "AcquisitionLockTimeoutPerSec", tags, attribute
+        )
+        if attribute == "Count":
+            out.append(Sample(name, "counter", meter.count))
+        else:
+            out.append(Sample(name, "gauge", meter.rate(attribute)))
+    for attribute in HISTOGRAM_ATTRIBUTES:
+        name = MetricName.tagged(
+            DOMAIN, "SharePartitionMetrics", "InFlightBatchMessageCount", tags, attribute
+        )
+        if attribute == "Count":
+            out.append(Sample(name, "counter", histogram.count))
+        else:
+            out.append(Sample(name, "gauge", histogram.value(attribute)))
+    return out
 
 
 class ShareMetrics:
@@ -74,18 +121,15 @@ class ShareMetrics:
         if meter is not None:
             meter.mark(records)
 
-    def watch_partitions(
-        self, in_flight: Callable[[], list[tuple[str, str, int, int, int]]]
-    ) -> None:
-        """Export ``SharePartitionMetrics`` ``InFlightMessageCount`` and ``InFlightBatchCount``
-        (KIP-1103) of every share-partition this broker leads; ``in_flight`` lists
-        ``(group, topic, partition, messages, batches)``."""
+    def watch_partitions(self, in_flight: Callable[[], list[InFlight]]) -> None:
+        """Export the ``SharePartitionMetrics`` (KIP-1103) of every share-partition this broker
+        leads; ``in_flight`` lists ``(group, topic, partition, messages, batches, meters)``."""
         if self._registry is None:
             return
 
         def samples() -> list[Sample]:
             out = []
-            for group, topic, partition, messages, batches in in_flight():
+            for group, topic, partition, messages, batches, metrics in in_flight():
                 tags = {"group": group, "topic": topic, "partition": str(partition)}
                 for name, value in (
                     ("InFlightMessageCount", messages),
@@ -93,6 +137,7 @@ class ShareMetrics:
                 ):
                     metric = MetricName.tagged(DOMAIN, "SharePartitionMetrics", name, tags, "Value")
                     out.append(Sample(metric, "gauge", value))
+                out += _partition_samples(tags, metrics)
             return out
 
         self._registry.collector("SharePartitionMetrics", samples)

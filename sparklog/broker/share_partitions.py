@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.partition import Partition
+from sparklog.broker.share_metrics import InFlight, SharePartitionMetrics
 from sparklog.broker.share_persister import SharePersister
 from sparklog.config_keys import ConfigError
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
@@ -56,6 +57,11 @@ class LeadShare:
     leader_epoch: int
     state_epoch: int
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    metrics: SharePartitionMetrics = field(default_factory=SharePartitionMetrics)
+
+    def __post_init__(self) -> None:
+        self.share.on_lock_timeout = self.metrics.acquisition_lock_timeouts.mark
+        self.share.on_acquired = self.metrics.in_flight_batch_messages.update
 
 
 @dataclass
@@ -175,8 +181,8 @@ class SharePartitionManager:
         return code
 
 
-def in_flight(ctx: BrokerContext) -> list[tuple[str, str, int, int, int]]:
-    """``(group, topic, partition, in-flight records, in-flight batches)`` of every
+def in_flight(ctx: BrokerContext) -> list[InFlight]:
+    """``(group, topic, partition, in-flight records, in-flight batches, meters)`` of every
     share-partition this broker leads now (for SharePartitionMetrics)."""
     found = ctx.shares
     if not isinstance(found, SharePartitionManager):
@@ -187,7 +193,8 @@ def in_flight(ctx: BrokerContext) -> list[tuple[str, str, int, int, int]]:
         if partition is None or not partition.is_leader:
             continue
         share = lead.share
-        out.append((group, topic, index, share.in_flight_count(), len(share.state_batches())))
+        batches = len(share.state_batches())
+        out.append((group, topic, index, share.in_flight_count(), batches, lead.metrics))
     return out
 
 

@@ -23,7 +23,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -113,6 +113,10 @@ class SharePartition:
         self.end_offset = start_offset
         self.state_epoch = 0
         self._records: dict[int, InFlightRecord] = {}
+        # observers for SharePartitionMetrics: records whose acquisition lock timed out, and
+        # the size of each run of records acquired (the broker marks its meters with them)
+        self.on_lock_timeout: Callable[[int], None] | None = None
+        self.on_acquired: Callable[[int], None] | None = None
 
     # -- reading the state ------------------------------------------------------------------
 
@@ -207,7 +211,11 @@ class SharePartition:
                 acquired.append((offset, rec.delivery_count))
                 count += 1
         self._advance_start()
-        return list(_ranges(acquired))
+        ranges = list(_ranges(acquired))
+        if self.on_acquired is not None:
+            for r in ranges:
+                self.on_acquired(r.last_offset - r.first_offset + 1)
+        return ranges
 
     def acknowledge(self, member_id: str, batches: list[AckBatch], now_ms: int) -> ErrorCode:
         """Apply a partition's acknowledgement batches all or nothing."""
@@ -241,6 +249,8 @@ class SharePartition:
                 expired += 1
         if expired:
             self._advance_start()
+            if self.on_lock_timeout is not None:
+                self.on_lock_timeout(expired)
         return expired
 
     def truncate_below(self, offset: int) -> None:

@@ -276,6 +276,14 @@ def test_closed_or_stalled_member_records_go_to_another(share_node: Node) -> Non
             assert all(redelivered[m.value()] == 2 for m in held), redelivered
             if case == "close":
                 holder = share_consumer(share_node, group, topic, explicit=True)
+        # The stalled holder's locks timed out (the closed one's were released, not timed out).
+        metrics = fetch_metrics(share_node.properties["sparklog.metrics.listener"])
+        tags = f"group={group},topic={topic},partition=0"
+        prefix = "kafka.server:type=SharePartitionMetrics,name="
+        timeouts = metrics[f"{prefix}AcquisitionLockTimeoutPerSec,{tags}"]
+        assert timeouts["Count"] >= len(held), (timeouts, held)
+        batches = metrics[f"{prefix}InFlightBatchMessageCount,{tags}"]
+        assert batches["Count"] > 0 and batches["Max"] >= 1, batches
 
 
 def test_delivery_count_limit_archives_a_record(share_node: Node) -> None:

@@ -222,3 +222,17 @@ class SharePartitionMachine(RuleBasedStateMachine):
 
 SharePartitionMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=40)
 TestSharePartitionMachine = SharePartitionMachine.TestCase
+
+
+def test_observers_see_lock_timeouts_and_acquired_runs() -> None:
+    """SharePartitionMetrics' AcquisitionLockTimeoutPerSec and InFlightBatchMessageCount: the
+    records whose lock timed out, and each run of records one fetch acquired."""
+    sp = SharePartition(0, SharePartitionConfig(lock_duration_ms=100))
+    timeouts: list[int] = []
+    runs: list[int] = []
+    sp.on_lock_timeout, sp.on_acquired = timeouts.append, runs.append
+    sp.acquire("m", [FetchedBatch(0, 4, True), FetchedBatch(5, 5, False), FetchedBatch(6, 7, True)],
+               10, 0)  # fmt: skip
+    assert runs == [5, 2]  # offset 5 (an undeliverable batch) is archived, not acquired
+    assert sp.expire_locks(50) == 0 and timeouts == []
+    assert sp.expire_locks(100) == 7 and timeouts == [7]
