@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sparklog.metadata.records import MetadataRecord, make_record
+from sparklog.metadata.security_image import with_changes
 from sparklog.security.scram import MECHANISM_NAMES, MECHANISM_TYPES, ScramCredential
 
 ScramKey = tuple[str, str]
@@ -87,10 +88,4 @@ class ScramDelta:
     def apply(self) -> ScramImage:
         if not self._changes:
             return self._image
-        credentials = dict(self._image.credentials)
-        for key, credential in self._changes.items():
-            if credential is None:
-                credentials.pop(key, None)
-            else:
-                credentials[key] = credential
-        return ScramImage(MappingProxyType(credentials))
+        return ScramImage(with_changes(self._image.credentials, self._changes))

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.security.acls import StandardAcl
@@ -26,6 +26,21 @@ from sparklog.security.acls import StandardAcl
 QuotaEntity = tuple[tuple[str, str | None], ...]
 
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def with_changes(base: Mapping[K, V], changes: Mapping[K, V | None]) -> Mapping[K, V]:
+    """A read-only copy of ``base`` with ``changes`` applied (None: the key is removed), as
+    a delta applies its records to an image."""
+    merged = dict(base)
+    for key, value in changes.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return MappingProxyType(merged)
 
 
 def _empty() -> Mapping[Any, Any]:
@@ -102,13 +117,7 @@ class SecurityDelta:
     def apply_acls(self) -> AclsImage:
         if not self.acl_changes:
             return self._acls
-        acls = dict(self._acls.acls)
-        for acl_id, acl in self.acl_changes.items():
-            if acl is None:
-                acls.pop(acl_id, None)
-            else:
-                acls[acl_id] = acl
-        return AclsImage(MappingProxyType(acls))
+        return AclsImage(with_changes(self._acls.acls, self.acl_changes))
 
     def apply_quotas(self) -> ClientQuotasImage:
         if not self.quota_changes:
