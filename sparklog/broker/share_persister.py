@@ -277,6 +277,9 @@ class SharePersister:
             self._versions[broker_id] = ranges
         theirs = ranges.get(api.key)
         if theirs is None:
+            # not advertised (yet: the peer's share.version may still be on its way), so ask
+            # again next time rather than keep the lowest version for this connection
+            self._versions.pop(broker_id, None)
             return api.min_version
         return max(api.min_version, min(theirs[1], api.max_version))
 
