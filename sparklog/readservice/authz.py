@@ -13,28 +13,13 @@ Contract:
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 from sparklog.security.acls import AclOperation, ResourceType
 from sparklog.security.authorizer import StandardAuthorizer
+from sparklog.security.grpc_security import basic_login
 from sparklog.security.principal import ANONYMOUS, KafkaPrincipal
 from sparklog.security.ssl_principal import SslPrincipalMapper
-
-
-def _basic_user(metadata: Any) -> str | None:
-    for key, value in metadata or ():
-        if key.lower() != "authorization" or not isinstance(value, str):
-            continue
-        scheme, _, encoded = value.partition(" ")
-        if scheme.lower() != "basic":
-            return None
-        try:
-            user, sep, _ = base64.b64decode(encoded, validate=True).decode().partition(":")
-        except (ValueError, UnicodeDecodeError):
-            return None
-        return user if sep else None
-    return None
 
 
 def _certificate_dn(context: Any) -> str | None:
@@ -58,7 +43,8 @@ class ReadAuthorizer:
         self._mapper = SslPrincipalMapper(mapping_rules)
 
     def principal(self, context: Any) -> KafkaPrincipal:
-        user = _basic_user(context.invocation_metadata())
+        login = basic_login(context.invocation_metadata())
+        user = login[0] if login is not None else None
         if user is not None:
             return KafkaPrincipal.user(user)
         dn = _certificate_dn(context)

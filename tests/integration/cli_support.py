@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 
 from tests.integration.conftest import unique_topic
-from tests.integration.node_harness import REPO_ROOT
+from tests.integration.node_harness import REPO_ROOT, Node
 
 
 @dataclass(frozen=True)
@@ -123,3 +123,13 @@ def cells(line: str) -> list[str]:
     """A prettyPrintTable row's cells (each padded, then a tab)."""
     assert line.endswith("\t"), repr(line)
     return [cell.rstrip() for cell in line.split("\t")[:-1]]
+
+
+def node_tool(node: Node, *args: str, stdin: str | None = None) -> CliRun:
+    """:func:`tool` against ``node``'s client listener."""
+    return tool(node.bootstrap, *args, stdin=stdin)
+
+
+def node_topic(node: Node, prefix: str, partitions: int = 1) -> str:
+    """:func:`create_topic` on ``node``: a new topic named after ``prefix``."""
+    return create_topic(node.bootstrap, prefix, partitions)

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.cli_support import CliRun
-from tests.integration.cli_support import tool as cli_tool
+from tests.integration.cli_support import node_tool as tool
 from tests.integration.conftest import unique_topic
 from tests.integration.node_harness import Node
 
@@ -20,10 +19,6 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def node(module_node: Node) -> Node:
     return module_node
-
-
-def tool(node: Node, *args: str, stdin: str | None = None) -> CliRun:
-    return cli_tool(node.bootstrap, *args, stdin=stdin)
 
 
 def test_configs_alter_and_describe_a_topic(node: Node) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.cli_support import CliRun, create_topic
-from tests.integration.cli_support import tool as cli_tool
+from tests.integration.cli_support import node_tool as tool
+from tests.integration.cli_support import node_topic as created
 from tests.integration.conftest import unique_topic
 from tests.integration.node_harness import Node
 
@@ -20,14 +20,6 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def node(module_node: Node) -> Node:
     return module_node
-
-
-def tool(node: Node, *args: str, stdin: str | None = None) -> CliRun:
-    return cli_tool(node.bootstrap, *args, stdin=stdin)
-
-
-def created(node: Node, prefix: str, partitions: int = 1) -> str:
-    return create_topic(node.bootstrap, prefix, partitions)
 
 
 def test_keys_headers_and_formatter(node: Node) -> None:

@@ -28,13 +28,12 @@ from tests.integration.cli_support import (
     REASSIGN_STARTED,
     REASSIGN_STATUS,
     TOPIC_LINE,
-    CliRun,
     assert_no_traceback,
     cells,
-    create_topic,
     sparklog,
 )
-from tests.integration.cli_support import tool as cli_tool
+from tests.integration.cli_support import node_tool as tool
+from tests.integration.cli_support import node_topic as created
 from tests.integration.conftest import unique_topic
 from tests.integration.node_harness import Node
 
@@ -45,14 +44,6 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def node(module_node: Node) -> Node:
     return module_node
-
-
-def tool(node: Node, *args: str, stdin: str | None = None) -> CliRun:
-    return cli_tool(node.bootstrap, *args, stdin=stdin)
-
-
-def created(node: Node, prefix: str, partitions: int = 1) -> str:
-    return create_topic(node.bootstrap, prefix, partitions)
 
 
 def test_perf_tools(node: Node) -> None:
