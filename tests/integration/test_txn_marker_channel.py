@@ -137,6 +137,24 @@ async def started(count: int) -> list[Leader]:
     return leaders
 
 
+async def gated_leader(
+    partition_leaders: dict[int, int], request_timeout_ms: int
+) -> tuple[Leader, asyncio.Event, TxnMarkerChannel]:
+    """Leader 2 of the partitions, the gate holding its answers until set, and a channel
+    to it."""
+    [two] = await started(1)
+    gate = two.gate = asyncio.Event()
+    current = image({2: two}, partition_leaders)
+    channel = TxnMarkerChannel(
+        LOCAL,
+        lambda: current,
+        LocalWrites(),
+        listener_name=LISTENER,
+        request_timeout_ms=request_timeout_ms,
+    )
+    return two, gate, channel
+
+
 def test_partitions_go_to_their_leaders_and_codes_come_back() -> None:
     async def scenario() -> None:
         two, three = await started(2)
@@ -208,16 +226,11 @@ def test_an_unreachable_leader_is_retriable_and_the_channel_reconnects() -> None
 
 def test_a_leader_that_does_not_answer_times_out() -> None:
     async def scenario() -> None:
-        [two] = await started(1)
-        two.gate = asyncio.Event()
-        current = image({2: two}, {0: 2})
-        channel = TxnMarkerChannel(
-            LOCAL, lambda: current, LocalWrites(), listener_name=LISTENER, request_timeout_ms=200
-        )
+        two, gate, channel = await gated_leader({0: 2}, request_timeout_ms=200)
         assert await channel.write([marker(1, ("t", 0))]) == {
             (1, "t", 0): ErrorCode.REQUEST_TIMED_OUT
         }
-        two.gate.set()
+        gate.set()
         await channel.close()
         await two.stop()
 
@@ -226,12 +239,7 @@ def test_a_leader_that_does_not_answer_times_out() -> None:
 
 def test_markers_queued_behind_a_request_go_together() -> None:
     async def scenario() -> None:
-        [two] = await started(1)
-        two.gate = asyncio.Event()
-        current = image({2: two}, {0: 2, 1: 2})
-        channel = TxnMarkerChannel(
-            LOCAL, lambda: current, LocalWrites(), listener_name=LISTENER, request_timeout_ms=5_000
-        )
+        two, gate, channel = await gated_leader({0: 2, 1: 2}, request_timeout_ms=5_000)
         first = asyncio.ensure_future(channel.write([marker(1, ("t", 0))]))
         while not two.requests:
             await asyncio.sleep(0.01)
@@ -239,7 +247,7 @@ def test_markers_queued_behind_a_request_go_together() -> None:
             asyncio.ensure_future(channel.write([marker(pid, ("t", 1))])) for pid in (2, 3, 2)
         ]
         await asyncio.sleep(0.05)
-        two.gate.set()
+        gate.set()
         await first
         answers = await asyncio.gather(*queued)
         assert [sorted(a.values()) for a in answers] == [[ErrorCode.NONE]] * 3
@@ -253,12 +261,7 @@ def test_markers_queued_behind_a_request_go_together() -> None:
 
 def test_close_fails_what_is_queued() -> None:
     async def scenario() -> None:
-        [two] = await started(1)
-        two.gate = asyncio.Event()
-        current = image({2: two}, {0: 2})
-        channel = TxnMarkerChannel(
-            LOCAL, lambda: current, LocalWrites(), listener_name=LISTENER, request_timeout_ms=5_000
-        )
+        two, gate, channel = await gated_leader({0: 2}, request_timeout_ms=5_000)
         pending = asyncio.ensure_future(channel.write([marker(1, ("t", 0))]))
         while not two.requests:
             await asyncio.sleep(0.01)
@@ -267,7 +270,7 @@ def test_close_fails_what_is_queued() -> None:
         assert await channel.write([marker(1, ("t", 0))]) == {
             (1, "t", 0): ErrorCode.NETWORK_EXCEPTION
         }
-        two.gate.set()
+        gate.set()
         await two.stop()
 
     run(scenario)
