@@ -150,7 +150,7 @@ async def handle_describe_configs(
                     "value": entry.value,
                     "read_only": entry.read_only,
                     "config_source": entry.source,
-                    "is_sensitive": False,
+                    "is_sensitive": entry.sensitive,
                     "synonyms": [
                         {"name": s.name, "value": s.value, "source": s.source}
                         for s in entry.synonyms

@@ -1,5 +1,9 @@
 """DescribeConfigs entries: each key's effective value, its source, synonyms and type.
 
+A key of Kafka's PASSWORD type (``ssl.keystore.password``, ``ssl.keystore.key``, the S3 secret,
+...) is sensitive: as in Kafka its value and its synonyms' values are ``None`` (null on the
+wire) and the entry says ``sensitive``, so no secret leaves the broker through DescribeConfigs.
+
 Sources follow Kafka's DescribeConfigsResponse.ConfigSource: a topic override is
 TOPIC_CONFIG (1), a topic key whose broker-level synonym is set in server.properties is
 STATIC_BROKER_CONFIG (4), anything else DEFAULT_CONFIG (5). Synonyms list, in order of
@@ -50,6 +54,7 @@ class ConfigEntry:
     config_type: int
     documentation: str | None
     synonyms: tuple[Synonym, ...]
+    sensitive: bool = False
 
 
 def describe_topic_configs(config: ServerConfig, overrides: Mapping[str, str]) -> list[ConfigEntry]:
@@ -98,7 +103,8 @@ def describe_broker_configs(config: ServerConfig) -> list[ConfigEntry]:
     entries = []
     for name, definition in sorted(BROKER_DEFS.items()):
         source = STATIC_BROKER_CONFIG if config.is_set(name) else DEFAULT_CONFIG
-        value = _broker_value(config, name)
+        sensitive = definition.type == "password"
+        value = None if sensitive else _broker_value(config, name)
         entries.append(
             ConfigEntry(
                 name=name,
@@ -109,6 +115,7 @@ def describe_broker_configs(config: ServerConfig) -> list[ConfigEntry]:
                 config_type=_CONFIG_TYPES.get(definition.type, 0),
                 documentation=None,
                 synonyms=(Synonym(name, value, source),),
+                sensitive=sensitive,
             )
         )
     return entries
