@@ -15,6 +15,7 @@ min(``transaction.state.log.min.isr``, replication factor)) and the transactiona
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sparklog.coordinator.consumer_apis import CONSUMER_GROUP_HANDLERS, group_coordinator
@@ -30,6 +31,12 @@ from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import Request, TypedRequest
 from sparklog.protocol.message_types import (
     ApiKey,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DeleteGroupsResponseResults,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    DescribeGroupsResponseGroups,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     FindCoordinatorResponseCoordinators,
@@ -39,6 +46,13 @@ from sparklog.protocol.message_types import (
     JoinGroupResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    ListGroupsResponseGroups,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponseTopics,
+    OffsetCommitResponseTopicsPartitions,
     SyncGroupRequest,
     SyncGroupResponse,
 )
@@ -292,7 +306,7 @@ async def handle_leave_group(
 
 # -- offsets ----------------------------------------------------------------------------------
 def _topic_names(
-    ctx: CoordinatorContext, topics: list[dict[str, Any]], by_id: bool
+    ctx: CoordinatorContext, topics: Sequence[Mapping[str, Any]], by_id: bool
 ) -> list[str | None]:
     if not by_id:
         return [t["name"] for t in topics]
@@ -300,8 +314,8 @@ def _topic_names(
 
 
 async def handle_offset_commit(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[OffsetCommitRequest], listener: str
+) -> OffsetCommitResponse:
     body = request.body
     version = request.header.api_version
     by_id = version >= 10
@@ -325,7 +339,7 @@ async def handle_offset_commit(
                     name,
                     p["partition_index"],
                     p["committed_offset"],
-                    p.get("committed_leader_epoch", -1),
+                    p["committed_leader_epoch"],
                     p["committed_metadata"],
                 )
             )
@@ -337,7 +351,7 @@ async def handle_offset_commit(
                 body["group_id"],
                 body["generation_id_or_member_epoch"],
                 body["member_id"],
-                body.get("group_instance_id"),
+                body["group_instance_id"],
                 partitions,
             )
     except KafkaApiError as exc:
@@ -346,9 +360,9 @@ async def handle_offset_commit(
         outcome = ErrorCode.ILLEGAL_GENERATION
     errors = iter(outcome) if isinstance(outcome, list) else None
     group_error = outcome if isinstance(outcome, ErrorCode) else ErrorCode.NONE
-    response_topics = []
+    response_topics: list[OffsetCommitResponseTopics] = []
     for topic, name in zip(topics, names, strict=True):
-        results = []
+        results: list[OffsetCommitResponseTopicsPartitions] = []
         for p in topic["partitions"]:
             if name is None:
                 code = ErrorCode.UNKNOWN_TOPIC_ID
@@ -361,8 +375,8 @@ async def handle_offset_commit(
             results.append({"partition_index": p["partition_index"], "error_code": int(code)})
         response_topics.append(
             {
-                "name": topic.get("name", ""),
-                "topic_id": topic.get("topic_id"),
+                "name": topic["name"],
+                "topic_id": topic["topic_id"],
                 "partitions": results,
             }
         )
@@ -484,16 +498,16 @@ async def handle_offset_delete(
 
 # -- admin ------------------------------------------------------------------------------------
 async def handle_list_groups(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[ListGroupsRequest], listener: str
+) -> ListGroupsResponse:
     """Classic, consumer (KIP-848) and share (KIP-932) groups, each with its type (v5) and
     state (v4+).
 
     Both filters match case-insensitively, as Kafka's do; an empty filter lists everything.
     """
     body = request.body
-    states = {s.lower() for s in body.get("states_filter") or []}
-    types = {t.lower() for t in body.get("types_filter") or []}
+    states = {s.lower() for s in body["states_filter"]}
+    types = {t.lower() for t in body["types_filter"]}
     try:
         coordinator = group_coordinator(ctx)
         classic = coordinator.groups() if not types or "classic" in types else []
@@ -504,7 +518,7 @@ async def handle_list_groups(
     found += [(g.group_id, "consumer", g.state, "consumer") for g in consumer]
     if not types or "share" in types:
         found += [(g.group_id, "share", g.state, "share") for g in led_share_groups(ctx)]
-    listed = [
+    listed: list[ListGroupsResponseGroups] = [
         {"group_id": gid, "protocol_type": ptype, "group_state": state, "group_type": gtype}
         for gid, ptype, state, gtype in found
         if not states or state.lower() in states
@@ -513,13 +527,13 @@ async def handle_list_groups(
 
 
 async def handle_describe_groups(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[DescribeGroupsRequest], listener: str
+) -> DescribeGroupsResponse:
     body = request.body
     version = request.header.api_version
-    described = []
+    described: list[DescribeGroupsResponseGroups] = []
     for group_id in body["groups"]:
-        entry: dict[str, Any] = {
+        entry: DescribeGroupsResponseGroups = {
             "error_code": 0,
             "error_message": None,
             "group_id": group_id,
@@ -565,9 +579,9 @@ async def handle_describe_groups(
 
 
 async def handle_delete_groups(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
-    results = []
+    ctx: CoordinatorContext, request: TypedRequest[DeleteGroupsRequest], listener: str
+) -> DeleteGroupsResponse:
+    results: list[DeleteGroupsResponseResults] = []
     for group_id in request.body["groups_names"]:
         try:
             share = await delete_share_group(ctx, group_id)
