@@ -20,7 +20,6 @@ cluster at transaction.version < 2, the same requests keep version 1 semantics.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from sparklog.coordinator.coordinator import OFFSETS_TOPIC, GroupCoordinator
 from sparklog.coordinator.coordinator import partition_for as group_partition_for
@@ -30,8 +29,34 @@ from sparklog.coordinator.txn_coordinator import TransactionCoordinator
 from sparklog.coordinator.txn_records import TxnState
 from sparklog.coordinator.txn_state import TV_0, TV_2, TopicPartition, supports_epoch_bump
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request
-from sparklog.protocol.message_types import ApiKey
+from sparklog.protocol.headers import TypedRequest
+from sparklog.protocol.message_types import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnRequestTransactions,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnResponseResultsByTransaction,
+    AddPartitionsToTxnResponseResultsByTransactionTopicResults,
+    AddPartitionsToTxnResponseResultsByTransactionTopicResultsResultsByPartition,
+    ApiKey,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    DescribeTransactionsResponseTransactionStates,
+    EndTxnRequest,
+    EndTxnResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponseTopics,
+    TxnOffsetCommitResponseTopicsPartitions,
+)
+
+# AddPartitionsToTxn's per-topic results (v3 and below's TypedDict has the same fields, so
+# mypy takes one for the other).
+_TopicResults = AddPartitionsToTxnResponseResultsByTransactionTopicResults
+_PartitionResult = AddPartitionsToTxnResponseResultsByTransactionTopicResultsResultsByPartition
 
 
 def _transactions(ctx: CoordinatorContext) -> TransactionCoordinator:
@@ -60,7 +85,10 @@ def _partition_known(ctx: CoordinatorContext, topic: str, index: int) -> bool:
 
 # -- AddPartitionsToTxn ---------------------------------------------------------------------
 async def _add_one(
-    ctx: CoordinatorContext, version: int, txn: dict[str, Any], verify_only: bool
+    ctx: CoordinatorContext,
+    version: int,
+    txn: AddPartitionsToTxnRequestTransactions,
+    verify_only: bool,
 ) -> dict[TopicPartition, ErrorCode]:
     wanted = [(t["name"], p) for t in txn["topics"] for p in t["partitions"]]
     unknown = {tp for tp in wanted if not _partition_known(ctx, *tp)}
@@ -91,8 +119,8 @@ async def _add_one(
     return dict.fromkeys(wanted, _fenced_for(version, code))
 
 
-def _topic_results(errors: dict[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+def _topic_results(errors: dict[TopicPartition, ErrorCode]) -> list[_TopicResults]:
+    by_topic: dict[str, list[_PartitionResult]] = {}
     for (topic, index), code in errors.items():
         by_topic.setdefault(topic, []).append(
             {"partition_index": index, "partition_error_code": int(code)}
@@ -101,20 +129,21 @@ def _topic_results(errors: dict[TopicPartition, ErrorCode]) -> list[dict[str, An
 
 
 async def handle_add_partitions_to_txn(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[AddPartitionsToTxnRequest], listener: str
+) -> AddPartitionsToTxnResponse:
     body = request.body
     version = request.header.api_version
     if version < 4:
-        txn = {
+        txn: AddPartitionsToTxnRequestTransactions = {
             "transactional_id": body["v3_and_below_transactional_id"],
             "producer_id": body["v3_and_below_producer_id"],
             "producer_epoch": body["v3_and_below_producer_epoch"],
+            "verify_only": False,
             "topics": body["v3_and_below_topics"],
         }
         errors = await _add_one(ctx, version, txn, verify_only=False)
         return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _topic_results(errors)}
-    results = []
+    results: list[AddPartitionsToTxnResponseResultsByTransaction] = []
     for txn in body["transactions"]:
         errors = await _add_one(ctx, version, txn, verify_only=txn["verify_only"])
         results.append(
@@ -132,8 +161,8 @@ def _offsets_partition(ctx: CoordinatorContext, group_id: str) -> TopicPartition
 
 
 async def handle_add_offsets_to_txn(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[AddOffsetsToTxnRequest], listener: str
+) -> AddOffsetsToTxnResponse:
     body = request.body
     try:
         code = await _transactions(ctx).add_partitions(
@@ -151,8 +180,8 @@ async def handle_add_offsets_to_txn(
 
 
 async def handle_end_txn(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[EndTxnRequest], listener: str
+) -> EndTxnResponse:
     body = request.body
     version = request.header.api_version
     try:
@@ -175,7 +204,7 @@ async def handle_end_txn(
 
 # -- TxnOffsetCommit --------------------------------------------------------------------------
 async def _offsets_in_transaction(
-    ctx: CoordinatorContext, body: dict[str, Any], version: int
+    ctx: CoordinatorContext, body: TxnOffsetCommitRequest, version: int
 ) -> ErrorCode:
     """Before a TxnOffsetCommit is written, the group coordinator (leader of the group's offsets
     partition) asks the transaction coordinator, wherever it is, about that partition: v5 on a
@@ -207,8 +236,8 @@ async def _offsets_in_transaction(
 
 
 async def handle_txn_offset_commit(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[TxnOffsetCommitRequest], listener: str
+) -> TxnOffsetCommitResponse:
     body = request.body
     version = request.header.api_version
     partitions: list[CommitPartition] = []
@@ -223,7 +252,7 @@ async def handle_txn_offset_commit(
                     topic["name"],
                     p["partition_index"],
                     p["committed_offset"],
-                    p.get("committed_leader_epoch", -1),
+                    p["committed_leader_epoch"],
                     p["committed_metadata"],
                 )
             )
@@ -240,18 +269,18 @@ async def handle_txn_offset_commit(
                 body["group_id"],
                 body["producer_id"],
                 body["producer_epoch"],
-                body.get("generation_id", -1),
-                body.get("member_id", ""),
-                body.get("group_instance_id"),
+                body["generation_id"],
+                body["member_id"],
+                body["group_instance_id"],
                 partitions,
             )
         except KafkaApiError as exc:
             outcome = exc.code
     errors = iter(outcome) if isinstance(outcome, list) else None
     group_error = _fenced_for(version, outcome) if isinstance(outcome, ErrorCode) else None
-    topics = []
+    topics: list[TxnOffsetCommitResponseTopics] = []
     for topic in body["topics"]:
-        results = []
+        results: list[TxnOffsetCommitResponseTopicsPartitions] = []
         for p in topic["partitions"]:
             index = p["partition_index"]
             if (topic["name"], index) in unknown:
@@ -267,11 +296,11 @@ async def handle_txn_offset_commit(
 
 # -- DescribeTransactions / ListTransactions --------------------------------------------------
 async def handle_describe_transactions(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
-    states = []
+    ctx: CoordinatorContext, request: TypedRequest[DescribeTransactionsRequest], listener: str
+) -> DescribeTransactionsResponse:
+    states: list[DescribeTransactionsResponseTransactionStates] = []
     for transactional_id in request.body["transactional_ids"]:
-        entry: dict[str, Any] = {
+        entry: DescribeTransactionsResponseTransactionStates = {
             "error_code": 0,
             "transactional_id": transactional_id,
             "transaction_state": "",
@@ -291,21 +320,19 @@ async def handle_describe_transactions(
             by_topic: dict[str, list[int]] = {}
             for topic, index in sorted(described.partitions):
                 by_topic.setdefault(topic, []).append(index)
-            entry.update(
-                transaction_state=described.state.display_name,
-                transaction_timeout_ms=described.timeout_ms,
-                transaction_start_time_ms=described.start_ms,
-                producer_id=described.producer_id,
-                producer_epoch=described.producer_epoch,
-                topics=[{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
-            )
+            entry["transaction_state"] = described.state.display_name
+            entry["transaction_timeout_ms"] = described.timeout_ms
+            entry["transaction_start_time_ms"] = described.start_ms
+            entry["producer_id"] = described.producer_id
+            entry["producer_epoch"] = described.producer_epoch
+            entry["topics"] = [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
         states.append(entry)
     return {"throttle_time_ms": 0, "transaction_states": states}
 
 
 async def handle_list_transactions(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[ListTransactionsRequest], listener: str
+) -> ListTransactionsResponse:
     body = request.body
     wanted_states: set[TxnState] = set()
     unknown_states: list[str] = []
@@ -316,17 +343,18 @@ async def handle_list_transactions(
         else:
             wanted_states.add(state)
     wanted_pids = set(body["producer_id_filters"])
-    duration_ms = body.get("duration_filter", -1)
-    response: dict[str, Any] = {
+    duration_ms = body["duration_filter"]
+    response: ListTransactionsResponse = {
         "throttle_time_ms": 0,
         "error_code": 0,
         "unknown_state_filters": unknown_states,
         "transaction_states": [],
     }
     id_pattern: re.Pattern[str] | None = None
-    if body.get("transactional_id_pattern"):  # KIP-1152: null or empty lists every id
+    pattern = body["transactional_id_pattern"]
+    if pattern:  # KIP-1152: null or empty lists every id
         try:
-            id_pattern = re.compile(body["transactional_id_pattern"])
+            id_pattern = re.compile(pattern)
         except re.error:
             response["error_code"] = int(ErrorCode.INVALID_REGULAR_EXPRESSION)
             return response
@@ -339,6 +367,7 @@ async def handle_list_transactions(
     if body["state_filters"] and not wanted_states:
         return response  # only unknown states asked for: nothing can match
     now = coordinator.clock()
+    states = response["transaction_states"] = []
     for meta in listed:
         if wanted_states and meta.state not in wanted_states:
             continue
@@ -348,7 +377,7 @@ async def handle_list_transactions(
             continue
         if id_pattern is not None and id_pattern.fullmatch(meta.transactional_id) is None:
             continue
-        response["transaction_states"].append(
+        states.append(
             {
                 "transactional_id": meta.transactional_id,
                 "producer_id": meta.producer_id,
