@@ -17,7 +17,6 @@ when it arrives is lost. :class:`~tests.sim.invariants.Invariants` is called aft
 from __future__ import annotations
 
 import functools
-import heapq
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from sparklog.raft.quorum_state import ElectionState
 from sparklog.raft.snapshots import MemorySnapshotStore, SnapshotId
 from sparklog.raft.state import Leader
 from sparklog.raft.voters import Endpoint, ReplicaKey, VoterNode, VoterSet
+from tests.sim.events import EventQueue
 from tests.sim.memory_log import MemoryLog
 
 SIM_CONFIG = RaftConfig(
@@ -145,8 +145,7 @@ class Simulation:
         self.random = random.Random(seed)
         self.config = config
         self.now = 0
-        self._queue: list[tuple[int, int, Callable[[], None]]] = []
-        self._seq = 0
+        self._events = EventQueue()
         self.net = NetworkFaults()
         self.delivered = 0
         self.dropped = 0
@@ -170,12 +169,10 @@ class Simulation:
     # -- scheduling ---------------------------------------------------------------------------
 
     def at(self, time_ms: int, action: Callable[[], None]) -> None:
-        self._seq += 1
-        heapq.heappush(self._queue, (time_ms, self._seq, action))
+        self._events.at(time_ms, action)
 
     def run_until(self, end_ms: int) -> None:
-        while self._queue and self._queue[0][0] <= end_ms:
-            time_ms, _, action = heapq.heappop(self._queue)
+        for time_ms, action in self._events.due(end_ms):
             self.now = max(self.now, time_ms)
             action()
             self.events += 1
@@ -316,10 +313,10 @@ class Simulation:
         for node in nodes:
             if node.replica is None:
                 continue
-            self._seq += 1
-            admin_id = -1000 - self._seq
+            seq = self._events.next_seq()
+            admin_id = -1000 - seq
             voter_id = body.get("voter_id")
             self._admin_pending[admin_id] = (api_key, voter_id if isinstance(voter_id, int) else -1)
-            request = rpc.InboundRequest(api_key, admin_id, self._seq, body)
+            request = rpc.InboundRequest(api_key, admin_id, seq, body)
             self._send_all(node.node_id, node.replica.handle(self.now, request))
             self._poll(node)

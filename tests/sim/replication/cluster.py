@@ -17,7 +17,6 @@ checked after every event.
 
 from __future__ import annotations
 
-import heapq
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Protocol
 
 from sparklog.protocol.errors import ErrorCode
 from tests.sim.cluster import NetworkFaults
+from tests.sim.events import EventQueue
 from tests.sim.replication.model import ControllerModel, MetadataImage
 from tests.sim.replication.node import DEFAULT_CONFIG, ReplConfig, SimBroker
 from tests.sim.replication.wire import (
@@ -108,8 +108,7 @@ class ReplSimulation:
         self.config = config
         self.now = 0
         self.events = 0
-        self._queue: list[tuple[int, int, Callable[[], None]]] = []
-        self._seq = 0
+        self._events = EventQueue()
         self.net = NetworkFaults()
         # A fraction of messages take a long detour (TCP retransmits, a slow NIC queue): the
         # stale interleavings that short, uniform delays almost never produce.
@@ -139,12 +138,10 @@ class ReplSimulation:
 
     # -- scheduling ------------------------------------------------------------------------------
     def at(self, time_ms: int, action: Callable[[], None]) -> None:
-        self._seq += 1
-        heapq.heappush(self._queue, (time_ms, self._seq, action))
+        self._events.at(time_ms, action)
 
     def run_until(self, end_ms: int) -> None:
-        while self._queue and self._queue[0][0] <= end_ms:
-            time_ms, _, action = heapq.heappop(self._queue)
+        for time_ms, action in self._events.due(end_ms):
             self.now = max(self.now, time_ms)
             action()
             self.events += 1
