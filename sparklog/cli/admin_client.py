@@ -86,15 +86,21 @@ def add_connection_args(
 
 
 def add_tool_parser(
-    sub: Any, name: str, help_text: str, description: str, actions: list[tuple[str, str]]
+    sub: Any,
+    name: str,
+    help_text: str,
+    description: str,
+    actions: list[tuple[str, str]] | None = None,
 ) -> argparse.ArgumentParser:
-    """A tool's subcommand parser: the connection options and exactly one of ``actions``
-    (``(flag, help)``, store_true flags), as Kafka's kafka-*.sh tools take them."""
+    """A tool's subcommand parser: the connection options and, given ``actions``
+    (``(flag, help)``, store_true flags), exactly one of them, as Kafka's kafka-*.sh tools
+    take them."""
     parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=description)
     add_connection_args(parser)
-    action = parser.add_mutually_exclusive_group(required=True)
-    for flag, text in actions:
-        action.add_argument(flag, action="store_true", help=text)
+    if actions:
+        action = parser.add_mutually_exclusive_group(required=True)
+        for flag, text in actions:
+            action.add_argument(flag, action="store_true", help=text)
     return parser
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from sparklog.cli.admin_client import (
     CliError,
-    add_connection_args,
+    add_tool_parser,
     open_admin,
     run_admin_tool,
 )
@@ -34,12 +34,12 @@ class LeaderElectionError(CliError):
 
 
 def add_leader_election_parser(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_tool_parser(
+        sub,
         "leader-election",
-        help="elect preferred or unclean leaders (kafka-leader-election.sh)",
-        description="Trigger leader election for topic partitions (ElectLeaders).",
+        "elect preferred or unclean leaders (kafka-leader-election.sh)",
+        "Trigger leader election for topic partitions (ElectLeaders).",
     )
-    add_connection_args(parser)
     parser.add_argument(
         "--election-type",
         help="PREFERRED: make the first replica lead where it is in sync; UNCLEAN: elect a "

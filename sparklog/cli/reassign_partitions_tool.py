@@ -29,7 +29,7 @@ from typing import Any
 
 from sparklog.cli.admin_client import (
     CliError,
-    add_connection_args,
+    add_tool_parser,
     open_admin,
     run_admin_tool,
 )
@@ -44,12 +44,12 @@ class ReassignError(CliError):
 
 
 def add_reassign_partitions_parser(sub: Any) -> None:
-    parser = sub.add_parser(
+    parser = add_tool_parser(
+        sub,
         "reassign-partitions",
-        help="move partition replicas between brokers (kafka-reassign-partitions.sh)",
-        description="Start, verify, cancel and list partition reassignments.",
+        "move partition replicas between brokers (kafka-reassign-partitions.sh)",
+        "Start, verify, cancel and list partition reassignments.",
     )
-    add_connection_args(parser)
     parser.add_argument(
         "--reassignment-json-file",
         help='{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}',
