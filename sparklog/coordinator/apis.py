@@ -53,6 +53,8 @@ from sparklog.protocol.message_types import (
     OffsetCommitResponse,
     OffsetCommitResponseTopics,
     OffsetCommitResponseTopicsPartitions,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
@@ -468,8 +470,8 @@ async def handle_offset_fetch(
 
 
 async def handle_offset_delete(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[OffsetDeleteRequest], listener: str
+) -> OffsetDeleteResponse:
     body = request.body
     wanted = [(t["name"], p["partition_index"]) for t in body["topics"] for p in t["partitions"]]
     try:

@@ -16,8 +16,15 @@ from sparklog.coordinator.consumer_records import Assignment
 from sparklog.coordinator.coordinator import GroupCoordinator
 from sparklog.coordinator.runtime import CoordinatorContext, Handler
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request
-from sparklog.protocol.message_types import ApiKey
+from sparklog.protocol.headers import Request, TypedRequest
+from sparklog.protocol.message_types import (
+    ApiKey,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatRequestTopicPartitions,
+    ConsumerGroupHeartbeatResponse,
+    ConsumerGroupHeartbeatResponseAssignment,
+    ConsumerGroupHeartbeatResponseAssignmentTopicPartitions,
+)
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
@@ -43,7 +50,7 @@ def _resolver(ctx: CoordinatorContext) -> Any:
     return resolve
 
 
-def _owned(items: list[dict[str, Any]] | None) -> Assignment | None:
+def _owned(items: list[ConsumerGroupHeartbeatRequestTopicPartitions] | None) -> Assignment | None:
     if items is None:
         return None
     out: Assignment = {}
@@ -54,7 +61,9 @@ def _owned(items: list[dict[str, Any]] | None) -> Assignment | None:
     return out
 
 
-def _wire(assignment: Assignment) -> list[dict[str, Any]]:
+def _wire(
+    assignment: Assignment,
+) -> list[ConsumerGroupHeartbeatResponseAssignmentTopicPartitions]:
     return [
         {"topic_id": topic_id, "partitions": sorted(parts)}
         for topic_id, parts in sorted(assignment.items())
@@ -63,20 +72,20 @@ def _wire(assignment: Assignment) -> list[dict[str, Any]]:
 
 
 async def handle_consumer_group_heartbeat(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[ConsumerGroupHeartbeatRequest], listener: str
+) -> ConsumerGroupHeartbeatResponse:
     body = request.body
-    names = body.get("subscribed_topic_names")
+    names = body["subscribed_topic_names"]
     req = HeartbeatRequest(
         group_id=body["group_id"],
         member_id=body["member_id"],
         member_epoch=body["member_epoch"],
-        instance_id=body.get("instance_id"),
-        rack_id=body.get("rack_id"),
-        rebalance_timeout_ms=body.get("rebalance_timeout_ms", -1),
+        instance_id=body["instance_id"],
+        rack_id=body["rack_id"],
+        rebalance_timeout_ms=body["rebalance_timeout_ms"],
         subscribed_topic_names=tuple(names) if names is not None else None,
-        server_assignor=body.get("server_assignor"),
-        owned=_owned(body.get("topic_partitions")),
+        server_assignor=body["server_assignor"],
+        owned=_owned(body["topic_partitions"]),
         client_id=request.header.client_id or "",
     )
     try:
@@ -91,7 +100,7 @@ async def handle_consumer_group_heartbeat(
             "heartbeat_interval_ms": 0,
             "assignment": None,
         }
-    assignment = None
+    assignment: ConsumerGroupHeartbeatResponseAssignment | None = None
     if result.error == ErrorCode.NONE and result.assignment is not None:
         assignment = {"topic_partitions": _wire(result.assignment)}
     return {

@@ -9,6 +9,8 @@ so there is no per-API or per-version parsing code anywhere.
 
 Decoded messages are plain ``dict`` trees keyed by the snake_case field names used here; arrays
 are lists; ``records`` fields decode to a ``memoryview`` over the request buffer (no copy).
+Their static types are generated from these declarations: :mod:`sparklog.protocol.message_types`
+(``python -m sparklog.protocol.gen_types``; a unit test fails when it is stale).
 
 Types (the ``type`` argument of :func:`field`):
 
