@@ -119,6 +119,15 @@ class SparseIndex(ABC):
         self.path = new_path
 
 
+def _whole_entries(path: str, entry_size: int) -> bytes | None:
+    """An index file's bytes; None if it is missing or not a whole number of entries."""
+    try:
+        data = read_whole(path)
+    except FileNotFoundError:
+        return None
+    return None if len(data) % entry_size else data
+
+
 class OffsetIndex(SparseIndex):
     """Offset -> file position, keyed by the absolute last offset of an indexed batch."""
 
@@ -134,11 +143,8 @@ class OffsetIndex(SparseIndex):
         cls, path: str, base_offset: int, max_index_bytes: int, log_size: int
     ) -> OffsetIndex | None:
         """Read an existing index; ``None`` if it is missing or fails the sanity check."""
-        try:
-            data = read_whole(path)
-        except FileNotFoundError:
-            return None
-        if len(data) % OFFSET_ENTRY_SIZE:
+        data = _whole_entries(path, OFFSET_ENTRY_SIZE)
+        if data is None:
             return None
         index = cls(path, base_offset, max_index_bytes)
         last_key, last_pos = -1, -1
@@ -190,11 +196,8 @@ class TimeIndex(SparseIndex):
     def load(
         cls, path: str, base_offset: int, max_index_bytes: int, next_offset_bound: int
     ) -> TimeIndex | None:
-        try:
-            data = read_whole(path)
-        except FileNotFoundError:
-            return None
-        if len(data) % TIME_ENTRY_SIZE:
+        data = _whole_entries(path, TIME_ENTRY_SIZE)
+        if data is None:
             return None
         index = cls(path, base_offset, max_index_bytes)
         last_ts, last_rel = None, -1
