@@ -213,6 +213,20 @@ def test_hot_tail_read_by_tasks_when_the_driver_declines(
     assert spark_rows(native) == env.reference["read_committed"]
 
 
+def test_brokers_only_is_the_hot_tail_alone(env: Env) -> None:
+    """``sparklog.read.from=brokers``: no tier object is planned; every piece is hot, read on
+    the driver into tail files that the tier's scan code plans without a store URL."""
+    options = {
+        "sparklog.read.from": "brokers",
+        "kafka.isolation.level": "read_committed",
+        "includeHeaders": "true",
+    }
+    native = env.native(**options)
+    plan = _plan(native)
+    assert "/sparklog-hot-tail-" in plan and "/topics/" not in plan, plan
+    assert spark_rows(native) == env.reference["read_committed"]
+
+
 def test_json_offsets_across_the_tier_boundary(env: Env) -> None:
     start, end = env.tiered_end - 700, env.tiered_end + 300
     options = {
