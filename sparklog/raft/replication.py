@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import DescribeQuorumResponseTopicsPartitionsCurrentVoters
 from sparklog.protocol.record_codec import RecordInput
 from sparklog.protocol.records import iter_batches
 from sparklog.raft import rpc
@@ -306,7 +307,9 @@ class LeaderReplication:
             return
         leader = role.state
 
-        def describe(progress: ReplicaProgress) -> dict[str, Any]:
+        def describe(
+            progress: ReplicaProgress,
+        ) -> DescribeQuorumResponseTopicsPartitionsCurrentVoters:
             # As Kafka does, the leader reports itself as fetched and caught up right now.
             is_local = progress.key.id == state.local.id
             return rpc.replica_state(

@@ -21,7 +21,25 @@ from typing import Any, Final
 
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.kafka_uuid import METADATA_TOPIC_ID, ZERO_UUID
-from sparklog.protocol.message_types import ApiKey
+from sparklog.protocol.message_types import (
+    AddRaftVoterResponse,
+    ApiKey,
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    DescribeQuorumResponse,
+    DescribeQuorumResponseTopicsPartitions,
+    DescribeQuorumResponseTopicsPartitionsCurrentVoters,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchResponse,
+    FetchResponseResponsesPartitions,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    UpdateRaftVoterResponse,
+    VoteRequest,
+    VoteResponse,
+    VoteResponseTopicsPartitions,
+)
 
 METADATA_TOPIC: Final = "__cluster_metadata"
 METADATA_PARTITION: Final = 0
@@ -106,17 +124,9 @@ def partition_of(body: Body, topics: str = "topics") -> Mapping[str, Any] | None
     return None
 
 
-def _topic(partition: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"topic_name": METADATA_TOPIC, "partitions": [partition]}]
-
-
-def leader_fields(error: ErrorCode, leader_id: int, epoch: int) -> dict[str, Any]:
-    return {
-        "partition_index": METADATA_PARTITION,
-        "error_code": int(error),
-        "leader_id": leader_id,
-        "leader_epoch": epoch,
-    }
+# What a Fetch request partition sends for the leader's high watermark it does not know
+# (KIP-1166's tagged field, v18+; the declared default, Long.MAX_VALUE).
+_UNKNOWN_HIGH_WATERMARK = (1 << 63) - 1
 
 
 # -- Vote ------------------------------------------------------------------------------------
@@ -132,31 +142,45 @@ def vote_request(
     last_epoch: int,
     last_offset: int,
     pre_vote: bool,
-) -> dict[str, Any]:
+) -> VoteRequest:
     return {
         "cluster_id": cluster_id,
         "voter_id": voter_id,
-        "topics": _topic(
+        "topics": [
             {
-                "partition_index": METADATA_PARTITION,
-                "replica_epoch": epoch,
-                "replica_id": candidate_id,
-                "replica_directory_id": candidate_directory_id,
-                "voter_directory_id": voter_directory_id,
-                "last_offset_epoch": last_epoch,
-                "last_offset": last_offset,
-                "pre_vote": pre_vote,
+                "topic_name": METADATA_TOPIC,
+                "partitions": [
+                    {
+                        "partition_index": METADATA_PARTITION,
+                        "replica_epoch": epoch,
+                        "replica_id": candidate_id,
+                        "replica_directory_id": candidate_directory_id,
+                        "voter_directory_id": voter_directory_id,
+                        "last_offset_epoch": last_epoch,
+                        "last_offset": last_offset,
+                        "pre_vote": pre_vote,
+                    }
+                ],
             }
-        ),
+        ],
     }
 
 
 def vote_response(
     error: ErrorCode, leader_id: int, epoch: int, granted: bool, partition_error: ErrorCode
-) -> dict[str, Any]:
-    partition = leader_fields(partition_error, leader_id, epoch)
-    partition["vote_granted"] = granted
-    return {"error_code": int(error), "topics": _topic(partition), "node_endpoints": []}
+) -> VoteResponse:
+    partition: VoteResponseTopicsPartitions = {
+        "partition_index": METADATA_PARTITION,
+        "error_code": int(partition_error),
+        "leader_id": leader_id,
+        "leader_epoch": epoch,
+        "vote_granted": granted,
+    }
+    return {
+        "error_code": int(error),
+        "topics": [{"topic_name": METADATA_TOPIC, "partitions": [partition]}],
+        "node_endpoints": [],
+    }
 
 
 # -- BeginQuorumEpoch / EndQuorumEpoch -------------------------------------------------------
@@ -164,50 +188,72 @@ def vote_response(
 
 def begin_quorum_epoch_request(
     cluster_id: str | None, voter_id: int, voter_directory_id: bytes, leader_id: int, epoch: int
-) -> dict[str, Any]:
+) -> BeginQuorumEpochRequest:
     return {
         "cluster_id": cluster_id,
         "voter_id": voter_id,
-        "topics": _topic(
+        "topics": [
             {
-                "partition_index": METADATA_PARTITION,
-                "voter_directory_id": voter_directory_id,
-                "leader_id": leader_id,
-                "leader_epoch": epoch,
+                "topic_name": METADATA_TOPIC,
+                "partitions": [
+                    {
+                        "partition_index": METADATA_PARTITION,
+                        "voter_directory_id": voter_directory_id,
+                        "leader_id": leader_id,
+                        "leader_epoch": epoch,
+                    }
+                ],
             }
-        ),
+        ],
         "leader_endpoints": [],
     }
 
 
 def end_quorum_epoch_request(
     cluster_id: str | None, leader_id: int, epoch: int, preferred: list[tuple[int, bytes]]
-) -> dict[str, Any]:
+) -> EndQuorumEpochRequest:
     return {
         "cluster_id": cluster_id,
-        "topics": _topic(
+        "topics": [
             {
-                "partition_index": METADATA_PARTITION,
-                "leader_id": leader_id,
-                "leader_epoch": epoch,
-                "preferred_successors": [node for node, _ in preferred],
-                "preferred_candidates": [
-                    {"candidate_id": node, "candidate_directory_id": directory}
-                    for node, directory in preferred
+                "topic_name": METADATA_TOPIC,
+                "partitions": [
+                    {
+                        "partition_index": METADATA_PARTITION,
+                        "leader_id": leader_id,
+                        "leader_epoch": epoch,
+                        "preferred_successors": [node for node, _ in preferred],
+                        "preferred_candidates": [
+                            {"candidate_id": node, "candidate_directory_id": directory}
+                            for node, directory in preferred
+                        ],
+                    }
                 ],
             }
-        ),
+        ],
         "leader_endpoints": [],
     }
 
 
 def epoch_response(
     error: ErrorCode, leader_id: int, epoch: int, partition_error: ErrorCode
-) -> Body:
-    """The BeginQuorumEpoch / EndQuorumEpoch response."""
+) -> BeginQuorumEpochResponse:
+    """The BeginQuorumEpoch / EndQuorumEpoch response (the two declare the same fields)."""
     return {
         "error_code": int(error),
-        "topics": _topic(leader_fields(partition_error, leader_id, epoch)),
+        "topics": [
+            {
+                "topic_name": METADATA_TOPIC,
+                "partitions": [
+                    {
+                        "partition_index": METADATA_PARTITION,
+                        "error_code": int(partition_error),
+                        "leader_id": leader_id,
+                        "leader_epoch": epoch,
+                    }
+                ],
+            }
+        ],
         "node_endpoints": [],
     }
 
@@ -224,9 +270,10 @@ def fetch_request(
     last_fetched_epoch: int,
     max_wait_ms: int,
     max_bytes: int,
-) -> dict[str, Any]:
+) -> FetchRequest:
     return {
         "cluster_id": cluster_id,
+        "replica_id": -1,
         "replica_state": {"replica_id": replica_id, "replica_epoch": -1},
         "max_wait_ms": max_wait_ms,
         "min_bytes": 0,
@@ -236,6 +283,7 @@ def fetch_request(
         "session_epoch": -1,
         "topics": [
             {
+                "topic": "",
                 "topic_id": METADATA_TOPIC_ID,
                 "partitions": [
                     {
@@ -246,6 +294,7 @@ def fetch_request(
                         "log_start_offset": -1,
                         "partition_max_bytes": max_bytes,
                         "replica_directory_id": replica_directory_id,
+                        "high_watermark": _UNKNOWN_HIGH_WATERMARK,
                     }
                 ],
             }
@@ -272,8 +321,8 @@ def fetch_response(
     records: bytes | None,
     diverging: tuple[int, int] | None = None,
     snapshot: tuple[int, int] | None = None,
-) -> dict[str, Any]:
-    partition: dict[str, Any] = {
+) -> FetchResponse:
+    partition: FetchResponseResponsesPartitions = {
         "partition_index": METADATA_PARTITION,
         "error_code": int(partition_error),
         "high_watermark": high_watermark,
@@ -312,7 +361,7 @@ def fetch_snapshot_request(
     snapshot: tuple[int, int],
     position: int,
     max_bytes: int,
-) -> dict[str, Any]:
+) -> FetchSnapshotRequest:
     return {
         "cluster_id": cluster_id,
         "replica_id": replica_id,
@@ -343,7 +392,7 @@ def fetch_snapshot_response(
     size: int = 0,
     position: int = 0,
     chunk: bytes = b"",
-) -> dict[str, Any]:
+) -> FetchSnapshotResponse:
     return {
         "throttle_time_ms": 0,
         "error_code": int(error),
@@ -376,7 +425,7 @@ def replica_state(
     end_offset: int,
     last_fetch_ms: int,
     last_caught_up_ms: int,
-) -> dict[str, Any]:
+) -> DescribeQuorumResponseTopicsPartitionsCurrentVoters:
     return {
         "replica_id": replica_id,
         "replica_directory_id": directory_id,
@@ -391,31 +440,34 @@ def describe_quorum_response(
     leader_id: int,
     epoch: int,
     high_watermark: int,
-    voters: list[dict[str, Any]],
-    observers: list[dict[str, Any]],
+    voters: list[DescribeQuorumResponseTopicsPartitionsCurrentVoters],
+    observers: list[DescribeQuorumResponseTopicsPartitionsCurrentVoters],
     message: str | None = None,
-) -> dict[str, Any]:
-    partition = leader_fields(error, leader_id, epoch)
-    partition.update(
-        error_message=message,
-        high_watermark=high_watermark,
-        current_voters=voters,
-        observers=observers,
-    )
+) -> DescribeQuorumResponse:
+    partition: DescribeQuorumResponseTopicsPartitions = {
+        "partition_index": METADATA_PARTITION,
+        "error_code": int(error),
+        "leader_id": leader_id,
+        "leader_epoch": epoch,
+        "error_message": message,
+        "high_watermark": high_watermark,
+        "current_voters": voters,
+        "observers": observers,
+    }
     return {
         "error_code": 0,
         "error_message": None,
-        "topics": _topic(partition),
+        "topics": [{"topic_name": METADATA_TOPIC, "partitions": [partition]}],
         "nodes": [],
     }
 
 
-def voter_change_response(error: ErrorCode, message: str | None = None) -> dict[str, Any]:
-    """AddRaftVoter / RemoveRaftVoter response."""
+def voter_change_response(error: ErrorCode, message: str | None = None) -> AddRaftVoterResponse:
+    """AddRaftVoter / RemoveRaftVoter response (the two declare the same fields)."""
     return {"throttle_time_ms": 0, "error_code": int(error), "error_message": message}
 
 
-def update_voter_response(error: ErrorCode, leader_id: int, epoch: int) -> dict[str, Any]:
+def update_voter_response(error: ErrorCode, leader_id: int, epoch: int) -> UpdateRaftVoterResponse:
     return {
         "throttle_time_ms": 0,
         "error_code": int(error),

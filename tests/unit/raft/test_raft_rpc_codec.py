@@ -78,9 +78,9 @@ def test_fetch_snapshot_and_snapshot_id_bodies_round_trip() -> None:
         raw = codec.encode_bytes(spec, version, body)
         assert _subset(body, codec.decode(spec, version, memoryview(raw)))
     fetch = API_BY_KEY[rpc.FETCH]
-    body = rpc.fetch_response(
+    fetch_body = rpc.fetch_response(
         ErrorCode.NONE, ErrorCode.NONE, 1, 4, 10, 120, None, snapshot=(120, 2)
     )
-    raw = codec.encode_bytes(fetch.response, rpc.REQUEST_VERSIONS[rpc.FETCH], body)
+    raw = codec.encode_bytes(fetch.response, rpc.REQUEST_VERSIONS[rpc.FETCH], fetch_body)
     decoded = codec.decode(fetch.response, rpc.REQUEST_VERSIONS[rpc.FETCH], memoryview(raw))
-    assert _subset(body, decoded)
+    assert _subset(fetch_body, decoded)
