@@ -25,15 +25,40 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sparklog.coordinator.coordinator import partition_for
 from sparklog.coordinator.log_replay import replay_batches
-from sparklog.coordinator.runtime import CoordinatorContext
+from sparklog.coordinator.runtime import CoordinatorContext, Handler
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import TypedRequest
 from sparklog.protocol.kafka_uuid import uuid_to_str
+from sparklog.protocol.message_types import (
+    ApiKey,
+    DeleteShareGroupStateRequest,
+    DeleteShareGroupStateRequestTopicsPartitions,
+    DeleteShareGroupStateResponse,
+    DeleteShareGroupStateResponseResultsPartitions,
+    InitializeShareGroupStateRequest,
+    InitializeShareGroupStateRequestTopicsPartitions,
+    InitializeShareGroupStateResponse,
+    InitializeShareGroupStateResponseResultsPartitions,
+    ReadShareGroupStateRequest,
+    ReadShareGroupStateRequestTopicsPartitions,
+    ReadShareGroupStateResponse,
+    ReadShareGroupStateResponseResultsPartitions,
+    ReadShareGroupStateSummaryRequest,
+    ReadShareGroupStateSummaryRequestTopicsPartitions,
+    ReadShareGroupStateSummaryResponse,
+    ReadShareGroupStateSummaryResponseResultsPartitions,
+    WriteShareGroupStateRequest,
+    WriteShareGroupStateRequestTopicsPartitions,
+    WriteShareGroupStateRequestTopicsPartitionsStateBatches,
+    WriteShareGroupStateResponse,
+    WriteShareGroupStateResponseResultsPartitions,
+)
 from sparklog.protocol.record_codec import RecordInput, build_batch
 from sparklog.share.state_store import (
     Batch,
@@ -238,89 +263,157 @@ def coordinator(ctx: CoordinatorContext) -> ShareStateCoordinator:
     return found
 
 
-def _batches(items: list[dict[str, Any]]) -> tuple[Batch, ...]:
+def _batches(
+    items: list[WriteShareGroupStateRequestTopicsPartitionsStateBatches],
+) -> tuple[Batch, ...]:
     return tuple(
         (b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
         for b in items
     )
 
 
-async def _each(ctx: CoordinatorContext, request: Request, op: str, answer: Any) -> dict[str, Any]:
-    body = request.body
+_P = TypeVar("_P")
+_R = TypeVar("_R")
+
+
+async def _each(
+    topics: Iterable[tuple[bytes, list[_P]]], one: Callable[[bytes, _P], Awaitable[_R]]
+) -> list[tuple[bytes, list[_R]]]:
+    """``one``'s answer for each partition of each topic, in the request's order."""
     results = []
-    for topic in body["topics"]:
-        topic_id = bytes(topic["topic_id"])
-        parts = []
-        for p in topic["partitions"]:
-            args: dict[str, Any] = {k: v for k, v in p.items() if k != "partition"}
-            if "state_batches" in args:
-                args["batches"] = _batches(args.pop("state_batches"))
-            code, state = await coordinator(ctx).run(
-                body["group_id"], topic_id, p["partition"], op, **args
-            )
-            parts.append(answer(p["partition"], code, state))
-        results.append({"topic_id": topic_id, "partitions": parts})
-    return {"results": results}
+    for topic_id, partitions in topics:
+        topic_id = bytes(topic_id)
+        results.append((topic_id, [await one(topic_id, p) for p in partitions]))
+    return results
 
 
-def _plain(partition: int, code: ErrorCode, state: ShareState | None) -> dict[str, Any]:
+def _plain(partition: int, code: ErrorCode) -> WriteShareGroupStateResponseResultsPartitions:
+    """Initialize, Write and Delete answer a partition alike (their TypedDicts are equal)."""
     return {"partition": partition, "error_code": int(code), "error_message": None}
 
 
-def _read(partition: int, code: ErrorCode, state: ShareState | None) -> dict[str, Any]:
-    return {
-        "partition": partition,
-        "error_code": int(code),
-        "error_message": None,
-        "state_epoch": state.state_epoch if state else -1,
-        "start_offset": state.start_offset if state else -1,
-        "state_batches": [
-            {"first_offset": f, "last_offset": last, "delivery_state": s, "delivery_count": c}
-            for f, last, s, c in (state.batches if state else ())
-        ],
-    }
-
-
-def _summary(partition: int, code: ErrorCode, state: ShareState | None) -> dict[str, Any]:
-    return {
-        "partition": partition,
-        "error_code": int(code),
-        "error_message": None,
-        "state_epoch": state.state_epoch if state else -1,
-        "leader_epoch": state.leader_epoch if state else -1,
-        "start_offset": state.start_offset if state else -1,
-        "delivery_complete_count": state.delivery_complete_count if state else -1,
-    }
-
-
 async def handle_initialize(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
-    return await _each(ctx, request, "initialize", _plain)
+    ctx: CoordinatorContext,
+    request: TypedRequest[InitializeShareGroupStateRequest],
+    listener: str,
+) -> InitializeShareGroupStateResponse:
+    group_id = request.body["group_id"]
+
+    async def one(
+        topic_id: bytes, p: InitializeShareGroupStateRequestTopicsPartitions
+    ) -> InitializeShareGroupStateResponseResultsPartitions:
+        code, _ = await coordinator(ctx).run(
+            group_id,
+            topic_id,
+            p["partition"],
+            "initialize",
+            state_epoch=p["state_epoch"],
+            start_offset=p["start_offset"],
+        )
+        return _plain(p["partition"], code)
+
+    results = await _each(((t["topic_id"], t["partitions"]) for t in request.body["topics"]), one)
+    return {"results": [{"topic_id": t, "partitions": ps} for t, ps in results]}
 
 
-async def handle_read(ctx: CoordinatorContext, request: Request, listener: str) -> dict[str, Any]:
-    return await _each(ctx, request, "read", _read)
+async def handle_read(
+    ctx: CoordinatorContext, request: TypedRequest[ReadShareGroupStateRequest], listener: str
+) -> ReadShareGroupStateResponse:
+    group_id = request.body["group_id"]
+
+    async def one(
+        topic_id: bytes, p: ReadShareGroupStateRequestTopicsPartitions
+    ) -> ReadShareGroupStateResponseResultsPartitions:
+        code, state = await coordinator(ctx).run(
+            group_id, topic_id, p["partition"], "read", leader_epoch=p["leader_epoch"]
+        )
+        return {
+            "partition": p["partition"],
+            "error_code": int(code),
+            "error_message": None,
+            "state_epoch": state.state_epoch if state else -1,
+            "start_offset": state.start_offset if state else -1,
+            "state_batches": [
+                {"first_offset": f, "last_offset": last, "delivery_state": s, "delivery_count": c}
+                for f, last, s, c in (state.batches if state else ())
+            ],
+        }
+
+    results = await _each(((t["topic_id"], t["partitions"]) for t in request.body["topics"]), one)
+    return {"results": [{"topic_id": t, "partitions": ps} for t, ps in results]}
 
 
-async def handle_write(ctx: CoordinatorContext, request: Request, listener: str) -> dict[str, Any]:
-    return await _each(ctx, request, "write", _plain)
+async def handle_write(
+    ctx: CoordinatorContext, request: TypedRequest[WriteShareGroupStateRequest], listener: str
+) -> WriteShareGroupStateResponse:
+    group_id = request.body["group_id"]
+
+    async def one(
+        topic_id: bytes, p: WriteShareGroupStateRequestTopicsPartitions
+    ) -> WriteShareGroupStateResponseResultsPartitions:
+        code, _ = await coordinator(ctx).run(
+            group_id,
+            topic_id,
+            p["partition"],
+            "write",
+            state_epoch=p["state_epoch"],
+            leader_epoch=p["leader_epoch"],
+            start_offset=p["start_offset"],
+            batches=_batches(p["state_batches"]),
+            delivery_complete_count=p["delivery_complete_count"],
+        )
+        return _plain(p["partition"], code)
+
+    results = await _each(((t["topic_id"], t["partitions"]) for t in request.body["topics"]), one)
+    return {"results": [{"topic_id": t, "partitions": ps} for t, ps in results]}
 
 
-async def handle_delete(ctx: CoordinatorContext, request: Request, listener: str) -> dict[str, Any]:
-    return await _each(ctx, request, "delete", _plain)
+async def handle_delete(
+    ctx: CoordinatorContext, request: TypedRequest[DeleteShareGroupStateRequest], listener: str
+) -> DeleteShareGroupStateResponse:
+    group_id = request.body["group_id"]
+
+    async def one(
+        topic_id: bytes, p: DeleteShareGroupStateRequestTopicsPartitions
+    ) -> DeleteShareGroupStateResponseResultsPartitions:
+        code, _ = await coordinator(ctx).run(group_id, topic_id, p["partition"], "delete")
+        return _plain(p["partition"], code)
+
+    results = await _each(((t["topic_id"], t["partitions"]) for t in request.body["topics"]), one)
+    return {"results": [{"topic_id": t, "partitions": ps} for t, ps in results]}
 
 
 async def handle_summary(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
-    return await _each(ctx, request, "summary", _summary)
+    ctx: CoordinatorContext,
+    request: TypedRequest[ReadShareGroupStateSummaryRequest],
+    listener: str,
+) -> ReadShareGroupStateSummaryResponse:
+    group_id = request.body["group_id"]
+
+    async def one(
+        topic_id: bytes, p: ReadShareGroupStateSummaryRequestTopicsPartitions
+    ) -> ReadShareGroupStateSummaryResponseResultsPartitions:
+        code, state = await coordinator(ctx).run(
+            group_id, topic_id, p["partition"], "summary", leader_epoch=p["leader_epoch"]
+        )
+        return {
+            "partition": p["partition"],
+            "error_code": int(code),
+            "error_message": None,
+            "state_epoch": state.state_epoch if state else -1,
+            "leader_epoch": state.leader_epoch if state else -1,
+            "start_offset": state.start_offset if state else -1,
+            "delivery_complete_count": state.delivery_complete_count if state else -1,
+        }
+
+    results = await _each(((t["topic_id"], t["partitions"]) for t in request.body["topics"]), one)
+    return {"results": [{"topic_id": t, "partitions": ps} for t, ps in results]}
 
 
-SHARE_STATE_HANDLERS = {
-    83: handle_initialize,
-    84: handle_read,
-    85: handle_write,
-    86: handle_delete,
-    87: handle_summary,
+SHARE_STATE_HANDLERS: dict[int, Handler] = {
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: handle_initialize,
+    ApiKey.READ_SHARE_GROUP_STATE: handle_read,
+    ApiKey.WRITE_SHARE_GROUP_STATE: handle_write,
+    ApiKey.DELETE_SHARE_GROUP_STATE: handle_delete,
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: handle_summary,
 }
