@@ -1,5 +1,5 @@
 """Kafka v2 batches rebuilt from Parquet rows (:data:`.layout.PARQUET_SCHEMA`), vectorised:
-the encoder behind a remote fetch (:func:`.transcode.parquet_to_batches`).
+the encoder behind a remote fetch (:func:`.parquet_batches.parquet_to_batches`).
 
 Contract of :func:`encode_batches`: ``rows`` holds whole batches (rows sharing
 ``batch_base_offset`` are one batch and are adjacent, in offset order). It yields one

@@ -5,7 +5,7 @@ and encoding again from there.
 Contract:
 
 - A :class:`FetchCursor` wraps the lazy batch iterator of one fetch
-  (:func:`.transcode.iter_parquet_batches`) and the object handle it reads from. ``read``
+  (:func:`.parquet_batches.iter_parquet_batches`) and the object handle it reads from. ``read``
   returns whole batches up to ``max_bytes`` (at least one, as Kafka does) and keeps the batch
   that did not fit for the next read, so no batch is encoded twice or lost.
 - :class:`FetchCursors` holds idle cursors by ``(path, next offset, options)``: a fetch whose

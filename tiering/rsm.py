@@ -61,14 +61,10 @@ from .layout import (
     store_marker_bytes,
 )
 from .metadata import AbortedTxn, CopiedSegment, LogSegmentData, RemoteLogSegmentMetadata
+from .parquet_batches import iter_parquet_batches
 from .segment_reader import RowGroupReader, parquet_file
 from .store import ObjectNotFoundError, ObjectStore, StoreError, open_store
-from .transcode import (
-    DEFAULT_ROW_GROUP_ROWS,
-    TranscodeError,
-    iter_parquet_batches,
-    segment_to_parquet,
-)
+from .transcode import DEFAULT_ROW_GROUP_ROWS, TranscodeError, segment_to_parquet
 
 # Threads encoding the next fetch of sequential remote readers ahead of their request.
 _READ_AHEAD_THREADS = 2

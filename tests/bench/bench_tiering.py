@@ -70,12 +70,12 @@ from sparklog.tiering.metadata import (
     RemoteLogSegmentMetadata,
     TopicIdPartition,
 )
+from sparklog.tiering.parquet_batches import parquet_to_batches
 from sparklog.tiering.rsm import RemoteStorageManager
 from sparklog.tiering.store import open_store
 from sparklog.tiering.transcode import (
     DEFAULT_ROW_GROUP_ROWS,
     open_parquet_writer,
-    parquet_to_batches,
     segment_to_parquet,
 )
 from tests.bench.bench_produce_consume import node_cpu_s

@@ -14,7 +14,8 @@ import pytest
 from sparklog.protocol.record_codec import build_batch
 from sparklog.tiering.column_codecs import column_codecs, compression_option
 from sparklog.tiering.layout import PARQUET_SCHEMA
-from sparklog.tiering.transcode import parquet_to_batches, segment_to_parquet
+from sparklog.tiering.parquet_batches import parquet_to_batches
+from sparklog.tiering.transcode import segment_to_parquet
 
 
 def _segment(value: object, records: int = 600, per_batch: int = 100) -> bytes:

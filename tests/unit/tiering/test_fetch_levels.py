@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sparklog.tiering.batch_encode import FAST_LEVELS
-from sparklog.tiering.transcode import parquet_to_batches, segment_to_parquet
+from sparklog.tiering.parquet_batches import parquet_to_batches
+from sparklog.tiering.transcode import segment_to_parquet
 
 from .test_transcode import BatchSpec, batch_spec, build_segment, decode_all, same_batch
 

@@ -37,14 +37,11 @@ from sparklog.protocol.records import (
     compute_crc,
     iter_batches,
 )
-from sparklog.tiering import batch_decode, transcode
+from sparklog.tiering import batch_decode, parquet_batches
 from sparklog.tiering.layout import PARQUET_SCHEMA
 from sparklog.tiering.metadata import AbortedTxn
-from sparklog.tiering.transcode import (
-    TranscodeError,
-    parquet_to_batches,
-    segment_to_parquet,
-)
+from sparklog.tiering.parquet_batches import parquet_to_batches
+from sparklog.tiering.transcode import TranscodeError, segment_to_parquet
 
 
 @dataclass(frozen=True)
@@ -218,7 +215,7 @@ def test_fetch_from_offset(
     original = decode_all(segment)
     expected = [b for b in original if b[0].last_offset >= start]
     # Small chunks make batches straddle the chunks rows are decoded in.
-    with mock.patch.object(transcode, "_CHUNK_ROWS", chunk_rows):
+    with mock.patch.object(parquet_batches, "_CHUNK_ROWS", chunk_rows):
         rebuilt = decode_all(parquet_to_batches(parquet, start, 1 << 30))
     assert len(rebuilt) == len(expected)
     for a, b in zip(expected, rebuilt, strict=True):

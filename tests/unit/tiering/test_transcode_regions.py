@@ -27,7 +27,8 @@ from sparklog.protocol.records import RECORDS_OFFSET, iter_batches
 from sparklog.tiering import transcode
 from sparklog.tiering.batch_decode import BatchRecords, decode_records
 from sparklog.tiering.layout import HEADER_TYPE, PARQUET_SCHEMA
-from sparklog.tiering.transcode import parquet_to_batches, segment_to_parquet
+from sparklog.tiering.parquet_batches import parquet_to_batches
+from sparklog.tiering.transcode import segment_to_parquet
 
 from .test_transcode import BatchSpec, batch_spec, build_segment
 
