@@ -47,8 +47,9 @@ def share_disabled_response(request: Request) -> dict[str, Any]:
         groups = []
         for group_id in body.get("group_ids") or ():
             entry = dead_group_entry(group_id)
-            entry.update(error_code=code, error_message=_MESSAGE)
-            groups.append(entry)
+            entry["error_code"] = code
+            entry["error_message"] = _MESSAGE
+            groups.append({**entry, "members": []})
         return {"throttle_time_ms": 0, "groups": groups}
     if key == 90:
         return {

@@ -9,16 +9,20 @@ not exist yet assigns nothing until the topic appears.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from sparklog.coordinator.consumer_group import HeartbeatRequest
 from sparklog.coordinator.consumer_records import Assignment
 from sparklog.coordinator.coordinator import GroupCoordinator
 from sparklog.coordinator.runtime import CoordinatorContext, Handler
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request, TypedRequest
+from sparklog.protocol.headers import TypedRequest
 from sparklog.protocol.message_types import (
     ApiKey,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupDescribeResponseGroups,
+    ConsumerGroupDescribeResponseGroupsMembersAssignment,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatRequestTopicPartitions,
     ConsumerGroupHeartbeatResponse,
@@ -61,9 +65,10 @@ def _owned(items: list[ConsumerGroupHeartbeatRequestTopicPartitions] | None) -> 
     return out
 
 
-def _wire(
+def wire_assignment(
     assignment: Assignment,
 ) -> list[ConsumerGroupHeartbeatResponseAssignmentTopicPartitions]:
+    """An assignment as the KIP-848 and KIP-932 heartbeat responses carry it."""
     return [
         {"topic_id": topic_id, "partitions": sorted(parts)}
         for topic_id, parts in sorted(assignment.items())
@@ -102,7 +107,7 @@ async def handle_consumer_group_heartbeat(
         }
     assignment: ConsumerGroupHeartbeatResponseAssignment | None = None
     if result.error == ErrorCode.NONE and result.assignment is not None:
-        assignment = {"topic_partitions": _wire(result.assignment)}
+        assignment = {"topic_partitions": wire_assignment(result.assignment)}
     return {
         "throttle_time_ms": 0,
         "error_code": int(result.error),
@@ -116,12 +121,16 @@ async def handle_consumer_group_heartbeat(
 
 def assignment_describer(
     ctx: CoordinatorContext,
-) -> Callable[[Mapping[bytes, Iterable[int]]], dict[str, Any]]:
+) -> Callable[
+    [Mapping[bytes, Iterable[int]]], ConsumerGroupDescribeResponseGroupsMembersAssignment
+]:
     """An assignment (topic id -> partitions) as ConsumerGroupDescribe / ShareGroupDescribe
     write it, topic names from the current image."""
     names = {bytes(t.topic_id): name for name, t in ctx.image.topics.by_name.items()}
 
-    def described(assignment: Mapping[bytes, Iterable[int]]) -> dict[str, Any]:
+    def described(
+        assignment: Mapping[bytes, Iterable[int]],
+    ) -> ConsumerGroupDescribeResponseGroupsMembersAssignment:
         return {
             "topic_partitions": [
                 {"topic_id": t, "topic_name": names.get(t, ""), "partitions": sorted(p)}
@@ -133,8 +142,23 @@ def assignment_describer(
     return described
 
 
-def dead_group_entry(group_id: str) -> dict[str, Any]:
-    """A describe entry for a group before (or without) its state: Dead, no members."""
+class DeadGroupEntry(TypedDict):
+    """The fields ConsumerGroupDescribe's and ShareGroupDescribe's group entries share (all but
+    ``members``, whose member TypedDicts differ)."""
+
+    error_code: int
+    error_message: str | None
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    authorized_operations: int
+
+
+def dead_group_entry(group_id: str) -> DeadGroupEntry:
+    """A describe entry for a group before (or without) its state: Dead (the caller adds its
+    empty ``members``)."""
     return {
         "error_code": 0,
         "error_message": None,
@@ -143,18 +167,17 @@ def dead_group_entry(group_id: str) -> dict[str, Any]:
         "group_epoch": -1,
         "assignment_epoch": -1,
         "assignor_name": "",
-        "members": [],
         "authorized_operations": _AUTHORIZED_OPERATIONS_OMITTED,
     }
 
 
 async def handle_consumer_group_describe(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[ConsumerGroupDescribeRequest], listener: str
+) -> ConsumerGroupDescribeResponse:
     described = assignment_describer(ctx)
-    out = []
+    out: list[ConsumerGroupDescribeResponseGroups] = []
     for group_id in request.body["group_ids"]:
-        entry = dead_group_entry(group_id)
+        entry: ConsumerGroupDescribeResponseGroups = {**dead_group_entry(group_id), "members": []}
         try:
             coordinator = group_coordinator(ctx)
             group = coordinator.consumer_group(group_id)
@@ -167,30 +190,27 @@ async def handle_consumer_group_describe(
             entry["error_message"] = f"Group {group_id} not found."
             out.append(entry)
             continue
-        entry.update(
-            group_state=group.state,
-            group_epoch=group.group_epoch,
-            assignment_epoch=group.assignment_epoch,
-            assignor_name=coordinator.consumer_config.assignors[0]
-            if coordinator.consumer_config.assignors
-            else "uniform",
-            members=[
-                {
-                    "member_id": m.member_id,
-                    "instance_id": m.metadata.instance_id,
-                    "rack_id": m.metadata.rack_id,
-                    "member_epoch": m.current.member_epoch,
-                    "client_id": m.metadata.client_id,
-                    "client_host": m.metadata.client_host,
-                    "subscribed_topic_names": list(m.metadata.subscribed_topic_names),
-                    "subscribed_topic_regex": None,
-                    "assignment": described(m.current.assigned),
-                    "target_assignment": described(group.target.get(m.member_id, {})),
-                    "member_type": 1,
-                }
-                for m in group.members.values()
-            ],
-        )
+        entry["group_state"] = group.state
+        entry["group_epoch"] = group.group_epoch
+        entry["assignment_epoch"] = group.assignment_epoch
+        assignors = coordinator.consumer_config.assignors
+        entry["assignor_name"] = assignors[0] if assignors else "uniform"
+        entry["members"] = [
+            {
+                "member_id": m.member_id,
+                "instance_id": m.metadata.instance_id,
+                "rack_id": m.metadata.rack_id,
+                "member_epoch": m.current.member_epoch,
+                "client_id": m.metadata.client_id,
+                "client_host": m.metadata.client_host,
+                "subscribed_topic_names": list(m.metadata.subscribed_topic_names),
+                "subscribed_topic_regex": None,
+                "assignment": described(m.current.assigned),
+                "target_assignment": described(group.target.get(m.member_id, {})),
+                "member_type": 1,
+            }
+            for m in group.members.values()
+        ]
         out.append(entry)
     return {"throttle_time_ms": 0, "groups": out}
 

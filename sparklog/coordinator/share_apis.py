@@ -17,20 +17,28 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sparklog.coordinator.consumer_apis import (
     assignment_describer,
     dead_group_entry,
     group_coordinator,
+    wire_assignment,
 )
-from sparklog.coordinator.consumer_records import wire_partitions
 from sparklog.coordinator.coordinator import OFFSETS_TOPIC
 from sparklog.coordinator.runtime import CoordinatorContext, Handler
 from sparklog.metadata.topic_hash import subscription_hash
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request
-from sparklog.protocol.message_types import ApiKey
+from sparklog.protocol.headers import TypedRequest
+from sparklog.protocol.message_types import (
+    ApiKey,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+    ShareGroupDescribeResponseGroups,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+    ShareGroupHeartbeatResponseAssignment,
+)
 from sparklog.share.share_group import (
     ShareGroup,
     ShareGroups,
@@ -120,10 +128,10 @@ def find_share_group(ctx: CoordinatorContext, group_id: str) -> ShareGroup | Non
 
 
 async def handle_share_group_heartbeat(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[ShareGroupHeartbeatRequest], listener: str
+) -> ShareGroupHeartbeatResponse:
     body = request.body
-    names = body.get("subscribed_topic_names")
+    names = body["subscribed_topic_names"]
     interval = int(
         ctx.image.configs.get(32, body["group_id"]).get(
             "share.heartbeat.interval.ms", ctx.config.get("group.share.heartbeat.interval.ms")
@@ -138,7 +146,7 @@ async def handle_share_group_heartbeat(
             group_id=body["group_id"],
             member_id=body["member_id"],
             member_epoch=body["member_epoch"],
-            rack_id=body.get("rack_id"),
+            rack_id=body["rack_id"],
             subscribed_topic_names=tuple(names) if names is not None else None,
             client_id=request.header.client_id or "",
             client_host="",
@@ -156,9 +164,9 @@ async def handle_share_group_heartbeat(
             "heartbeat_interval_ms": 0,
             "assignment": None,
         }
-    assignment = None
+    assignment: ShareGroupHeartbeatResponseAssignment | None = None
     if result.error == ErrorCode.NONE and result.assignment is not None:
-        assignment = {"topic_partitions": wire_partitions(result.assignment)}
+        assignment = {"topic_partitions": wire_assignment(result.assignment)}
     return {
         "throttle_time_ms": 0,
         "error_code": int(result.error),
@@ -171,12 +179,12 @@ async def handle_share_group_heartbeat(
 
 
 async def handle_share_group_describe(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[ShareGroupDescribeRequest], listener: str
+) -> ShareGroupDescribeResponse:
     described = assignment_describer(ctx)
-    out = []
+    out: list[ShareGroupDescribeResponseGroups] = []
     for group_id in request.body["group_ids"]:
-        entry = dead_group_entry(group_id)
+        entry: ShareGroupDescribeResponseGroups = {**dead_group_entry(group_id), "members": []}
         try:
             group = find_share_group(ctx, group_id)
         except KafkaApiError as exc:
@@ -188,24 +196,22 @@ async def handle_share_group_describe(
             entry["error_message"] = f"Group {group_id} not found."
             out.append(entry)
             continue
-        entry.update(
-            group_state=group.state,
-            group_epoch=group.group_epoch,
-            assignment_epoch=group.assignment_epoch,
-            assignor_name="simple",
-            members=[
-                {
-                    "member_id": m.member_id,
-                    "rack_id": m.rack_id,
-                    "member_epoch": m.member_epoch,
-                    "client_id": m.client_id,
-                    "client_host": m.client_host,
-                    "subscribed_topic_names": list(m.subscribed_topic_names),
-                    "assignment": described(m.assignment),
-                }
-                for m in group.members.values()
-            ],
-        )
+        entry["group_state"] = group.state
+        entry["group_epoch"] = group.group_epoch
+        entry["assignment_epoch"] = group.assignment_epoch
+        entry["assignor_name"] = "simple"
+        entry["members"] = [
+            {
+                "member_id": m.member_id,
+                "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "subscribed_topic_names": list(m.subscribed_topic_names),
+                "assignment": described(m.assignment),
+            }
+            for m in group.members.values()
+        ]
         out.append(entry)
     return {"throttle_time_ms": 0, "groups": out}
 
