@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from sparklog.config_keys import DEFS
-from sparklog.coordinator.apis import _ensure_internal_topic
+from sparklog.coordinator.find_coordinator_api import _ensure_internal_topic
 from sparklog.metadata.image import (
     BrokerRegistration,
     ClusterImage,
