@@ -19,13 +19,27 @@ offset that cannot be read is the partition's error (the start offset is still a
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
 from sparklog.coordinator.runtime import CoordinatorContext, Handler
 from sparklog.coordinator.share_apis import find_share_group, persist_share_group, share_groups
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request
-from sparklog.protocol.message_types import ApiKey
+from sparklog.protocol.headers import TypedRequest
+from sparklog.protocol.message_types import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+    AlterShareGroupOffsetsResponseResponses,
+    AlterShareGroupOffsetsResponseResponsesPartitions,
+    ApiKey,
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsResponseResponses,
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsResponseGroups,
+    DescribeShareGroupOffsetsResponseGroupsTopics,
+    DescribeShareGroupOffsetsResponseGroupsTopicsPartitions,
+)
 from sparklog.share.share_group import ShareGroup
 
 _NO_TOPIC = b"\x00" * 16
@@ -39,13 +53,13 @@ def _topic(ctx: CoordinatorContext, name: str) -> tuple[bytes, int] | None:
 
 
 async def handle_describe_share_group_offsets(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[DescribeShareGroupOffsetsRequest], listener: str
+) -> DescribeShareGroupOffsetsResponse:
     persister = ctx.share_persister
-    groups = []
+    groups: list[DescribeShareGroupOffsetsResponseGroups] = []
     for wanted in request.body["groups"]:
         group_id = wanted["group_id"]
-        entry: dict[str, Any] = {
+        entry: DescribeShareGroupOffsetsResponseGroups = {
             "group_id": group_id,
             "topics": [],
             "error_code": 0,
@@ -63,21 +77,25 @@ async def handle_describe_share_group_offsets(
             groups.append(entry)
             continue
         # (topic, partition) -> (its row, start offset + delivery complete count), for the lag
-        completed: dict[tuple[str, int], tuple[dict[str, Any], int]] = {}
-        topics = wanted["topics"]
-        if topics is None:
-            topics = [
-                {"topic_name": name, "partitions": None}
-                for name in sorted(group.initialized_topics)
-            ]
-        for topic in topics:
-            found = _topic(ctx, topic["topic_name"])
-            parts: list[dict[str, Any]] = []
-            indexes = topic["partitions"]
-            if indexes is None:
-                indexes = range(found[1]) if found else []
+        completed: dict[
+            tuple[str, int], tuple[DescribeShareGroupOffsetsResponseGroupsTopicsPartitions, int]
+        ] = {}
+        # null topics: every partition of each topic the group has state for
+        listed: list[tuple[str, list[int] | None]] = (
+            [(name, None) for name in sorted(group.initialized_topics)]
+            if wanted["topics"] is None
+            else [(t["topic_name"], t["partitions"]) for t in wanted["topics"]]
+        )
+        topics: list[DescribeShareGroupOffsetsResponseGroupsTopics] = []
+        entry["topics"] = topics
+        for name, wanted_indexes in listed:
+            found = _topic(ctx, name)
+            parts: list[DescribeShareGroupOffsetsResponseGroupsTopicsPartitions] = []
+            indexes: Iterable[int] = wanted_indexes if wanted_indexes is not None else []
+            if wanted_indexes is None and found is not None:
+                indexes = range(found[1])
             for index in indexes:
-                row = {
+                row: DescribeShareGroupOffsetsResponseGroupsTopicsPartitions = {
                     "partition_index": index,
                     "start_offset": -1,
                     "leader_epoch": -1,
@@ -94,14 +112,14 @@ async def handle_describe_share_group_offsets(
                         row["start_offset"] = state.start_offset
                         row["leader_epoch"] = state.leader_epoch
                         if state.start_offset >= 0 and state.delivery_complete_count >= 0:
-                            completed[(topic["topic_name"], index)] = (
+                            completed[(name, index)] = (
                                 row,
                                 state.start_offset + state.delivery_complete_count,
                             )
                 parts.append(row)
-            entry["topics"].append(
+            topics.append(
                 {
-                    "topic_name": topic["topic_name"],
+                    "topic_name": name,
                     "topic_id": found[0] if found else _NO_TOPIC,
                     "partitions": parts,
                 }
@@ -133,8 +151,8 @@ def _empty_group(ctx: CoordinatorContext, group_id: str, create: bool) -> ShareG
 
 
 async def handle_alter_share_group_offsets(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[AlterShareGroupOffsetsRequest], listener: str
+) -> AlterShareGroupOffsetsResponse:
     body = request.body
     group_id = body["group_id"]
     try:
@@ -147,10 +165,10 @@ async def handle_alter_share_group_offsets(
             "responses": [],
         }
     persister = ctx.share_persister
-    responses = []
+    responses: list[AlterShareGroupOffsetsResponseResponses] = []
     for topic in body["topics"]:
         found = _topic(ctx, topic["topic_name"])
-        parts = []
+        parts: list[AlterShareGroupOffsetsResponseResponsesPartitions] = []
         for p in topic["partitions"]:
             index = p["partition_index"]
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -201,8 +219,8 @@ async def delete_topic_state(ctx: CoordinatorContext, group: ShareGroup, name: s
 
 
 async def handle_delete_share_group_offsets(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[DeleteShareGroupOffsetsRequest], listener: str
+) -> DeleteShareGroupOffsetsResponse:
     body = request.body
     try:
         group = _empty_group(ctx, body["group_id"], create=False)
@@ -213,7 +231,7 @@ async def handle_delete_share_group_offsets(
             "error_message": exc.message,
             "responses": [],
         }
-    responses = []
+    responses: list[DeleteShareGroupOffsetsResponseResponses] = []
     for topic in body["topics"]:
         name = topic["topic_name"]
         code = await delete_topic_state(ctx, group, name)
