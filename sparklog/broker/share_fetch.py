@@ -19,14 +19,27 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from sparklog.broker.context import BrokerContext
 from sparklog.broker.partition import Partition
 from sparklog.broker.share_partitions import group_config, manager
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import TypedRequest
+from sparklog.protocol.message_types import (
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeRequestTopicsPartitionsAcknowledgementBatches,
+    ShareAcknowledgeResponse,
+    ShareAcknowledgeResponseResponsesPartitions,
+    ShareFetchRequest,
+    ShareFetchResponse,
+    ShareFetchResponseNodeEndpoints,
+    ShareFetchResponseResponses,
+    ShareFetchResponseResponsesPartitions,
+    ShareFetchResponseResponsesPartitionsCurrentLeader,
+)
 from sparklog.protocol.records import iter_batches
 from sparklog.share.batches import classify_batches
 from sparklog.share.share_partition import (
@@ -46,7 +59,10 @@ def _now_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
-def _ack_batches(items: list[dict[str, Any]]) -> list[AckBatch]:
+def _ack_batches(
+    items: list[ShareAcknowledgeRequestTopicsPartitionsAcknowledgementBatches],
+) -> list[AckBatch]:
+    """ShareFetch's and ShareAcknowledge's acknowledgement batches (their TypedDicts are equal)."""
     return [
         AckBatch(b["first_offset"], b["last_offset"], tuple(b["acknowledge_types"])) for b in items
     ]
@@ -59,7 +75,10 @@ def _partition(ctx: BrokerContext, topic_id: bytes, index: int) -> Partition:
     return ctx.replica_manager.leader_partition(name, index)
 
 
-def _leader(ctx: BrokerContext, topic_id: bytes, index: int) -> dict[str, int]:
+def _leader(
+    ctx: BrokerContext, topic_id: bytes, index: int
+) -> ShareFetchResponseResponsesPartitionsCurrentLeader:
+    """A partition's current leader as ShareFetch and ShareAcknowledge answer it (KIP-951)."""
     registration = ctx.image.topics.by_id.get(bytes(topic_id))
     part = registration.partitions.get(index) if registration is not None else None
     if part is None:
@@ -208,8 +227,10 @@ async def _acquire(
     return got
 
 
-def _partition_response(index: int, leader: dict[str, int], **values: Any) -> dict[str, Any]:
-    response: dict[str, Any] = {
+def _partition_response(
+    index: int, leader: ShareFetchResponseResponsesPartitionsCurrentLeader
+) -> ShareFetchResponseResponsesPartitions:
+    return {
         "partition_index": index,
         "error_code": 0,
         "error_message": None,
@@ -219,18 +240,18 @@ def _partition_response(index: int, leader: dict[str, int], **values: Any) -> di
         "records": b"",
         "acquired_records": [],
     }
-    response.update(values)
-    return response
 
 
-def _by_topic(results: dict[TopicPartitionKey, dict[str, Any]]) -> list[dict[str, Any]]:
-    topics: dict[bytes, list[dict[str, Any]]] = {}
+def _by_topic(
+    results: dict[TopicPartitionKey, ShareFetchResponseResponsesPartitions],
+) -> list[ShareFetchResponseResponses]:
+    topics: dict[bytes, list[ShareFetchResponseResponsesPartitions]] = {}
     for (topic_id, _index), response in results.items():
         topics.setdefault(topic_id, []).append(response)
     return [{"topic_id": t, "partitions": parts} for t, parts in topics.items()]
 
 
-def _top_level_error(code: ErrorCode, message: str | None, lock_ms: int) -> dict[str, Any]:
+def _top_level_error(code: ErrorCode, message: str | None, lock_ms: int) -> ShareFetchResponse:
     return {
         "throttle_time_ms": 0,
         "error_code": int(code),
@@ -242,11 +263,11 @@ def _top_level_error(code: ErrorCode, message: str | None, lock_ms: int) -> dict
 
 
 async def handle_share_fetch(
-    ctx: BrokerContext, request: Request, listener: str = ""
-) -> dict[str, Any]:
+    ctx: BrokerContext, request: TypedRequest[ShareFetchRequest], listener: str = ""
+) -> ShareFetchResponse:
     body = request.body
     mgr = manager(ctx)
-    group_id, member_id = body.get("group_id"), body.get("member_id")
+    group_id, member_id = body["group_id"], body["member_id"]
     lock_ms = mgr.group_partition_config(ctx, group_id or "").lock_duration_ms
     if not group_id or not member_id:
         return _top_level_error(
@@ -263,7 +284,7 @@ async def handle_share_fetch(
                 acks[tp] = _ack_batches(p["acknowledgement_batches"])
     forgotten = [
         (bytes(t["topic_id"]), index)
-        for t in body.get("forgotten_topics_data") or ()
+        for t in body["forgotten_topics_data"]
         for index in t["partitions"]
     ]
     if epoch == -1 and named and not acks:
@@ -283,19 +304,18 @@ async def handle_share_fetch(
                 continue
             await mgr.revalidate(group_id, member_id, partition, topic_id)
     now = _now_ms()
-    results: dict[TopicPartitionKey, dict[str, Any]] = {}
+    results: dict[TopicPartitionKey, ShareFetchResponseResponsesPartitions] = {}
     for tp, batches in acks.items():
         code = await _acknowledge(ctx, group_id, member_id, tp, batches, now)
-        results[tp] = _partition_response(
-            tp[1], _leader(ctx, *tp), acknowledge_error_code=int(code)
-        )
+        results[tp] = _partition_response(tp[1], _leader(ctx, *tp))
+        results[tp]["acknowledge_error_code"] = int(code)
     if epoch == -1:
         await _release(ctx, group_id, member_id, session.partitions)
         return _response(results, lock_ms)
     await _release(ctx, group_id, member_id, forgotten)
-    if body.get("is_renew_ack"):
+    if body["is_renew_ack"]:
         return _response(results, lock_ms)  # KIP-1222: a renewing request fetches nothing
-    strict = body.get("share_acquire_mode", 0) == 1
+    strict = body["share_acquire_mode"] == 1
     max_records = body["max_records"] if body["max_records"] > 0 else 500
     wait_s = max(body["max_wait_ms"], 0) / 1000.0
     loop = asyncio.get_running_loop()
@@ -310,15 +330,20 @@ async def handle_share_fetch(
         await _wait_for_records(ctx, group_id, session.partitions, min(remaining, _WAIT_SLICE_S))
     _count_fetches(ctx, session.partitions, results)
     response = _response(results, lock_ms)
-    response["node_endpoints"] = _node_endpoints(
-        ctx, listener, [r for t in response["responses"] for r in t["partitions"]]
-    )
+    response["node_endpoints"] = _node_endpoints(ctx, listener, results.values())
     return response
 
 
+class _Answered(TypedDict, total=False):
+    """What :func:`_node_endpoints` reads of a ShareFetch or ShareAcknowledge partition."""
+
+    error_code: int
+    current_leader: ShareFetchResponseResponsesPartitionsCurrentLeader
+
+
 def _node_endpoints(
-    ctx: BrokerContext, listener: str, partitions: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+    ctx: BrokerContext, listener: str, partitions: Iterable[_Answered]
+) -> list[ShareFetchResponseNodeEndpoints]:
     """The current leaders of the partitions answered NOT_LEADER_OR_FOLLOWER, on ``listener``
     (KIP-951: the client moves to them without a metadata round trip)."""
     leaders = {
@@ -327,7 +352,7 @@ def _node_endpoints(
         if p["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
         and p["current_leader"]["leader_id"] >= 0
     }
-    out = []
+    out: list[ShareFetchResponseNodeEndpoints] = []
     for node_id in sorted(leaders):
         registration = ctx.image.cluster.broker(node_id)
         endpoint = registration.endpoint(listener) if registration is not None else None
@@ -346,7 +371,7 @@ def _node_endpoints(
 def _count_fetches(
     ctx: BrokerContext,
     partitions: list[TopicPartitionKey],
-    results: dict[TopicPartitionKey, dict[str, Any]],
+    results: dict[TopicPartitionKey, ShareFetchResponseResponsesPartitions],
 ) -> None:
     """Kafka's Total/FailedShareFetchRequestsPerSec: once per partition of the session."""
     for tp in partitions:
@@ -354,7 +379,7 @@ def _count_fetches(
         if topic is None:
             continue
         ctx.share_metrics.mark("TotalShareFetchRequestsPerSec", topic)
-        if results.get(tp, {}).get("error_code"):
+        if tp in results and results[tp]["error_code"]:
             ctx.share_metrics.mark("FailedShareFetchRequestsPerSec", topic)
 
 
@@ -363,16 +388,16 @@ async def _fetch_session(
     partitions: list[TopicPartitionKey],
     group_id: str,
     member_id: str,
-    body: dict[str, Any],
+    body: ShareFetchRequest,
     max_records: int,
     strict: bool,
-    results: dict[TopicPartitionKey, dict[str, Any]],
+    results: dict[TopicPartitionKey, ShareFetchResponseResponsesPartitions],
 ) -> int:
     """One acquisition pass over the session's partitions; returns how many records it got."""
     read_committed = (
         group_config(ctx, group_id, "share.isolation.level", "read_uncommitted") == "read_committed"
     )
-    max_bytes = body.get("max_bytes", 0x7FFFFFFF)
+    max_bytes = body["max_bytes"]
     total = 0
     now = _now_ms()
     for tp in partitions:
@@ -455,7 +480,9 @@ async def _wait_for_records(
     await ctx.replica_manager.fetch_waiters.wait_until(keys, ready, timeout_s)
 
 
-def _response(results: dict[TopicPartitionKey, dict[str, Any]], lock_ms: int) -> dict[str, Any]:
+def _response(
+    results: dict[TopicPartitionKey, ShareFetchResponseResponsesPartitions], lock_ms: int
+) -> ShareFetchResponse:
     return {
         "throttle_time_ms": 0,
         "error_code": 0,
@@ -467,14 +494,14 @@ def _response(results: dict[TopicPartitionKey, dict[str, Any]], lock_ms: int) ->
 
 
 async def handle_share_acknowledge(
-    ctx: BrokerContext, request: Request, listener: str = ""
-) -> dict[str, Any]:
+    ctx: BrokerContext, request: TypedRequest[ShareAcknowledgeRequest], listener: str = ""
+) -> ShareAcknowledgeResponse:
     body = request.body
     mgr = manager(ctx)
-    group_id, member_id = body.get("group_id"), body.get("member_id")
+    group_id, member_id = body["group_id"], body["member_id"]
     lock_ms = mgr.group_partition_config(ctx, group_id or "").lock_duration_ms
 
-    def top(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    def top(code: ErrorCode, message: str | None = None) -> ShareAcknowledgeResponse:
         return {
             "throttle_time_ms": 0,
             "error_code": int(code),
@@ -493,7 +520,7 @@ async def handle_share_acknowledge(
     if error != ErrorCode.NONE or session is None:
         return top(error)
     now = _now_ms()
-    topics: dict[bytes, list[dict[str, Any]]] = {}
+    topics: dict[bytes, list[ShareAcknowledgeResponseResponsesPartitions]] = {}
     for topic in body["topics"]:
         topic_id = bytes(topic["topic_id"])
         for p in topic["partitions"]:

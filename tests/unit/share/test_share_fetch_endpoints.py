@@ -9,6 +9,7 @@ from typing import Any
 from sparklog.broker.share_fetch import _node_endpoints
 from sparklog.metadata.image import BrokerRegistration, Endpoint
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import ShareFetchResponseResponsesPartitions
 
 
 def test_leaders_of_not_leader_partitions_are_named() -> None:
@@ -19,7 +20,7 @@ def test_leaders_of_not_leader_partitions_are_named() -> None:
         3: BrokerRegistration(3, 1, b"\x00" * 16, (Endpoint("OTHER", "h3", 9093, 0),)),
     }
     ctx: Any = SimpleNamespace(image=SimpleNamespace(cluster=SimpleNamespace(broker=brokers.get)))
-    partitions = [
+    partitions: list[ShareFetchResponseResponsesPartitions] = [
         {"error_code": int(ErrorCode.NOT_LEADER_OR_FOLLOWER), "current_leader": {"leader_id": 2}},
         {"error_code": int(ErrorCode.NOT_LEADER_OR_FOLLOWER), "current_leader": {"leader_id": 3}},
         {"error_code": 0, "current_leader": {"leader_id": 1}},
