@@ -22,7 +22,7 @@ from sparklog.coordinator.runtime import CoordinatorContext, Handler
 from sparklog.coordinator.share_apis import find_share_group, led_share_groups
 from sparklog.coordinator.share_offsets_apis import delete_share_group
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request, TypedRequest
+from sparklog.protocol.headers import TypedRequest
 from sparklog.protocol.message_types import (
     ApiKey,
     DeleteGroupsRequest,
@@ -46,6 +46,14 @@ from sparklog.protocol.message_types import (
     OffsetCommitResponseTopicsPartitions,
     OffsetDeleteRequest,
     OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchRequestGroupsTopics,
+    OffsetFetchRequestTopics,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroups,
+    OffsetFetchResponseGroupsTopics,
+    OffsetFetchResponseGroupsTopicsPartitions,
+    OffsetFetchResponseTopics,
     SyncGroupRequest,
     SyncGroupResponse,
 )
@@ -268,12 +276,13 @@ async def handle_offset_commit(
 async def _fetch_group(
     ctx: CoordinatorContext,
     group_id: str,
-    topics: list[dict[str, Any]] | None,
+    topics: Sequence[OffsetFetchRequestTopics | OffsetFetchRequestGroupsTopics] | None,
     by_id: bool,
     require_stable: bool = False,
-) -> tuple[ErrorCode, list[dict[str, Any]]]:
-    """A group's offsets; with ``require_stable`` a partition a transaction has committed
-    to but not yet decided is UNSTABLE_OFFSET_COMMIT (the client retries)."""
+) -> tuple[ErrorCode, dict[str, list[OffsetFetchResponseGroupsTopicsPartitions]]]:
+    """A group's offsets by topic name (v0-7 and v8+ partitions are the same TypedDict); with
+    ``require_stable`` a partition a transaction has committed to but not yet decided is
+    UNSTABLE_OFFSET_COMMIT (the client retries)."""
     wanted: list[TopicPartition] | None = None
     if topics is not None:
         names = _topic_names(ctx, topics, by_id)
@@ -287,8 +296,8 @@ async def _fetch_group(
         coordinator = group_coordinator(ctx)
         offsets = await coordinator.fetch_offsets(group_id, wanted)
     except KafkaApiError as exc:
-        return exc.code, []
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+        return exc.code, {}
+    by_topic: dict[str, list[OffsetFetchResponseGroupsTopicsPartitions]] = {}
     for (topic, partition), committed in offsets.items():
         unstable = require_stable and coordinator.has_pending_offset(group_id, (topic, partition))
         by_topic.setdefault(topic, []).append(
@@ -300,35 +309,38 @@ async def _fetch_group(
                 "error_code": int(ErrorCode.UNSTABLE_OFFSET_COMMIT if unstable else 0),
             }
         )
-    ids = {t.name: t.topic_id for t in ctx.image.topics.by_name.values()} if by_id else {}
-    return ErrorCode.NONE, [
-        {"name": name, "topic_id": ids.get(name, b"\x00" * 16), "partitions": parts}
-        for name, parts in by_topic.items()
-    ]
+    return ErrorCode.NONE, by_topic
 
 
 async def handle_offset_fetch(
-    ctx: CoordinatorContext, request: Request, listener: str
-) -> dict[str, Any]:
+    ctx: CoordinatorContext, request: TypedRequest[OffsetFetchRequest], listener: str
+) -> OffsetFetchResponse:
+    """v8+ answers per group (``groups``; v10+ names topics by id too), v0-7 the one group's
+    ``topics`` and a top-level error (v2+)."""
     body = request.body
     version = request.header.api_version
     if version >= 8:
-        groups = []
+        by_id = version >= 10
+        groups: list[OffsetFetchResponseGroups] = []
         for group in body["groups"]:
-            code, topics = await _fetch_group(
-                ctx,
-                group["group_id"],
-                group["topics"],
-                version >= 10,
-                body.get("require_stable", False),
+            code, by_topic = await _fetch_group(
+                ctx, group["group_id"], group["topics"], by_id, body["require_stable"]
             )
+            ids = {t.name: t.topic_id for t in ctx.image.topics.by_name.values()} if by_id else {}
+            group_topics: list[OffsetFetchResponseGroupsTopics] = [
+                {"name": name, "topic_id": ids.get(name, b"\x00" * 16), "partitions": parts}
+                for name, parts in by_topic.items()
+            ]
             groups.append(
-                {"group_id": group["group_id"], "topics": topics, "error_code": int(code)}
+                {"group_id": group["group_id"], "topics": group_topics, "error_code": int(code)}
             )
         return {"throttle_time_ms": 0, "groups": groups}
-    code, topics = await _fetch_group(
-        ctx, body["group_id"], body["topics"], False, body.get("require_stable", False)
+    code, by_topic = await _fetch_group(
+        ctx, body["group_id"], body["topics"], False, body["require_stable"]
     )
+    topics: list[OffsetFetchResponseTopics] = [
+        {"name": name, "partitions": parts} for name, parts in by_topic.items()
+    ]
     if code != ErrorCode.NONE and version < 2:
         # v1 has no top-level error: report it on every requested partition.
         topics = [
