@@ -51,6 +51,7 @@ from sparklog.broker.share_gate import (
 from sparklog.broker.topic_partitions import handle_describe_topic_partitions
 from sparklog.broker.txn_markers import handle_write_txn_markers
 from sparklog.config import ServerConfig
+from sparklog.controller.apis import FeatureFields
 from sparklog.coordinator.apis import GROUP_HANDLERS
 from sparklog.coordinator.share_apis import SHARE_GROUP_HANDLERS
 from sparklog.coordinator.share_offsets_apis import SHARE_OFFSETS_HANDLERS
@@ -65,7 +66,12 @@ from sparklog.metadata.image import (
 )
 from sparklog.net.server import Connection
 from sparklog.protocol.headers import Request, TypedRequest
-from sparklog.protocol.message_types import ApiKey, InitProducerIdRequest, InitProducerIdResponse
+from sparklog.protocol.message_types import (
+    ApiKey,
+    ApiVersionsResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.protocol.schema import Api
 
@@ -156,7 +162,7 @@ def _advertised_min_version(api: Api) -> int:
     return 0 if api.key == 0 else api.min_version
 
 
-def api_versions_body(apis: Mapping[int, Api]) -> dict[str, Any]:
+def api_versions_body(apis: Mapping[int, Api]) -> ApiVersionsResponse:
     return {
         "error_code": 0,
         "api_keys": [
@@ -185,7 +191,7 @@ SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
 }
 
 
-def feature_fields(image: MetadataImage) -> dict[str, Any]:
+def feature_fields(image: MetadataImage) -> FeatureFields:
     return {
         "supported_features": [
             {"name": name, "min_version": low, "max_version": high}
@@ -212,9 +218,11 @@ class BrokerApis:
             apis = conn.served_apis
             if not share_groups_enabled(self.ctx.config, self.ctx.image):
                 apis = {k: a for k, a in apis.items() if k not in SHARE_GROUP_API_KEYS}
-            body = api_versions_body(apis)
-            body.update(feature_fields(self.ctx.image))
-            return body
+            body: ApiVersionsResponse = {
+                **api_versions_body(apis),
+                **feature_fields(self.ctx.image),
+            }
+            return _as_dict(body)
         if request.api.key in SHARE_GROUP_API_KEYS and not share_groups_enabled(
             self.ctx.config, self.ctx.image
         ):

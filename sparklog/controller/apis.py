@@ -24,13 +24,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from sparklog.controller.driver import ControllerDriver
 from sparklog.controller.result import ControllerResult
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import API_VERSIONS_KEY, Request
-from sparklog.protocol.message_types import ApiKey
+from sparklog.protocol.message_types import (
+    ApiKey,
+    ApiVersionsResponseFinalizedFeatures,
+    ApiVersionsResponseSupportedFeatures,
+)
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.protocol.schema import Api
 from sparklog.raft import rpc
@@ -213,6 +217,15 @@ def error_body(
     return {"throttle_time_ms": 0, "error_code": c, "error_message": message}
 
 
+class FeatureFields(TypedDict):
+    """ApiVersions' feature fields (v3+), which brokers and controllers fill from the image
+    (:func:`sparklog.broker.apis.feature_fields`)."""
+
+    supported_features: list[ApiVersionsResponseSupportedFeatures]
+    finalized_features_epoch: int
+    finalized_features: list[ApiVersionsResponseFinalizedFeatures]
+
+
 class ControllerApis:
     """Binds a node's raft driver and (on a controller) controller driver to the listener."""
 
@@ -234,7 +247,7 @@ class ControllerApis:
         self.controllers: Callable[[], tuple[int, list[dict[str, Any]]]] | None = None
         # ApiVersions' supported/finalized feature fields (set by the node), as a Kafka
         # controller advertises them: kafka-features.sh --bootstrap-controller reads them
-        self.features: Callable[[], dict[str, Any]] | None = None
+        self.features: Callable[[], FeatureFields] | None = None
 
     async def __call__(self, request: Request, conn: Any) -> dict[str, Any] | None:
         key = request.header.api_key

@@ -43,7 +43,8 @@ def serving(
     async def handler(request: Request, conn: Connection) -> dict[str, Any] | None:
         harness.principals.append(str(conn.session.principal))
         if request.api.key == 18:
-            return api_versions_body(conn.served_apis)
+            body: dict[str, Any] = {**api_versions_body(conn.served_apis)}
+            return body
         return {
             "throttle_time_ms": 0,
             "brokers": [],

@@ -78,7 +78,7 @@ def test_versions_are_kafka_42s() -> None:
 
 
 def test_share_version_is_supported_and_finalized_only_by_the_image() -> None:
-    fields: dict[str, Any] = feature_fields(image(None))
+    fields = feature_fields(image(None))
     assert {"name": "share.version", "min_version": 0, "max_version": 1} in fields[
         "supported_features"
     ]
