@@ -27,10 +27,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, TypedDict
 
 from sparklog.controller.driver import ControllerDriver
+from sparklog.controller.quorum_controller import QuorumController
 from sparklog.controller.result import ControllerResult
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import API_VERSIONS_KEY, Request
 from sparklog.protocol.message_types import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
     ApiKey,
     ApiVersionsResponseFinalizedFeatures,
     ApiVersionsResponseSupportedFeatures,
@@ -329,9 +332,10 @@ class ControllerApis:
             CLUSTER_NAME,
         )
 
-    def _operation(
-        self, key: int, body: Mapping[str, Any], version: int
-    ) -> Callable[[], ControllerResult[Any]]:
+    def _operation(self, key: int, body: Any, version: int) -> Callable[[], ControllerResult[Any]]:
+        """The controller call answering ``key``; ``body`` is what the codec decoded from
+        ``key``'s request declaration, so it is that request's TypedDict (dispatched by key, as
+        the broker's HANDLERS are)."""
         assert self.controller is not None
         controller = self.controller.controller
         if key == BROKER_REGISTRATION:
@@ -352,11 +356,11 @@ class ControllerApis:
         return lambda: operation(body, version)
 
 
-def _allocate(controller: Any, body: Mapping[str, Any]) -> ControllerResult[dict[str, Any]]:
+def _allocate(
+    controller: QuorumController, body: AllocateProducerIdsRequest
+) -> ControllerResult[AllocateProducerIdsResponse]:
     try:
-        result: ControllerResult[tuple[int, int]] = controller.allocate_producer_ids(
-            int(body["broker_id"]), int(body["broker_epoch"])
-        )
+        result = controller.allocate_producer_ids(body["broker_id"], body["broker_epoch"])
     except KafkaApiError as exc:
         return ControllerResult((), {"throttle_time_ms": 0, "error_code": int(exc.code)}, -1)
     start, length = result.response

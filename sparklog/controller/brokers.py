@@ -39,9 +39,8 @@ Rules, as in Kafka's ``BrokerHeartbeatManager`` and ``ReplicationControlManager`
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from sparklog.controller.directories import (
     assignment_error,
@@ -60,6 +59,15 @@ from sparklog.metadata.image import BrokerRegistration, MetadataImage
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.kafka_uuid import uuid_to_str
+from sparklog.protocol.message_types import (
+    AssignReplicasToDirsRequest,
+    AssignReplicasToDirsResponse,
+    AssignReplicasToDirsResponseDirectories,
+    AssignReplicasToDirsResponseDirectoriesTopics,
+    AssignReplicasToDirsResponseDirectoriesTopicsPartitions,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+)
 
 log = logging.getLogger(__name__)
 
@@ -144,33 +152,33 @@ def fence_records(ctx: ReplicationContext, broker_id: int) -> list[MetadataRecor
 @dataclass(frozen=True, slots=True)
 class HeartbeatOutcome:
     records: tuple[MetadataRecord, ...]
-    response: dict[str, Any]
+    response: BrokerHeartbeatResponse
 
 
 def heartbeat(
     ctx: ReplicationContext,
     sessions: BrokerHeartbeats,
-    body: Mapping[str, Any],
+    body: BrokerHeartbeatRequest,
     now_ms: int,
 ) -> HeartbeatOutcome:
     """Decide a BrokerHeartbeat: renew the lease, maybe (un)fence or shut down the broker."""
     image = ctx.image
-    broker_id = int(body["broker_id"])
+    broker_id = body["broker_id"]
     broker = image.cluster.broker(broker_id)
     if broker is None:
         return HeartbeatOutcome((), _heartbeat_error(ErrorCode.BROKER_ID_NOT_REGISTERED))
-    if broker.epoch != int(body["broker_epoch"]):
+    if broker.epoch != body["broker_epoch"]:
         return HeartbeatOutcome((), _heartbeat_error(ErrorCode.STALE_BROKER_EPOCH))
     sessions.touch(broker_id, now_ms)
-    caught_up = int(body["current_metadata_offset"]) >= broker.epoch
+    caught_up = body["current_metadata_offset"] >= broker.epoch
     fenced = broker.fenced
     records: list[MetadataRecord] = []
     should_shut_down = False
     offline: list[bytes] = []
     if assignment_supported(image.features.metadata_version):
-        offline = newly_offline(broker, body.get("offline_log_dirs") or ())
+        offline = newly_offline(broker, body["offline_log_dirs"])
     moved_all = False
-    if body.get("want_shut_down"):
+    if body["want_shut_down"]:
         if fenced:
             should_shut_down = True
         elif not broker.in_controlled_shutdown:
@@ -180,16 +188,16 @@ def heartbeat(
         elif not leads_anything(image, broker_id):
             records.append(_change(broker_id, broker.epoch, 1))
             fenced = should_shut_down = True
-    elif fenced and caught_up and not body.get("want_fence") and not offline:
+    elif fenced and caught_up and not body["want_fence"] and not offline:
         records.append(_change(broker_id, broker.epoch, -1))
         records.extend(elect_offline_leaders(ctx, broker_id))
         fenced = False
-    elif not fenced and body.get("want_fence"):
+    elif not fenced and body["want_fence"]:
         records.extend(fence_records(ctx, broker_id))
         fenced = moved_all = True
     if offline:
         records.extend(directories_offline(ctx, broker, offline, moved_all=moved_all))
-    response = {
+    response: BrokerHeartbeatResponse = {
         "throttle_time_ms": 0,
         "error_code": 0,
         "is_caught_up": caught_up,
@@ -226,8 +234,8 @@ def directories_offline(
 
 
 def assign_replicas_to_dirs(
-    ctx: ReplicationContext, body: Mapping[str, Any]
-) -> tuple[list[MetadataRecord], dict[str, Any]]:
+    ctx: ReplicationContext, body: AssignReplicasToDirsRequest
+) -> tuple[list[MetadataRecord], AssignReplicasToDirsResponse]:
     """Kafka's ``handleAssignReplicasToDirs``: place the broker's replicas in the named dirs.
 
     One PartitionChangeRecord per partition whose directory changes; a partition placed in a
@@ -236,24 +244,24 @@ def assign_replicas_to_dirs(
     image = ctx.image
     if not assignment_supported(image.features.metadata_version):
         return [], assignment_error(ErrorCode.UNSUPPORTED_VERSION)
-    broker_id = int(body["broker_id"])
+    broker_id = body["broker_id"]
     broker = image.cluster.broker(broker_id)
     if broker is None:
         return [], assignment_error(ErrorCode.BROKER_ID_NOT_REGISTERED)
-    if broker.epoch != int(body["broker_epoch"]):
+    if broker.epoch != body["broker_epoch"]:
         return [], assignment_error(ErrorCode.STALE_BROKER_EPOCH)
     records: list[MetadataRecord] = []
-    directories = []
-    for requested in body.get("directories") or ():
+    directories: list[AssignReplicasToDirsResponseDirectories] = []
+    for requested in body["directories"]:
         directory = bytes(requested["id"])
         offline = not is_online(directory, broker.log_dirs)
         accept = ctx.acceptable(removed=frozenset({broker_id}) if offline else frozenset())
-        topics = []
-        for wanted in requested.get("topics") or ():
+        topics: list[AssignReplicasToDirsResponseDirectoriesTopics] = []
+        for wanted in requested["topics"]:
             topic = image.topics.get_topic_by_id(bytes(wanted["topic_id"]))
-            results = []
-            for entry in wanted.get("partitions") or ():
-                index = int(entry["partition_index"])
+            results: list[AssignReplicasToDirsResponseDirectoriesTopicsPartitions] = []
+            for entry in wanted["partitions"]:
+                index = entry["partition_index"]
                 partition = None if topic is None else topic.partitions.get(index)
                 if topic is None:
                     code = ErrorCode.UNKNOWN_TOPIC_ID
@@ -276,7 +284,7 @@ def assign_replicas_to_dirs(
     return records, {"throttle_time_ms": 0, "error_code": 0, "directories": directories}
 
 
-def _heartbeat_error(code: ErrorCode) -> dict[str, Any]:
+def _heartbeat_error(code: ErrorCode) -> BrokerHeartbeatResponse:
     return {
         "throttle_time_ms": 0,
         "error_code": int(code),

@@ -32,6 +32,10 @@ from typing import Any, Final
 from sparklog.metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import (
+    AssignReplicasToDirsRequest,
+    AssignReplicasToDirsResponse,
+)
 
 MIGRATING: Final = b"\x00" * 16
 UNASSIGNED: Final = b"\x00" * 15 + b"\x01"
@@ -123,7 +127,7 @@ def assignments_of(request: Mapping[str, Any]) -> list[tuple[bytes, bytes, int]]
 
 def assignment_request(
     broker_id: int, broker_epoch: int, assignments: Iterable[tuple[bytes, bytes, int]]
-) -> dict[str, Any]:
+) -> AssignReplicasToDirsRequest:
     """An AssignReplicasToDirs request body for (dir id, topic id, partition) triples."""
     by_dir: dict[bytes, dict[bytes, list[int]]] = {}
     for directory, topic_id, partition in assignments:
@@ -161,5 +165,5 @@ def registration_change(broker: BrokerRegistration, online: Sequence[bytes]) -> 
     )
 
 
-def assignment_error(code: ErrorCode) -> dict[str, Any]:
+def assignment_error(code: ErrorCode) -> AssignReplicasToDirsResponse:
     return {"throttle_time_ms": 0, "error_code": int(code), "directories": []}

@@ -78,6 +78,16 @@ from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.metadata.snapshot_image import image_from_snapshot
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import random_uuid_bytes
+from sparklog.protocol.message_types import (
+    AssignReplicasToDirsRequest,
+    AssignReplicasToDirsResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+)
 from sparklog.raft.client import (
     CommittedBatch,
     LeaderAndEpoch,
@@ -491,17 +501,17 @@ class QuorumController:
     # -- broker lifecycle (KIP-631) --------------------------------------------------------------
 
     def broker_registration(
-        self, body: Mapping[str, Any], cluster_id: str | None, now_ms: int
-    ) -> ControllerResult[dict[str, Any]]:
+        self, body: BrokerRegistrationRequest, cluster_id: str | None, now_ms: int
+    ) -> ControllerResult[BrokerRegistrationResponse]:
         """A BrokerRegistration request: a fenced registration and the new broker epoch."""
-        broker_id = int(body["broker_id"])
+        broker_id = body["broker_id"]
 
-        def error(code: ErrorCode) -> ControllerResult[dict[str, Any]]:
+        def error(code: ErrorCode) -> ControllerResult[BrokerRegistrationResponse]:
             return self._result(
                 (), {"throttle_time_ms": 0, "error_code": int(code), "broker_epoch": -1}
             )
 
-        if cluster_id is not None and body.get("cluster_id") != cluster_id:
+        if cluster_id is not None and body["cluster_id"] != cluster_id:
             return error(ErrorCode.INCONSISTENT_CLUSTER_ID)
         incarnation = bytes(body["incarnation_id"])
         previous = self._image.cluster.broker(broker_id)
@@ -513,11 +523,11 @@ class QuorumController:
         ):
             return error(ErrorCode.DUPLICATE_BROKER_REGISTRATION)
         endpoints = [
-            Endpoint(e["name"], e["host"], int(e["port"]), int(e["security_protocol"]))
+            Endpoint(e["name"], e["host"], e["port"], e["security_protocol"])
             for e in body["listeners"]
         ]
         features = {
-            f["name"]: (int(f["min_supported_version"]), int(f["max_supported_version"]))
+            f["name"]: (f["min_supported_version"], f["max_supported_version"])
             for f in body["features"]
         }
         if previous is not None and previous.incarnation_id == incarnation:
@@ -530,14 +540,14 @@ class QuorumController:
                 broker_id,
                 incarnation,
                 endpoints,
-                body.get("rack"),
+                body["rack"],
                 features,
-                log_dirs=[bytes(d) for d in body.get("log_dirs") or ()],
+                log_dirs=[bytes(d) for d in body["log_dirs"]],
                 unfence=False,
                 unclean_shutdown=(
                     previous is not None
                     and elr_enabled(self._image)
-                    and int(body.get("previous_broker_epoch", -1)) != previous.epoch
+                    and body["previous_broker_epoch"] != previous.epoch
                 ),
             )
         except KafkaApiError as exc:
@@ -549,12 +559,14 @@ class QuorumController:
         )
 
     def broker_heartbeat(
-        self, body: Mapping[str, Any], now_ms: int
-    ) -> ControllerResult[dict[str, Any]]:
+        self, body: BrokerHeartbeatRequest, now_ms: int
+    ) -> ControllerResult[BrokerHeartbeatResponse]:
         outcome = heartbeat(self.replication, self.sessions, body, now_ms)
         return self._result(outcome.records, outcome.response)
 
-    def assign_replicas_to_dirs(self, body: Mapping[str, Any]) -> ControllerResult[dict[str, Any]]:
+    def assign_replicas_to_dirs(
+        self, body: AssignReplicasToDirsRequest
+    ) -> ControllerResult[AssignReplicasToDirsResponse]:
         """AssignReplicasToDirs (73), see :mod:`sparklog.controller.directories`."""
         records, response = assign_replicas_to_dirs(self.replication, body)
         return self._result(records, response)
@@ -565,8 +577,10 @@ class QuorumController:
             return self._result(fence_records(self.replication, broker_id), [broker_id])
         return self._result((), [])
 
-    def unregister_broker(self, body: Mapping[str, Any]) -> ControllerResult[dict[str, Any]]:
-        broker_id = int(body["broker_id"])
+    def unregister_broker(
+        self, body: UnregisterBrokerRequest
+    ) -> ControllerResult[UnregisterBrokerResponse]:
+        broker_id = body["broker_id"]
         broker = self._image.cluster.broker(broker_id)
         if broker is None:
             return self._result(

@@ -9,13 +9,14 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sparklog.broker.dir_assignments import DirectoryAssignments
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.controller.directories import MAX_ASSIGNMENTS_PER_REQUEST, assignments_of
 from sparklog.metadata.delta import MetadataDelta
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import AssignReplicasToDirsRequest
 from sparklog.storage.config import LogConfig
 from sparklog.storage.manager import LogManager
 from tests.unit.controller.test_log_dir_assignment import DIR_A, DIR_B, Cluster
@@ -48,10 +49,9 @@ def test_replicas_are_reported_then_placed_by_the_controller(tmp_path: Path) -> 
 
     async def to_controller(key: int, version: int, body: Mapping[str, Any]) -> dict[str, Any]:
         assert (key, version) == (73, 0)
-        response: dict[str, Any] = cluster.controller.run(
-            cluster.controller.assign_replicas_to_dirs(body)
-        )
-        return response
+        request = cast(AssignReplicasToDirsRequest, body)  # what the controller would decode
+        response = cluster.controller.run(cluster.controller.assign_replicas_to_dirs(request))
+        return {**response}
 
     assignments = DirectoryAssignments(
         1, to_controller, lambda: cluster.epochs[1], lambda: cluster.controller.image
@@ -70,7 +70,7 @@ def test_replicas_are_reported_then_placed_by_the_controller(tmp_path: Path) -> 
     create(cluster.node, topic("u", assignments=assignments_))
     u = cluster.controller.image.topics.get_topic("u")
     assert u is not None
-    body = {
+    body: AssignReplicasToDirsRequest = {
         "broker_id": 1,
         "broker_epoch": cluster.epochs[1],
         "directories": [

@@ -4,15 +4,21 @@ leader moves, unfencing, controlled shutdown, unregistration — over a real met
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import (
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+)
 from tests.unit.controller.test_quorum_controller import Node, create, topic
 
 SESSION_MS = 9000
 
 
-def registration(broker_id: int, incarnation: bytes, cluster_id: str = "c") -> dict[str, Any]:
+def registration(
+    broker_id: int, incarnation: bytes, cluster_id: str = "c"
+) -> BrokerRegistrationRequest:
     return {
         "broker_id": broker_id,
         "cluster_id": cluster_id,
@@ -24,15 +30,17 @@ def registration(broker_id: int, incarnation: bytes, cluster_id: str = "c") -> d
             {"name": "metadata.version", "min_supported_version": 7, "max_supported_version": 27}
         ],
         "rack": None,
+        "is_migrating_zk_broker": False,
         "log_dirs": [],
+        "previous_broker_epoch": -1,
     }
 
 
 def beat(
     node: Node, broker_id: int, epoch: int, now: int, offset: int | None = None, **flags: bool
-) -> dict[str, Any]:
+) -> BrokerHeartbeatResponse:
     controller = node.controller
-    body = {
+    body: BrokerHeartbeatRequest = {
         "broker_id": broker_id,
         "broker_epoch": epoch,
         "current_metadata_offset": (
@@ -40,9 +48,9 @@ def beat(
         ),
         "want_fence": flags.get("want_fence", False),
         "want_shut_down": flags.get("want_shut_down", False),
+        "offline_log_dirs": [],
     }
-    response: dict[str, Any] = controller.run(controller.broker_heartbeat(body, now))
-    return response
+    return controller.run(controller.broker_heartbeat(body, now))
 
 
 def register(node: Node, broker_id: int, now: int, incarnation: bytes | None = None) -> int:
@@ -158,12 +166,13 @@ def test_offline_log_dirs_leave_the_registration(tmp_path: Path) -> None:
     node = Node(tmp_path, brokers=0)
     controller = node.controller
     dir_a, dir_b = b"a" * 16, b"b" * 16
-    body = registration(7, b"i" * 16) | {"log_dirs": [dir_a, dir_b]}
+    body = registration(7, b"i" * 16)
+    body["log_dirs"] = [dir_a, dir_b]
     epoch = controller.run(controller.broker_registration(body, "c", 0))["broker_epoch"]
     beat(node, 7, epoch, now=10)
 
     def offline(dirs: list[bytes], now: int) -> int:
-        heartbeat = {
+        heartbeat: BrokerHeartbeatRequest = {
             "broker_id": 7,
             "broker_epoch": epoch,
             "current_metadata_offset": controller.image.provenance.last_offset,

@@ -16,6 +16,7 @@ from sparklog.metadata.bootstrap import BootstrapMetadata
 from sparklog.metadata.image import PartitionRegistration
 from sparklog.metadata.records import MetadataRecord, decode_record
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import BrokerRegistrationRequest
 from sparklog.raft.quorum_state import QuorumStateStore
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
@@ -202,13 +203,14 @@ def test_unclean_shutdown_leaves_elr(cluster: Cluster) -> None:
     cluster.create("t", [[1, 2, 3]], min_insync_replicas="3")
     cluster.fence(2)
     assert cluster.partition("t").elr == (2,)
-    body = {
+    body: BrokerRegistrationRequest = {
         "broker_id": 2,
         "cluster_id": "c",
         "incarnation_id": b"\x77" * 16,
         "listeners": [{"name": "PLAINTEXT", "host": "h", "port": 1, "security_protocol": 0}],
         "features": [],
         "rack": None,
+        "is_migrating_zk_broker": False,
         "log_dirs": [],
         "previous_broker_epoch": -1,
     }

@@ -26,6 +26,7 @@ from sparklog.controller.partition_change_builder import Election
 from sparklog.controller.replication_control import ReplicationContext
 from sparklog.metadata.image import METADATA_VERSION_FEATURE, FeaturesImage, PartitionRegistration
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import BrokerHeartbeatRequest
 from tests.unit.controller.test_broker_lifecycle import registration
 from tests.unit.controller.test_quorum_controller import Node, create, topic
 
@@ -41,7 +42,8 @@ class Cluster:
         self.controller = self.node.controller
         self.epochs: dict[int, int] = {}
         for broker_id, dirs in ((1, [DIR_A, DIR_B]), (2, [SINGLE[2]]), (3, [SINGLE[3]])):
-            body = registration(broker_id, bytes([broker_id]) * 16) | {"log_dirs": dirs}
+            body = registration(broker_id, bytes([broker_id]) * 16)
+            body["log_dirs"] = dirs
             response = self.controller.run(self.controller.broker_registration(body, "c", 0))
             self.epochs[broker_id] = response["broker_epoch"]
         for broker_id in self.epochs:
@@ -51,7 +53,7 @@ class Cluster:
         assert create(self.node, topic("t", assignments=assignments))[0]["error_code"] == 0
 
     def beat(self, broker_id: int, now: int, offline: list[bytes] | None = None) -> Any:
-        body = {
+        body: BrokerHeartbeatRequest = {
             "broker_id": broker_id,
             "broker_epoch": self.epochs[broker_id],
             "current_metadata_offset": self.controller.image.provenance.last_offset,
@@ -78,7 +80,7 @@ class Cluster:
 
 def offline_a(cluster: Cluster, ctx: ReplicationContext) -> HeartbeatOutcome:
     """Broker 1's heartbeat reporting dir A offline, decided on ``ctx`` (not appended)."""
-    body = {
+    body: BrokerHeartbeatRequest = {
         "broker_id": 1,
         "broker_epoch": cluster.epochs[1],
         "current_metadata_offset": ctx.image.provenance.last_offset,

@@ -15,6 +15,7 @@ from sparklog.config import ServerConfig
 from sparklog.metadata.image import MetadataImage
 from sparklog.node_plane import FIRST_BOOTSTRAP_ID, MetadataPlane, quorum_setup
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.message_types import BrokerHeartbeatRequest
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 
@@ -157,18 +158,22 @@ def test_a_leader_whose_epoch_is_not_activated_refuses_operations(tmp_path: Path
         await _until_active(plane)
         driver, controller = plane.controller_driver, plane.controller
         assert driver is not None and controller is not None
+        heartbeat: BrokerHeartbeatRequest = {
+            "broker_id": 5,
+            "broker_epoch": 1,
+            "current_metadata_offset": 0,
+            "want_fence": False,
+            "want_shut_down": False,
+            "offline_log_dirs": [],
+        }
         activated = driver._activated_epoch
         driver._activated_epoch = activated - 1  # as if this epoch's activation failed
         assert controller.is_active and not driver.is_active
         with pytest.raises(KafkaApiError) as refused:
-            await driver.call(lambda: controller.broker_heartbeat({"broker_id": 5}, 0))
+            await driver.call(lambda: controller.broker_heartbeat(heartbeat, 0))
         assert refused.value.code == ErrorCode.NOT_CONTROLLER
         driver._activated_epoch = activated
-        answer = await driver.call(
-            lambda: controller.broker_heartbeat(
-                {"broker_id": 5, "broker_epoch": 1, "current_metadata_offset": 0}, 0
-            )
-        )
+        answer = await driver.call(lambda: controller.broker_heartbeat(heartbeat, 0))
         assert answer["error_code"] == ErrorCode.BROKER_ID_NOT_REGISTERED
         await plane.shutdown()
 
