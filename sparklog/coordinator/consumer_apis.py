@@ -76,6 +76,30 @@ def wire_assignment(
     ]
 
 
+def heartbeat_response(
+    error: int,
+    message: str | None,
+    member_id: str | None,
+    member_epoch: int,
+    interval_ms: int,
+    assignment: Assignment | None,
+) -> ConsumerGroupHeartbeatResponse:
+    """A KIP-848 or KIP-932 heartbeat response (the two have the same fields); the assignment
+    is sent only with no error."""
+    wire: ConsumerGroupHeartbeatResponseAssignment | None = None
+    if error == ErrorCode.NONE and assignment is not None:
+        wire = {"topic_partitions": wire_assignment(assignment)}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(error),
+        "error_message": message,
+        "member_id": member_id,
+        "member_epoch": member_epoch,
+        "heartbeat_interval_ms": interval_ms,
+        "assignment": wire,
+    }
+
+
 async def handle_consumer_group_heartbeat(
     ctx: CoordinatorContext, request: TypedRequest[ConsumerGroupHeartbeatRequest], listener: str
 ) -> ConsumerGroupHeartbeatResponse:
@@ -96,27 +120,15 @@ async def handle_consumer_group_heartbeat(
     try:
         result = await group_coordinator(ctx).consumer_heartbeat(req, _resolver(ctx))
     except KafkaApiError as exc:
-        return {
-            "throttle_time_ms": 0,
-            "error_code": int(exc.code),
-            "error_message": exc.message,
-            "member_id": None,
-            "member_epoch": -1,
-            "heartbeat_interval_ms": 0,
-            "assignment": None,
-        }
-    assignment: ConsumerGroupHeartbeatResponseAssignment | None = None
-    if result.error == ErrorCode.NONE and result.assignment is not None:
-        assignment = {"topic_partitions": wire_assignment(result.assignment)}
-    return {
-        "throttle_time_ms": 0,
-        "error_code": int(result.error),
-        "error_message": result.message,
-        "member_id": result.member_id,
-        "member_epoch": result.member_epoch,
-        "heartbeat_interval_ms": result.heartbeat_interval_ms,
-        "assignment": assignment,
-    }
+        return heartbeat_response(exc.code, exc.message, None, -1, 0, None)
+    return heartbeat_response(
+        result.error,
+        result.message,
+        result.member_id,
+        result.member_epoch,
+        result.heartbeat_interval_ms,
+        result.assignment,
+    )
 
 
 def assignment_describer(

@@ -23,7 +23,7 @@ from sparklog.coordinator.consumer_apis import (
     assignment_describer,
     dead_group_entry,
     group_coordinator,
-    wire_assignment,
+    heartbeat_response,
 )
 from sparklog.coordinator.coordinator import OFFSETS_TOPIC
 from sparklog.coordinator.runtime import CoordinatorContext, Handler
@@ -37,7 +37,6 @@ from sparklog.protocol.message_types import (
     ShareGroupDescribeResponseGroups,
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
-    ShareGroupHeartbeatResponseAssignment,
 )
 from sparklog.share.share_group import (
     ShareGroup,
@@ -127,6 +126,20 @@ def find_share_group(ctx: CoordinatorContext, group_id: str) -> ShareGroup | Non
     return groups.groups.get(group_id)
 
 
+def described_share_group(
+    ctx: CoordinatorContext, group_id: str
+) -> tuple[ShareGroup | None, int, str | None]:
+    """The share group a describe names, or why there is none: (group, error code, message)
+    with NOT_COORDINATOR and the like, or GROUP_ID_NOT_FOUND."""
+    try:
+        group = find_share_group(ctx, group_id)
+    except KafkaApiError as exc:
+        return None, int(exc.code), None
+    if group is None:
+        return None, int(ErrorCode.GROUP_ID_NOT_FOUND), f"Group {group_id} not found."
+    return group, int(ErrorCode.NONE), None
+
+
 async def handle_share_group_heartbeat(
     ctx: CoordinatorContext, request: TypedRequest[ShareGroupHeartbeatRequest], listener: str
 ) -> ShareGroupHeartbeatResponse:
@@ -155,27 +168,15 @@ async def handle_share_group_heartbeat(
             ctx, body["group_id"], lambda groups: groups.heartbeat(heartbeat, resolve, _now_ms())
         )
     except KafkaApiError as exc:
-        return {
-            "throttle_time_ms": 0,
-            "error_code": int(exc.code),
-            "error_message": exc.message,
-            "member_id": None,
-            "member_epoch": -1,
-            "heartbeat_interval_ms": 0,
-            "assignment": None,
-        }
-    assignment: ShareGroupHeartbeatResponseAssignment | None = None
-    if result.error == ErrorCode.NONE and result.assignment is not None:
-        assignment = {"topic_partitions": wire_assignment(result.assignment)}
-    return {
-        "throttle_time_ms": 0,
-        "error_code": int(result.error),
-        "error_message": result.message,
-        "member_id": result.member_id,
-        "member_epoch": result.member_epoch,
-        "heartbeat_interval_ms": interval if result.error == ErrorCode.NONE else 0,
-        "assignment": assignment,
-    }
+        return heartbeat_response(exc.code, exc.message, None, -1, 0, None)
+    return heartbeat_response(
+        result.error,
+        result.message,
+        result.member_id,
+        result.member_epoch,
+        interval if result.error == ErrorCode.NONE else 0,
+        result.assignment,
+    )
 
 
 async def handle_share_group_describe(
@@ -185,15 +186,9 @@ async def handle_share_group_describe(
     out: list[ShareGroupDescribeResponseGroups] = []
     for group_id in request.body["group_ids"]:
         entry: ShareGroupDescribeResponseGroups = {**dead_group_entry(group_id), "members": []}
-        try:
-            group = find_share_group(ctx, group_id)
-        except KafkaApiError as exc:
-            entry["error_code"] = int(exc.code)
-            out.append(entry)
-            continue
+        group, code, message = described_share_group(ctx, group_id)
         if group is None:
-            entry["error_code"] = int(ErrorCode.GROUP_ID_NOT_FOUND)
-            entry["error_message"] = f"Group {group_id} not found."
+            entry["error_code"], entry["error_message"] = code, message
             out.append(entry)
             continue
         entry["group_state"] = group.state

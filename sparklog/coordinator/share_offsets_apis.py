@@ -22,7 +22,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sparklog.coordinator.runtime import CoordinatorContext, Handler
-from sparklog.coordinator.share_apis import find_share_group, persist_share_group, share_groups
+from sparklog.coordinator.share_apis import (
+    described_share_group,
+    find_share_group,
+    persist_share_group,
+    share_groups,
+)
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.headers import TypedRequest
 from sparklog.protocol.message_types import (
@@ -65,15 +70,9 @@ async def handle_describe_share_group_offsets(
             "error_code": 0,
             "error_message": None,
         }
-        try:
-            group = find_share_group(ctx, group_id)
-        except KafkaApiError as exc:
-            entry["error_code"] = int(exc.code)
-            groups.append(entry)
-            continue
+        group, code, message = described_share_group(ctx, group_id)
         if group is None:
-            entry["error_code"] = int(ErrorCode.GROUP_ID_NOT_FOUND)
-            entry["error_message"] = f"Group {group_id} not found."
+            entry["error_code"], entry["error_message"] = code, message
             groups.append(entry)
             continue
         # (topic, partition) -> (its row, start offset + delivery complete count), for the lag
