@@ -28,6 +28,7 @@ from sparklog.controller.group_configs import RESOURCE_GROUP, validate_group_con
 from sparklog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.message_types import CreateTopicsResponseTopicsConfigs
 from sparklog.storage.config import CONFIG_BY_NAME, CONFIG_DEFS, LogConfig
 
 OP_SET = 0
@@ -81,10 +82,12 @@ class TopicConfigPolicy:
             {"resource_type": RESOURCE_TOPIC, "resource_name": topic, "name": name, "value": value},
         )
 
-    def describe_topic(self, overrides: Mapping[str, str]) -> list[dict[str, Any]]:
+    def describe_topic(
+        self, overrides: Mapping[str, str]
+    ) -> list[CreateTopicsResponseTopicsConfigs]:
         """Every topic config with its value and source, as CreateTopics v5+ returns them."""
         merged = self.validate_topic(overrides)
-        entries: list[dict[str, Any]] = []
+        entries: list[CreateTopicsResponseTopicsConfigs] = []
         for definition in CONFIG_DEFS:
             if definition.name in overrides:
                 source = SOURCE_TOPIC_CONFIG

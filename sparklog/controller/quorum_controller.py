@@ -85,6 +85,13 @@ from sparklog.protocol.message_types import (
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    CreateTopicsResponseTopics,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
 )
@@ -275,17 +282,17 @@ class QuorumController:
     # -- operations (pure: compute records + response) ----------------------------------------
 
     def create_topics(
-        self, request: Mapping[str, Any], version: int
-    ) -> ControllerResult[dict[str, Any]]:
+        self, request: CreateTopicsRequest, version: int
+    ) -> ControllerResult[CreateTopicsResponse]:
         records, response = create_topics(self._image, request, self._defaults)
         return self._result(records, response)
 
     def auto_create_topic(
         self, name: str, num_partitions: int = -1, replication_factor: int = -1
-    ) -> ControllerResult[dict[str, Any]]:
+    ) -> ControllerResult[CreateTopicsResponseTopics]:
         """Metadata-request auto-creation: one topic with broker defaults; the response is
         that topic's CreateTopics result (``error_code``, ``topic_id``, ...)."""
-        request = {
+        request: CreateTopicsRequest = {
             "topics": [
                 {
                     "name": name,
@@ -295,21 +302,21 @@ class QuorumController:
                     "configs": [],
                 }
             ],
+            "timeout_ms": 0,
             "validate_only": False,
         }
         records, response = create_topics(self._image, request, self._defaults)
-        topic_result: dict[str, Any] = response["topics"][0]
-        return self._result(records, topic_result)
+        return self._result(records, response["topics"][0])
 
     def delete_topics(
-        self, request: Mapping[str, Any], version: int
-    ) -> ControllerResult[dict[str, Any]]:
+        self, request: DeleteTopicsRequest, version: int
+    ) -> ControllerResult[DeleteTopicsResponse]:
         records, response = delete_topics(self._image, request, version, self._defaults)
         return self._result(records, response)
 
     def create_partitions(
-        self, request: Mapping[str, Any], version: int
-    ) -> ControllerResult[dict[str, Any]]:
+        self, request: CreatePartitionsRequest, version: int
+    ) -> ControllerResult[CreatePartitionsResponse]:
         records, response = create_partitions(self._image, request, self._defaults)
         return self._result(records, response)
 

@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from sparklog.controller.configs import TopicConfigPolicy
 from sparklog.controller.directories import default_dir
@@ -35,6 +34,19 @@ from sparklog.metadata.image import MetadataImage, PartitionRegistration
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import ZERO_UUID
+from sparklog.protocol.message_types import (
+    CreatePartitionsRequest,
+    CreatePartitionsRequestTopics,
+    CreatePartitionsResponse,
+    CreatePartitionsResponseResults,
+    CreateTopicsRequest,
+    CreateTopicsRequestTopics,
+    CreateTopicsResponse,
+    CreateTopicsResponseTopics,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DeleteTopicsResponseResponses,
+)
 
 MAX_TOPIC_NAME_LENGTH = 249
 # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP (= MAX_RECORDS_PER_BATCH).
@@ -100,15 +112,6 @@ def _reserve(planned: int, more: int) -> int:
     if planned + more > MAX_RECORDS_PER_USER_OP:
         raise BatchTooLargeError(planned + more)
     return planned + more
-
-
-def _refuse_all(
-    topics: Sequence[Mapping[str, Any]], error: KafkaApiError, **extra: Any
-) -> list[dict[str, Any]]:
-    return [
-        {"name": t["name"], **extra, "error_code": int(error.code), "error_message": error.message}
-        for t in topics
-    ]
 
 
 class _Batch:
@@ -220,18 +223,18 @@ def _new_partition(
 
 
 def create_topics(
-    image: MetadataImage, request: Mapping[str, Any], defaults: TopicDefaults
-) -> tuple[list[MetadataRecord], dict[str, Any]]:
+    image: MetadataImage, request: CreateTopicsRequest, defaults: TopicDefaults
+) -> tuple[list[MetadataRecord], CreateTopicsResponse]:
     batch = _Batch(image)
-    validate_only = bool(request.get("validate_only", False))
-    topics = list(request.get("topics") or [])
+    validate_only = request["validate_only"]
+    topics = request["topics"]
     counts: dict[str, int] = {}
     for topic in topics:
         counts[topic["name"]] = counts.get(topic["name"], 0) + 1
-    results: list[dict[str, Any]] = []
+    results: list[CreateTopicsResponseTopics] = []
     for topic in topics:
         name = topic["name"]
-        result: dict[str, Any] = {
+        result: CreateTopicsResponseTopics = {
             "name": name,
             "topic_id": ZERO_UUID,
             "error_code": 0,
@@ -242,19 +245,28 @@ def create_topics(
                 raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
             result.update(_create_one(batch, topic, defaults, validate_only))
         except KafkaApiError as exc:
-            result.update(error_code=int(exc.code), error_message=exc.message)
+            result["error_code"] = int(exc.code)
+            result["error_message"] = exc.message
         except BatchTooLargeError as exc:
             error = excessively_large_batch(exc.args[0], "This CreateTopics request")
-            refused = _refuse_all(topics, error, topic_id=ZERO_UUID)
+            refused: list[CreateTopicsResponseTopics] = [
+                {
+                    "name": t["name"],
+                    "topic_id": ZERO_UUID,
+                    "error_code": int(error.code),
+                    "error_message": error.message,
+                }
+                for t in topics
+            ]
             return [], {"throttle_time_ms": 0, "topics": refused}
         results.append(result)
     return ([] if validate_only else batch.records), {"throttle_time_ms": 0, "topics": results}
 
 
 def _create_one(
-    batch: _Batch, topic: Mapping[str, Any], defaults: TopicDefaults, validate_only: bool
-) -> dict[str, Any]:
-    name: str = topic["name"]
+    batch: _Batch, topic: CreateTopicsRequestTopics, defaults: TopicDefaults, validate_only: bool
+) -> CreateTopicsResponseTopics:
+    name = topic["name"]
     image = batch.image
     validate_topic_name(name)
     if batch.topic_exists(name):
@@ -266,16 +278,14 @@ def _create_one(
                 ErrorCode.INVALID_TOPIC_EXCEPTION,
                 f"Topic '{name}' collides with existing topic: {existing}",
             )
-    num_partitions = int(topic.get("num_partitions", -1))
-    replication_factor = int(topic.get("replication_factor", -1))
-    assignments = list(topic.get("assignments") or [])
+    num_partitions = topic["num_partitions"]
+    replication_factor = topic["replication_factor"]
+    assignments = topic["assignments"]
     planned_partitions = len(assignments) or (
         defaults.num_partitions if num_partitions == -1 else max(num_partitions, 0)
     )
     # Checked before any placement, so a request for a million partitions costs nothing.
-    batch.planned = _reserve(
-        batch.planned, 1 + len(topic.get("configs") or []) + planned_partitions
-    )
+    batch.planned = _reserve(batch.planned, 1 + len(topic["configs"]) + planned_partitions)
     if assignments:
         if num_partitions != -1:
             raise KafkaApiError(
@@ -316,13 +326,14 @@ def _create_one(
             )
         replica_lists = place_replicas(image, 0, num_partitions, replication_factor, defaults.rng)
     overrides: dict[str, str] = {}
-    for entry in topic.get("configs") or []:
-        if entry.get("value") is None:
+    for entry in topic["configs"]:
+        value = entry["value"]
+        if value is None:
             raise KafkaApiError(
                 ErrorCode.INVALID_CONFIG,
                 f"Null value not supported for topic configs: {entry['name']}",
             )
-        overrides[entry["name"]] = entry["value"]
+        overrides[entry["name"]] = value
     defaults.config_policy.validate_topic(overrides)
     registrations = [
         _new_partition(image, partition_id, replicas)
@@ -347,22 +358,20 @@ def _create_one(
 
 
 def delete_topics(
-    image: MetadataImage, request: Mapping[str, Any], version: int, defaults: TopicDefaults
-) -> tuple[list[MetadataRecord], dict[str, Any]]:
+    image: MetadataImage, request: DeleteTopicsRequest, version: int, defaults: TopicDefaults
+) -> tuple[list[MetadataRecord], DeleteTopicsResponse]:
+    wanted: list[tuple[str | None, bytes]]
     if version >= 6:
-        wanted = [
-            (t.get("name"), bytes(t.get("topic_id") or ZERO_UUID))
-            for t in request.get("topics") or []
-        ]
+        wanted = [(t["name"], bytes(t["topic_id"] or ZERO_UUID)) for t in request["topics"]]
     else:
-        wanted = [(name, ZERO_UUID) for name in request.get("topic_names") or []]
+        wanted = [(name, ZERO_UUID) for name in request["topic_names"]]
     names = [n for n, i in wanted if n is not None and i == ZERO_UUID]
     ids = [i for _, i in wanted if i != ZERO_UUID]
     records: list[MetadataRecord] = []
     deleted: set[bytes] = set()
-    responses: list[dict[str, Any]] = []
+    responses: list[DeleteTopicsResponseResponses] = []
     for name, topic_id in wanted:
-        response: dict[str, Any] = {
+        response: DeleteTopicsResponseResponses = {
             "name": name,
             "topic_id": topic_id,
             "error_code": 0,
@@ -408,44 +417,57 @@ def delete_topics(
                 deleted.add(topic.topic_id)
                 records.append(make_record("RemoveTopicRecord", {"topic_id": topic.topic_id}))
         except KafkaApiError as exc:
-            response.update(error_code=int(exc.code), error_message=exc.message)
+            response["error_code"] = int(exc.code)
+            response["error_message"] = exc.message
         responses.append(response)
     return records, {"throttle_time_ms": 0, "responses": responses}
 
 
 def create_partitions(
-    image: MetadataImage, request: Mapping[str, Any], defaults: TopicDefaults
-) -> tuple[list[MetadataRecord], dict[str, Any]]:
-    validate_only = bool(request.get("validate_only", False))
-    topics = list(request.get("topics") or [])
+    image: MetadataImage, request: CreatePartitionsRequest, defaults: TopicDefaults
+) -> tuple[list[MetadataRecord], CreatePartitionsResponse]:
+    validate_only = request["validate_only"]
+    topics = request["topics"]
     names = [t["name"] for t in topics]
     records: list[MetadataRecord] = []
-    results: list[dict[str, Any]] = []
+    results: list[CreatePartitionsResponseResults] = []
     for topic in topics:
         name = topic["name"]
-        result: dict[str, Any] = {"name": name, "error_code": 0, "error_message": None}
+        result: CreatePartitionsResponseResults = {
+            "name": name,
+            "error_code": 0,
+            "error_message": None,
+        }
         try:
             if names.count(name) > 1:
                 raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
             records.extend(_create_partitions_one(image, topic, defaults, len(records)))
         except KafkaApiError as exc:
-            result.update(error_code=int(exc.code), error_message=exc.message)
+            result["error_code"] = int(exc.code)
+            result["error_message"] = exc.message
         except BatchTooLargeError as exc:
             error = excessively_large_batch(exc.args[0], "This CreatePartitions request")
-            return [], {"throttle_time_ms": 0, "results": _refuse_all(topics, error)}
+            refused: list[CreatePartitionsResponseResults] = [
+                {"name": t["name"], "error_code": int(error.code), "error_message": error.message}
+                for t in topics
+            ]
+            return [], {"throttle_time_ms": 0, "results": refused}
         results.append(result)
     return ([] if validate_only else records), {"throttle_time_ms": 0, "results": results}
 
 
 def _create_partitions_one(
-    image: MetadataImage, topic: Mapping[str, Any], defaults: TopicDefaults, planned: int
+    image: MetadataImage,
+    topic: CreatePartitionsRequestTopics,
+    defaults: TopicDefaults,
+    planned: int,
 ) -> list[MetadataRecord]:
     name = topic["name"]
     existing = image.topics.get_topic(name)
     if existing is None:
         raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find topic {name}")
     current = len(existing.partitions)
-    count = int(topic["count"])
+    count = topic["count"]
     if count < current:
         raise KafkaApiError(
             ErrorCode.INVALID_PARTITIONS,
@@ -460,7 +482,7 @@ def _create_partitions_one(
     _reserve(planned, additional)
     first = existing.partitions.get(0)
     replication_factor = len(first.replicas) if first is not None else defaults.replication_factor
-    assignments = topic.get("assignments")
+    assignments = topic["assignments"]
     if assignments is not None:
         if len(assignments) != additional:
             raise KafkaApiError(

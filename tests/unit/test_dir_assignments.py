@@ -16,7 +16,10 @@ from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.controller.directories import MAX_ASSIGNMENTS_PER_REQUEST, assignments_of
 from sparklog.metadata.delta import MetadataDelta
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.message_types import AssignReplicasToDirsRequest
+from sparklog.protocol.message_types import (
+    AssignReplicasToDirsRequest,
+    CreateTopicsRequestTopicsAssignments,
+)
 from sparklog.storage.config import LogConfig
 from sparklog.storage.manager import LogManager
 from tests.unit.controller.test_log_dir_assignment import DIR_A, DIR_B, Cluster
@@ -66,7 +69,9 @@ def test_replicas_are_reported_then_placed_by_the_controller(tmp_path: Path) -> 
     assert reported == []  # the metadata now names the dirs the logs are in
 
     # A replica the metadata already placed (in B) is created there, not in the least-loaded.
-    assignments_ = [{"partition_index": 0, "broker_ids": [1, 2, 3]}]
+    assignments_: list[CreateTopicsRequestTopicsAssignments] = [
+        {"partition_index": 0, "broker_ids": [1, 2, 3]}
+    ]
     create(cluster.node, topic("u", assignments=assignments_))
     u = cluster.controller.image.topics.get_topic("u")
     assert u is not None

@@ -20,7 +20,7 @@ from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
 from sparklog.storage.manager import LogManager
-from tests.unit.controller.test_quorum_controller import Node, create, topic
+from tests.unit.controller.test_quorum_controller import Node, create, delete_request, topic
 
 PARTITIONS = 60
 
@@ -79,7 +79,7 @@ def test_a_deleted_topic_is_removed_in_rounds_with_one_checkpoint_each(
     node = Node(tmp_path / "meta")
     assert create(node, topic("wide", PARTITIONS, 1))[0]["error_code"] == 0
     created = node.loader.image
-    node.controller.run(node.controller.delete_topics({"topic_names": ["wide"]}, 5))
+    node.controller.run(node.controller.delete_topics(delete_request(["wide"]), 5))
     deleted = node.loader.image
     node.close()
     rm = _manager(tmp_path)

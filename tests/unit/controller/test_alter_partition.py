@@ -399,6 +399,7 @@ def test_through_the_controller_and_after_a_restart(tmp_path: Path) -> None:
                             "configs": [],
                         }
                     ],
+                    "timeout_ms": 1000,
                     "validate_only": False,
                 },
                 7,

@@ -15,6 +15,10 @@ import pytest
 
 from sparklog.controller.topics import MAX_RECORDS_PER_USER_OP
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import (
+    CreatePartitionsRequest,
+    CreateTopicsRequestTopicsConfigs,
+)
 from tests.unit.controller.test_quorum_controller import Node, create, topic
 
 EXCESSIVE = "Unable to perform excessively large batch operation."
@@ -32,14 +36,13 @@ def partitions(node: Node, name: str) -> int:
 
 
 def grow(node: Node, name: str, count: int, validate_only: bool = False) -> list[dict[str, Any]]:
-    request = {
+    request: CreatePartitionsRequest = {
         "topics": [{"name": name, "count": count, "assignments": None}],
         "timeout_ms": 1000,
         "validate_only": validate_only,
     }
     response = node.controller.run(node.controller.create_partitions(request, 3))
-    results: list[dict[str, Any]] = response["results"]
-    return results
+    return [{**result} for result in response["results"]]
 
 
 def test_the_bound_is_kafkas() -> None:
@@ -86,7 +89,7 @@ def test_the_bound_counts_the_whole_request_and_fails_every_topic(node: Node) ->
 
 
 def test_configs_count_towards_the_bound(node: Node) -> None:
-    configs = [{"name": "retention.ms", "value": "1000"}]
+    configs: list[CreateTopicsRequestTopicsConfigs] = [{"name": "retention.ms", "value": "1000"}]
     (refused,) = create(node, topic("cfg", 9_999, 1, configs=configs))
     assert refused["error_code"] == ErrorCode.POLICY_VIOLATION
     (fits,) = create(node, topic("cfg", 9_998, 1, configs=configs))

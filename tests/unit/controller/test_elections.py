@@ -16,7 +16,7 @@ from sparklog.metadata.bootstrap import BootstrapMetadata
 from sparklog.metadata.image import PartitionRegistration
 from sparklog.metadata.records import MetadataRecord, decode_record
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.message_types import BrokerRegistrationRequest
+from sparklog.protocol.message_types import BrokerRegistrationRequest, CreateTopicsRequest
 from sparklog.raft.quorum_state import QuorumStateStore
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
@@ -61,7 +61,7 @@ class Cluster:
         self.log.close()
 
     def create(self, name: str, replicas: list[list[int]], **configs: str) -> None:
-        request = {
+        request: CreateTopicsRequest = {
             "topics": [
                 {
                     "name": name,
@@ -75,6 +75,7 @@ class Cluster:
                     ],
                 }
             ],
+            "timeout_ms": 1000,
             "validate_only": False,
         }
         response = self.controller.run(self.controller.create_topics(request, 7))

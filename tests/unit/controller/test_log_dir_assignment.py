@@ -26,7 +26,10 @@ from sparklog.controller.partition_change_builder import Election
 from sparklog.controller.replication_control import ReplicationContext
 from sparklog.metadata.image import METADATA_VERSION_FEATURE, FeaturesImage, PartitionRegistration
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.message_types import BrokerHeartbeatRequest
+from sparklog.protocol.message_types import (
+    BrokerHeartbeatRequest,
+    CreateTopicsRequestTopicsAssignments,
+)
 from tests.unit.controller.test_broker_lifecycle import registration
 from tests.unit.controller.test_quorum_controller import Node, create, topic
 
@@ -49,7 +52,9 @@ class Cluster:
         for broker_id in self.epochs:
             assert not self.beat(broker_id, now=1)["is_fenced"]
         # Broker 1 leads p0..p3 (first replica), followed by 2 and 3.
-        assignments = [{"partition_index": i, "broker_ids": [1, 2, 3]} for i in range(4)]
+        assignments: list[CreateTopicsRequestTopicsAssignments] = [
+            {"partition_index": i, "broker_ids": [1, 2, 3]} for i in range(4)
+        ]
         assert create(self.node, topic("t", assignments=assignments))[0]["error_code"] == 0
 
     def beat(self, broker_id: int, now: int, offline: list[bytes] | None = None) -> Any:

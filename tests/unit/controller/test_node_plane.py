@@ -16,6 +16,7 @@ from sparklog.metadata.image import MetadataImage
 from sparklog.node_plane import FIRST_BOOTSTRAP_ID, MetadataPlane, quorum_setup
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.message_types import BrokerHeartbeatRequest
+from tests.unit.controller.test_quorum_controller import create_request, topic
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 
@@ -49,7 +50,7 @@ async def _create_and_restart(config: ServerConfig) -> tuple[MetadataImage, Meta
     driver = plane.controller_driver
     assert driver is not None and plane.controller is not None
     controller = plane.controller
-    request = {"topics": [{"name": "t", "num_partitions": 2, "replication_factor": -1}]}
+    request = create_request(topic("t", 2))
     # No broker is registered: placement fails with a Kafka error, committed nothing.
     response = await driver.call(lambda: controller.create_topics(request, 7))
     assert response["topics"][0]["error_code"] == ErrorCode.INVALID_REPLICATION_FACTOR

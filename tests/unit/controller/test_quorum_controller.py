@@ -16,6 +16,17 @@ from sparklog.metadata.loader import MetadataLoader
 from sparklog.metadata.records import MetadataRecord, decode_record
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import ZERO_UUID
+from sparklog.protocol.message_types import (
+    CreatePartitionsRequest,
+    CreatePartitionsRequestTopics,
+    CreatePartitionsResponseResults,
+    CreateTopicsRequest,
+    CreateTopicsRequestTopics,
+    CreateTopicsRequestTopicsAssignments,
+    CreateTopicsRequestTopicsConfigs,
+    DeleteTopicsRequest,
+    DeleteTopicsRequestTopics,
+)
 from sparklog.raft.quorum_state import QuorumStateStore
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
@@ -56,24 +67,44 @@ def node(tmp_path: Path) -> Node:
     return Node(tmp_path)
 
 
-def topic(name: str, partitions: int = -1, rf: int = -1, **extra: Any) -> dict[str, Any]:
+def topic(
+    name: str,
+    partitions: int = -1,
+    rf: int = -1,
+    *,
+    assignments: list[CreateTopicsRequestTopicsAssignments] | None = None,
+    configs: list[CreateTopicsRequestTopicsConfigs] | None = None,
+) -> CreateTopicsRequestTopics:
     return {
         "name": name,
         "num_partitions": partitions,
         "replication_factor": rf,
-        "assignments": [],
-        "configs": [],
-        **extra,
+        "assignments": assignments or [],
+        "configs": configs or [],
     }
 
 
+def create_request(
+    *topics: CreateTopicsRequestTopics, validate_only: bool = False
+) -> CreateTopicsRequest:
+    """A CreateTopics request as the controller decodes it (every key present)."""
+    return {"topics": list(topics), "timeout_ms": 1000, "validate_only": validate_only}
+
+
+def delete_request(
+    names: list[str] | None = None, topics: list[DeleteTopicsRequestTopics] | None = None
+) -> DeleteTopicsRequest:
+    """A DeleteTopics request as the controller decodes it: ``names`` (v0-5) or ``topics``."""
+    return {"topics": topics or [], "topic_names": names or [], "timeout_ms": 1000}
+
+
 def create(
-    node: Node, *topics: dict[str, Any], validate_only: bool = False
+    node: Node, *topics: CreateTopicsRequestTopics, validate_only: bool = False
 ) -> list[dict[str, Any]]:
-    request = {"topics": list(topics), "timeout_ms": 1000, "validate_only": validate_only}
+    """Each topic's CreateTopics result (as a plain dict: the tests read any key)."""
+    request = create_request(*topics, validate_only=validate_only)
     response = node.controller.run(node.controller.create_topics(request, 7))
-    result: list[dict[str, Any]] = response["topics"]
-    return result
+    return [{**result} for result in response["topics"]]
 
 
 def test_bootstrap_and_registration(node: Node) -> None:
@@ -181,7 +212,7 @@ def test_create_topics_defaults_and_validate_only(node: Node) -> None:
     ],
 )
 def test_create_topics_errors(
-    node: Node, spec: dict[str, Any], code: ErrorCode, message: str
+    node: Node, spec: CreateTopicsRequestTopics, code: ErrorCode, message: str
 ) -> None:
     before = node.log.log_end_offset
     [result] = create(node, spec)
@@ -233,15 +264,14 @@ def test_manual_assignment_and_placement_over_brokers(tmp_path: Path) -> None:
 def test_delete_topics_by_name_and_id(node: Node) -> None:
     [a] = create(node, topic("a"))
     [b] = create(node, topic("b"))
-    request = {
-        "topics": [
+    request = delete_request(
+        topics=[
             {"name": "a", "topic_id": ZERO_UUID},
             {"name": None, "topic_id": b["topic_id"]},
             {"name": "zz", "topic_id": ZERO_UUID},
             {"name": None, "topic_id": b"\x09" * 16},
-        ],
-        "timeout_ms": 1,
-    }
+        ]
+    )
     response = node.controller.run(node.controller.delete_topics(request, 6))
     codes = [(r["name"], r["error_code"]) for r in response["responses"]]
     assert codes == [
@@ -252,12 +282,12 @@ def test_delete_topics_by_name_and_id(node: Node) -> None:
     ]
     assert response["responses"][0]["topic_id"] == a["topic_id"]
     assert node.loader.image.topics.by_id == {}
-    old = node.controller.run(
-        node.controller.delete_topics({"topic_names": ["gone"], "timeout_ms": 1}, 5)
-    )
+    old = node.controller.run(node.controller.delete_topics(delete_request(["gone"]), 5))
     assert old["responses"][0]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     both = node.controller.run(
-        node.controller.delete_topics({"topics": [{"name": "x", "topic_id": b"\x01" * 16}]}, 6)
+        node.controller.delete_topics(
+            delete_request(topics=[{"name": "x", "topic_id": b"\x01" * 16}]), 6
+        )
     )
     assert both["responses"][0]["error_code"] == ErrorCode.INVALID_REQUEST
 
@@ -265,7 +295,7 @@ def test_delete_topics_by_name_and_id(node: Node) -> None:
 def test_delete_disabled(tmp_path: Path) -> None:
     node = Node(tmp_path, defaults=TopicDefaults(delete_topic_enable=False))
     create(node, topic("keep"))
-    response = node.controller.run(node.controller.delete_topics({"topic_names": ["keep"]}, 5))
+    response = node.controller.run(node.controller.delete_topics(delete_request(["keep"]), 5))
     assert response["responses"][0]["error_code"] == ErrorCode.TOPIC_DELETION_DISABLED
     node.close()
 
@@ -273,9 +303,15 @@ def test_delete_disabled(tmp_path: Path) -> None:
 def test_create_partitions(node: Node) -> None:
     create(node, topic("grow", 2))
 
-    def run(entries: list[dict[str, Any]], validate_only: bool = False) -> list[dict[str, Any]]:
-        req = {"topics": entries, "timeout_ms": 1, "validate_only": validate_only}
-        return node.controller.run(node.controller.create_partitions(req, 3))["results"]  # type: ignore[no-any-return]
+    def run(
+        entries: list[CreatePartitionsRequestTopics], validate_only: bool = False
+    ) -> list[CreatePartitionsResponseResults]:
+        req: CreatePartitionsRequest = {
+            "topics": entries,
+            "timeout_ms": 1,
+            "validate_only": validate_only,
+        }
+        return node.controller.run(node.controller.create_partitions(req, 3))["results"]
 
     assert (
         run([{"name": "grow", "count": 4, "assignments": None}], validate_only=True)[0][
@@ -479,7 +515,7 @@ def test_register_broker_unsupported_metadata_version(node: Node) -> None:
 
 
 def test_stale_result_is_refused(node: Node) -> None:
-    stale = node.controller.create_topics({"topics": [topic("x")]}, 7)
+    stale = node.controller.create_topics(create_request(topic("x")), 7)
     create(node, topic("y"))
     with pytest.raises(RuntimeError, match="computed on image at offset"):
         node.controller.run(stale)
@@ -496,7 +532,7 @@ def test_restart_replays_to_an_identical_image(tmp_path: Path) -> None:
         topic("one", 2, configs=[{"name": "cleanup.policy", "value": "compact"}]),
         topic("two", 1),
     )
-    node.controller.run(node.controller.delete_topics({"topic_names": ["two"]}, 5))
+    node.controller.run(node.controller.delete_topics(delete_request(["two"]), 5))
     alter(
         node,
         [
@@ -544,7 +580,7 @@ def test_inactive_controller_refuses(tmp_path: Path) -> None:
     )
     controller = QuorumController(raft)
     with pytest.raises(KafkaApiError) as info:
-        controller.run(controller.create_topics({"topics": []}, 7))
+        controller.run(controller.create_topics(create_request(), 7))
     assert info.value.code == ErrorCode.NOT_CONTROLLER
     log.close()
 

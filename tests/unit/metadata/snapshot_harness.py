@@ -20,6 +20,7 @@ from sparklog.controller.result import ControllerResult
 from sparklog.metadata.image import Endpoint
 from sparklog.metadata.loader import MetadataLoader
 from sparklog.metadata.records import MetadataRecord, decode_record
+from sparklog.protocol.message_types import CreateTopicsRequest
 from sparklog.raft import rpc
 from sparklog.raft.core import RaftConfig, RaftReplica
 from sparklog.raft.log import StorageReplicatedLog
@@ -177,7 +178,7 @@ class MetaCluster:
     def create_topics(self, names: list[str], partitions: int, rf: int) -> list[dict[str, Any]]:
         controller = self.leader().controller
         assert controller is not None
-        request = {
+        request: CreateTopicsRequest = {
             "topics": [
                 {
                     "name": name,
@@ -192,8 +193,7 @@ class MetaCluster:
             "validate_only": False,
         }
         response = self.run(controller.create_topics(request, 7))
-        topics: list[dict[str, Any]] = response["topics"]
-        return topics
+        return [{**topic} for topic in response["topics"]]
 
     def close(self) -> None:
         for node in self.nodes.values():

@@ -20,6 +20,7 @@ from sparklog.metadata.snapshot_generator import (
     raft_snapshot_emitter,
 )
 from sparklog.metadata.snapshot_image import image_from_snapshot, snapshot_delta
+from sparklog.protocol.message_types import DeleteTopicsRequest
 from sparklog.raft.client import LoadedSnapshot
 from sparklog.raft.snapshots import SnapshotId
 from tests.unit.metadata.snapshot_harness import PLAINTEXT, MetaCluster
@@ -234,7 +235,7 @@ def test_restart_from_snapshot_and_log_gives_the_image_of_a_full_replay(tmp_path
     # More changes after the snapshot, replayed from the log on restart.
     controller = leader.controller
     assert controller is not None
-    request = {"topic_names": ["t1-3"], "topics": [], "timeout_ms": 1}
+    request: DeleteTopicsRequest = {"topic_names": ["t1-3"], "topics": [], "timeout_ms": 1}
     cluster.run(controller.delete_topics(request, 5))
     cluster.create_topics(["late"], partitions=4, rf=1)
     cluster.run(controller.register_broker(4, bytes([4]) * 16, PLAINTEXT))
