@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
 from sparklog.config_keys import ACCEPTED as ACCEPTED_BROKER_KEYS
 from sparklog.config_keys import DEFS as BROKER_DEFS
@@ -28,7 +28,16 @@ from sparklog.controller.group_configs import RESOURCE_GROUP, validate_group_con
 from sparklog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.message_types import CreateTopicsResponseTopicsConfigs
+from sparklog.protocol.message_types import (
+    AlterConfigsRequest,
+    AlterConfigsRequestResources,
+    AlterConfigsResponse,
+    CreateTopicsResponseTopicsConfigs,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequestResources,
+    IncrementalAlterConfigsResponse,
+    IncrementalAlterConfigsResponseResponses,
+)
 from sparklog.storage.config import CONFIG_BY_NAME, CONFIG_DEFS, LogConfig
 
 OP_SET = 0
@@ -125,33 +134,45 @@ def _default_value(resource_type: int, name: str, policy: TopicConfigPolicy) -> 
 
 
 def incremental_alter_configs(
-    image: MetadataImage, request: Mapping[str, Any], policy: TopicConfigPolicy
-) -> tuple[list[MetadataRecord], dict[str, Any]]:
-    return _alter_resources(image, request, policy, _alter_one)
+    image: MetadataImage, request: IncrementalAlterConfigsRequest, policy: TopicConfigPolicy
+) -> tuple[list[MetadataRecord], IncrementalAlterConfigsResponse]:
+    records, responses = _alter_resources(image, request["resources"], policy, _alter_one)
+    return ([] if request["validate_only"] else records), {
+        "throttle_time_ms": 0,
+        "responses": responses,
+    }
 
 
 def alter_configs(
-    image: MetadataImage, request: Mapping[str, Any], policy: TopicConfigPolicy
-) -> tuple[list[MetadataRecord], dict[str, Any]]:
+    image: MetadataImage, request: AlterConfigsRequest, policy: TopicConfigPolicy
+) -> tuple[list[MetadataRecord], AlterConfigsResponse]:
     """AlterConfigs (33): each resource's overrides become exactly the keys listed."""
-    return _alter_resources(image, request, policy, _replace_one)
+    records, responses = _alter_resources(image, request["resources"], policy, _replace_one)
+    return ([] if request["validate_only"] else records), {
+        "throttle_time_ms": 0,
+        "responses": responses,
+    }
 
 
-_Alter = Callable[[MetadataImage, Mapping[str, Any], TopicConfigPolicy], list[MetadataRecord]]
+_Resource = TypeVar(
+    "_Resource", IncrementalAlterConfigsRequestResources, AlterConfigsRequestResources
+)
 
 
 def _alter_resources(
-    image: MetadataImage, request: Mapping[str, Any], policy: TopicConfigPolicy, alter: _Alter
-) -> tuple[list[MetadataRecord], dict[str, Any]]:
-    validate_only = bool(request.get("validate_only", False))
-    resources = list(request.get("resources") or [])
+    image: MetadataImage,
+    resources: list[_Resource],
+    policy: TopicConfigPolicy,
+    alter: Callable[[MetadataImage, _Resource, TopicConfigPolicy], list[MetadataRecord]],
+) -> tuple[list[MetadataRecord], list[IncrementalAlterConfigsResponseResponses]]:
+    """Each resource altered by ``alter``; both APIs' responses have the same TypedDict."""
     keys = [(r["resource_type"], r["resource_name"]) for r in resources]
     records: list[MetadataRecord] = []
-    responses: list[dict[str, Any]] = []
+    responses: list[IncrementalAlterConfigsResponseResponses] = []
     for resource in resources:
-        resource_type = int(resource["resource_type"])
+        resource_type = resource["resource_type"]
         resource_name = resource["resource_name"]
-        response: dict[str, Any] = {
+        response: IncrementalAlterConfigsResponseResponses = {
             "error_code": 0,
             "error_message": None,
             "resource_type": resource_type,
@@ -162,9 +183,10 @@ def _alter_resources(
                 raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
             records.extend(alter(image, resource, policy))
         except KafkaApiError as exc:
-            response.update(error_code=int(exc.code), error_message=exc.message)
+            response["error_code"] = int(exc.code)
+            response["error_message"] = exc.message
         responses.append(response)
-    return ([] if validate_only else records), {"throttle_time_ms": 0, "responses": responses}
+    return records, responses
 
 
 def _check_resource(
@@ -198,20 +220,22 @@ def _check_resource(
 
 
 def _alter_one(
-    image: MetadataImage, resource: Mapping[str, Any], policy: TopicConfigPolicy
+    image: MetadataImage,
+    resource: IncrementalAlterConfigsRequestResources,
+    policy: TopicConfigPolicy,
 ) -> list[MetadataRecord]:
-    resource_type = int(resource["resource_type"])
+    resource_type = resource["resource_type"]
     name = resource["resource_name"]
     _check_resource(image, resource_type, name)
     current = dict(image.configs.get(resource_type, name))
     updated = dict(current)
-    config_names = [c["name"] for c in resource.get("configs") or []]
+    config_names = [c["name"] for c in resource["configs"]]
     if len(set(config_names)) != len(config_names):
         raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
-    for entry in resource.get("configs") or []:
+    for entry in resource["configs"]:
         key = entry["name"]
-        op = int(entry["config_operation"])
-        value = entry.get("value")
+        op = entry["config_operation"]
+        value = entry["value"]
         if op not in (OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT):
             raise KafkaApiError(ErrorCode.INVALID_REQUEST, f"Unknown operation type {op}")
         if op == OP_DELETE:
@@ -240,17 +264,17 @@ def _alter_one(
 
 
 def _replace_one(
-    image: MetadataImage, resource: Mapping[str, Any], policy: TopicConfigPolicy
+    image: MetadataImage, resource: AlterConfigsRequestResources, policy: TopicConfigPolicy
 ) -> list[MetadataRecord]:
-    resource_type = int(resource["resource_type"])
+    resource_type = resource["resource_type"]
     name = resource["resource_name"]
     _check_resource(image, resource_type, name, "AlterConfigs")
     current = dict(image.configs.get(resource_type, name))
-    configs = list(resource.get("configs") or [])
+    configs = resource["configs"]
     config_names = [c["name"] for c in configs]
     if len(set(config_names)) != len(config_names):
         raise KafkaApiError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
-    updated = {c["name"]: c["value"] for c in configs if c.get("value") is not None}
+    updated = {c["name"]: value for c in configs if (value := c["value"]) is not None}
     return _change_records(resource_type, name, current, updated, policy)
 
 

@@ -79,6 +79,8 @@ from sparklog.metadata.snapshot_image import image_from_snapshot
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import random_uuid_bytes
 from sparklog.protocol.message_types import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
     AssignReplicasToDirsRequest,
     AssignReplicasToDirsResponse,
     BrokerHeartbeatRequest,
@@ -92,6 +94,8 @@ from sparklog.protocol.message_types import (
     CreateTopicsResponseTopics,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
 )
@@ -321,16 +325,16 @@ class QuorumController:
         return self._result(records, response)
 
     def incremental_alter_configs(
-        self, request: Mapping[str, Any], version: int
-    ) -> ControllerResult[dict[str, Any]]:
+        self, request: IncrementalAlterConfigsRequest, version: int
+    ) -> ControllerResult[IncrementalAlterConfigsResponse]:
         records, response = incremental_alter_configs(
             self._image, request, self._defaults.config_policy
         )
         return self._result(records, response)
 
     def alter_configs(
-        self, request: Mapping[str, Any], version: int
-    ) -> ControllerResult[dict[str, Any]]:
+        self, request: AlterConfigsRequest, version: int
+    ) -> ControllerResult[AlterConfigsResponse]:
         """AlterConfigs (33): whole-resource replace (see :mod:`sparklog.controller.configs`)."""
         records, response = alter_configs(self._image, request, self._defaults.config_policy)
         return self._result(records, response)

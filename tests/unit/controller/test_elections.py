@@ -16,7 +16,11 @@ from sparklog.metadata.bootstrap import BootstrapMetadata
 from sparklog.metadata.image import PartitionRegistration
 from sparklog.metadata.records import MetadataRecord, decode_record
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.message_types import BrokerRegistrationRequest, CreateTopicsRequest
+from sparklog.protocol.message_types import (
+    BrokerRegistrationRequest,
+    CreateTopicsRequest,
+    IncrementalAlterConfigsRequest,
+)
 from sparklog.raft.quorum_state import QuorumStateStore
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
@@ -254,7 +258,7 @@ def test_unclean_broker_default_and_periodic_pass(tmp_path: Path) -> None:
     cluster.alter_isr("t", [1])
     cluster.fence(1)
     assert cluster.partition("t").leader == -1
-    request = {
+    request: IncrementalAlterConfigsRequest = {
         "resources": [
             {
                 "resource_type": 2,

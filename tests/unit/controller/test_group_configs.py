@@ -11,6 +11,7 @@ from sparklog.broker.config_describe import GROUP_CONFIG, describe_group_configs
 from sparklog.config import ServerConfig
 from sparklog.controller.group_configs import RESOURCE_GROUP, validate_group_configs
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.message_types import IncrementalAlterConfigsRequestResources
 from tests.unit.controller.test_quorum_controller import Node, alter, op
 
 SET, DELETE = 0, 1
@@ -19,7 +20,7 @@ SET, DELETE = 0, 1
 def test_a_group_override_is_stored_and_deleted(tmp_path: Path) -> None:
     node = Node(tmp_path)
     try:
-        resource = {
+        resource: IncrementalAlterConfigsRequestResources = {
             "resource_type": RESOURCE_GROUP,
             "resource_name": "my-group",
             "configs": [op("consumer.session.timeout.ms", SET, "50000")],

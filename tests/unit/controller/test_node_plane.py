@@ -65,7 +65,8 @@ async def _create_and_restart(config: ServerConfig) -> tuple[MetadataImage, Meta
                             {"name": "log.retention.ms", "config_operation": 0, "value": "1234"}
                         ],
                     }
-                ]
+                ],
+                "validate_only": False,
             },
             1,
         )

@@ -18,6 +18,7 @@ from sparklog.metrics import MetricsRegistry
 from sparklog.net.raft_flush import OffloadedFlushLog
 from sparklog.node_metrics import register_node_metrics
 from sparklog.node_plane import MetadataPlane
+from sparklog.protocol.message_types import IncrementalAlterConfigsRequest
 from sparklog.protocol.record_codec import RecordInput, build_batch
 from sparklog.raft.metadata_log import snapshot_store
 from sparklog.storage.config import LogConfig
@@ -26,7 +27,7 @@ from sparklog.storage.log_durability import FlushPlan
 from tests.unit.controller.test_node_plane import _until_active, config_for
 
 
-def _alter(value: str) -> dict[str, object]:
+def _alter(value: str) -> IncrementalAlterConfigsRequest:
     return {
         "resources": [
             {
@@ -34,7 +35,8 @@ def _alter(value: str) -> dict[str, object]:
                 "resource_name": "",
                 "configs": [{"name": "log.retention.ms", "config_operation": 0, "value": value}],
             }
-        ]
+        ],
+        "validate_only": False,
     }
 
 

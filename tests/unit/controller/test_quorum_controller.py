@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -17,6 +17,9 @@ from sparklog.metadata.records import MetadataRecord, decode_record
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import ZERO_UUID
 from sparklog.protocol.message_types import (
+    AlterConfigsRequest,
+    AlterConfigsRequestResources,
+    AlterConfigsRequestResourcesConfigs,
     CreatePartitionsRequest,
     CreatePartitionsRequestTopics,
     CreatePartitionsResponseResults,
@@ -26,6 +29,9 @@ from sparklog.protocol.message_types import (
     CreateTopicsRequestTopicsConfigs,
     DeleteTopicsRequest,
     DeleteTopicsRequestTopics,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequestResources,
+    IncrementalAlterConfigsRequestResourcesConfigs,
 )
 from sparklog.raft.quorum_state import QuorumStateStore
 from sparklog.storage.config import LogConfig
@@ -344,12 +350,17 @@ def test_create_partitions(node: Node) -> None:
     )
 
 
-def alter(node: Node, resources: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    request = {"resources": resources, "validate_only": False}
-    return node.controller.run(node.controller.incremental_alter_configs(request, 1))["responses"]  # type: ignore[no-any-return]
+def alter(
+    node: Node, resources: list[IncrementalAlterConfigsRequestResources]
+) -> list[dict[str, Any]]:
+    request: IncrementalAlterConfigsRequest = {"resources": resources, "validate_only": False}
+    response = node.controller.run(node.controller.incremental_alter_configs(request, 1))
+    return [{**r} for r in response["responses"]]
 
 
-def op(name: str, operation: int, value: str | None = None) -> dict[str, Any]:
+def op(
+    name: str, operation: int, value: str | None = None
+) -> IncrementalAlterConfigsRequestResourcesConfigs:
     return {"name": name, "config_operation": operation, "value": value}
 
 
@@ -411,8 +422,8 @@ def test_incremental_alter_configs(node: Node) -> None:
 
 def assert_refused(
     node: Node,
-    send: Callable[[Node, list[dict[str, Any]]], list[dict[str, Any]]],
-    resource: dict[str, Any],
+    send: Callable[[Node, list[_Resource]], list[dict[str, Any]]],
+    resource: _Resource,
     code: ErrorCode,
     message: str,
 ) -> None:
@@ -426,8 +437,22 @@ def assert_refused(
     assert node.log.log_end_offset == offset
 
 
-def resource(resource_type: int, name: str, *configs: dict[str, Any]) -> dict[str, Any]:
+_Resource = TypeVar(
+    "_Resource", IncrementalAlterConfigsRequestResources, AlterConfigsRequestResources
+)
+
+
+def resource(
+    resource_type: int, name: str, *configs: IncrementalAlterConfigsRequestResourcesConfigs
+) -> IncrementalAlterConfigsRequestResources:
     """An IncrementalAlterConfigs resource entry."""
+    return {"resource_type": resource_type, "resource_name": name, "configs": list(configs)}
+
+
+def whole(
+    resource_type: int, name: str, *configs: AlterConfigsRequestResourcesConfigs
+) -> AlterConfigsRequestResources:
+    """An AlterConfigs resource entry (its configs replace the resource's overrides)."""
     return {"resource_type": resource_type, "resource_name": name, "configs": list(configs)}
 
 
@@ -487,7 +512,7 @@ def resource(resource_type: int, name: str, *configs: dict[str, Any]) -> dict[st
     ],
 )
 def test_incremental_alter_configs_errors(
-    node: Node, resource: dict[str, Any], code: ErrorCode, message: str
+    node: Node, resource: IncrementalAlterConfigsRequestResources, code: ErrorCode, message: str
 ) -> None:
     assert_refused(node, alter, resource, code, message)
 
@@ -586,10 +611,11 @@ def test_inactive_controller_refuses(tmp_path: Path) -> None:
 
 
 def replace(
-    node: Node, resources: list[dict[str, Any]], validate_only: bool = False
+    node: Node, resources: list[AlterConfigsRequestResources], validate_only: bool = False
 ) -> list[dict[str, Any]]:
-    request = {"resources": resources, "validate_only": validate_only}
-    return node.controller.run(node.controller.alter_configs(request, 2))["responses"]  # type: ignore[no-any-return]
+    request: AlterConfigsRequest = {"resources": resources, "validate_only": validate_only}
+    response = node.controller.run(node.controller.alter_configs(request, 2))
+    return [{**r} for r in response["responses"]]
 
 
 def test_alter_configs_replaces_the_whole_resource(node: Node) -> None:
@@ -636,17 +662,17 @@ def test_alter_configs_replaces_the_whole_resource(node: Node) -> None:
     ("resource", "code", "message"),
     [
         (
-            resource(RESOURCE_TOPIC, "nope"),
+            whole(RESOURCE_TOPIC, "nope"),
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
             "does not exist",
         ),
         (
-            resource(RESOURCE_TOPIC, "cfg", {"name": "retention.ms", "value": "abc"}),
+            whole(RESOURCE_TOPIC, "cfg", {"name": "retention.ms", "value": "abc"}),
             ErrorCode.INVALID_CONFIG,
             "retention.ms",
         ),
         (
-            resource(
+            whole(
                 RESOURCE_TOPIC,
                 "cfg",
                 {"name": "retention.ms", "value": "1"},
@@ -656,18 +682,18 @@ def test_alter_configs_replaces_the_whole_resource(node: Node) -> None:
             "duplicate config keys",
         ),
         (
-            resource(8, "1"),
+            whole(8, "1"),
             ErrorCode.INVALID_REQUEST,
             "for AlterConfigs",
         ),
         (
-            resource(RESOURCE_BROKER, "", {"name": "no.such.key", "value": "1"}),
+            whole(RESOURCE_BROKER, "", {"name": "no.such.key", "value": "1"}),
             ErrorCode.INVALID_CONFIG,
             "no.such.key",
         ),
     ],
 )
 def test_alter_configs_errors(
-    node: Node, resource: dict[str, Any], code: ErrorCode, message: str
+    node: Node, resource: AlterConfigsRequestResources, code: ErrorCode, message: str
 ) -> None:
     assert_refused(node, replace, resource, code, message)
