@@ -19,11 +19,16 @@ Rules (KIP-584/KIP-778, Kafka 4.x):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from sparklog.metadata.image import METADATA_VERSION_FEATURE, MetadataImage
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import (
+    UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
+    UpdateFeaturesResponseResults,
+)
 
 UPGRADE: Final = 1
 SAFE_DOWNGRADE: Final = 2
@@ -70,20 +75,20 @@ def _check(
 
 def update_features(
     image: MetadataImage,
-    request: Mapping[str, Any],
+    request: UpdateFeaturesRequest,
     version: int,
     supported: Mapping[str, tuple[int, int]],
-) -> tuple[list[MetadataRecord], dict[str, Any]]:
+) -> tuple[list[MetadataRecord], UpdateFeaturesResponse]:
     """The FeatureLevelRecords of an UpdateFeatures request and its response."""
     records: list[MetadataRecord] = []
-    results: list[dict[str, Any]] = []
+    results: list[UpdateFeaturesResponseResults] = []
     first_error: tuple[ErrorCode, str] | None = None
-    for update in request.get("feature_updates") or ():
-        name, level = update["feature"], int(update["max_version_level"])
+    for update in request["feature_updates"]:
+        name, level = update["feature"], update["max_version_level"]
         if version == 0:
-            upgrade_type = SAFE_DOWNGRADE if update.get("allow_downgrade") else UPGRADE
+            upgrade_type = SAFE_DOWNGRADE if update["allow_downgrade"] else UPGRADE
         else:
-            upgrade_type = int(update.get("upgrade_type", UPGRADE))
+            upgrade_type = update["upgrade_type"]
         reason = _check(image, name, level, upgrade_type, supported)
         if reason is not None:
             first_error = first_error or (ErrorCode.INVALID_UPDATE_VERSION, reason)
@@ -100,12 +105,17 @@ def update_features(
             records.append(
                 make_record("FeatureLevelRecord", {"name": name, "feature_level": level})
             )
-    response: dict[str, Any] = {"throttle_time_ms": 0, "error_code": 0, "error_message": None}
+    response: UpdateFeaturesResponse = {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": None,
+    }
     if version >= 2:
         if first_error is not None:
-            response.update(error_code=int(first_error[0]), error_message=first_error[1])
+            response["error_code"] = int(first_error[0])
+            response["error_message"] = first_error[1]
     else:
         response["results"] = results
-    if first_error is not None or request.get("validate_only"):
+    if first_error is not None or request["validate_only"]:
         records = []
     return records, response

@@ -98,6 +98,8 @@ from sparklog.protocol.message_types import (
     IncrementalAlterConfigsResponse,
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
+    UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
 )
 from sparklog.raft.client import (
     CommittedBatch,
@@ -347,8 +349,8 @@ class QuorumController:
         return self._result(records, response)
 
     def update_features(
-        self, request: Mapping[str, Any], version: int
-    ) -> ControllerResult[dict[str, Any]]:
+        self, request: UpdateFeaturesRequest, version: int
+    ) -> ControllerResult[UpdateFeaturesResponse]:
         """UpdateFeatures (57), see :mod:`sparklog.controller.feature_control`; the features
         (other than metadata.version) this node implements are ``storage format``'s."""
         records, response = update_features(self._image, request, version, BOOTSTRAP_FEATURES)

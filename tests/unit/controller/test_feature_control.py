@@ -12,6 +12,7 @@ from sparklog.metadata.image import (
     FeaturesImage,
     MetadataImage,
 )
+from sparklog.protocol.message_types import UpdateFeaturesRequest, UpdateFeaturesResponse
 
 SUPPORTED = {"share.version": (0, 1), "transaction.version": (0, 2)}
 
@@ -26,10 +27,18 @@ def image(levels: dict[str, int], *broker_features: dict[str, tuple[int, int]]) 
     )
 
 
-def request(*updates: tuple[str, int, int], validate_only: bool = False) -> dict[str, Any]:
+def request(*updates: tuple[str, int, int], validate_only: bool = False) -> UpdateFeaturesRequest:
+    """An UpdateFeatures v1+ request as the controller decodes it (upgrade types given)."""
     return {
+        "timeout_ms": 60_000,
         "feature_updates": [
-            {"feature": n, "max_version_level": lvl, "upgrade_type": t} for n, lvl, t in updates
+            {
+                "feature": n,
+                "max_version_level": lvl,
+                "allow_downgrade": False,
+                "upgrade_type": t,
+            }
+            for n, lvl, t in updates
         ],
         "validate_only": validate_only,
     }
@@ -39,7 +48,7 @@ def levels(records: list[Any]) -> dict[str, int]:
     return {r.data["name"]: r.data["feature_level"] for r in records}
 
 
-def errors(response: dict[str, Any]) -> dict[str, int]:
+def errors(response: UpdateFeaturesResponse) -> dict[str, int]:
     return {r["feature"]: r["error_code"] for r in response["results"]}
 
 
@@ -55,7 +64,7 @@ def test_refused_when_a_broker_does_not_support_the_level() -> None:
     records, response = update_features(old_broker, request(("share.version", 1, 1)), 1, SUPPORTED)
     assert records == []
     assert errors(response) == {"share.version": 95}  # INVALID_UPDATE_VERSION
-    assert "Broker 2 does not support" in response["results"][0]["error_message"]
+    assert "Broker 2 does not support" in str(response["results"][0]["error_message"])
 
 
 def test_unknown_feature_level_and_metadata_version_are_refused() -> None:
@@ -68,14 +77,21 @@ def test_unknown_feature_level_and_metadata_version_are_refused() -> None:
 def test_downgrades_need_a_downgrade_type_and_level_zero_removes() -> None:
     on = image({"share.version": 1}, SUPPORTED)
     refused, response = update_features(on, request(("share.version", 0, 1)), 1, SUPPORTED)
-    assert refused == [] and "downgrade" in response["results"][0]["error_message"]
+    assert refused == [] and "downgrade" in str(response["results"][0]["error_message"])
     removed, _ = update_features(on, request(("share.version", 0, 2)), 1, SUPPORTED)
     assert levels(removed) == {"share.version": 0}
     # v0's AllowDowngrade is the safe downgrade
-    v0 = {
+    v0: UpdateFeaturesRequest = {
+        "timeout_ms": 60_000,
         "feature_updates": [
-            {"feature": "share.version", "max_version_level": 0, "allow_downgrade": True}
-        ]
+            {
+                "feature": "share.version",
+                "max_version_level": 0,
+                "allow_downgrade": True,
+                "upgrade_type": 1,
+            }
+        ],
+        "validate_only": False,
     }
     assert levels(update_features(on, v0, 0, SUPPORTED)[0]) == {"share.version": 0}
     # a downgrade may not raise a level; the same level writes nothing
