@@ -79,6 +79,8 @@ from sparklog.metadata.snapshot_image import image_from_snapshot
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import random_uuid_bytes
 from sparklog.protocol.message_types import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
     AlterConfigsRequest,
     AlterConfigsResponse,
     AssignReplicasToDirsRequest,
@@ -87,11 +89,15 @@ from sparklog.protocol.message_types import (
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
+    CreateAclsRequest,
+    CreateAclsResponse,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
     CreateTopicsResponseTopics,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     IncrementalAlterConfigsRequest,
@@ -342,8 +348,8 @@ class QuorumController:
         return self._result(records, response)
 
     def create_acls(
-        self, request: Mapping[str, Any], version: int
-    ) -> ControllerResult[dict[str, Any]]:
+        self, request: CreateAclsRequest, version: int
+    ) -> ControllerResult[CreateAclsResponse]:
         """CreateAcls (30), see :mod:`sparklog.controller.security_control`."""
         records, response = create_acls(self._image, request, random_uuid_bytes)
         return self._result(records, response)
@@ -357,14 +363,14 @@ class QuorumController:
         return self._result(records, response)
 
     def delete_acls(
-        self, request: Mapping[str, Any], version: int
-    ) -> ControllerResult[dict[str, Any]]:
+        self, request: DeleteAclsRequest, version: int
+    ) -> ControllerResult[DeleteAclsResponse]:
         records, response = delete_acls(self._image, request)
         return self._result(records, response)
 
     def alter_client_quotas(
-        self, request: Mapping[str, Any], version: int
-    ) -> ControllerResult[dict[str, Any]]:
+        self, request: AlterClientQuotasRequest, version: int
+    ) -> ControllerResult[AlterClientQuotasResponse]:
         records, response = alter_client_quotas(self._image, request)
         return self._result(records, response)
 

@@ -19,12 +19,25 @@ response (Kafka's ``AclControlManager`` and ``ClientQuotaControlManager``):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from sparklog.metadata.image import MetadataImage
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.metadata.security_image import quota_entity, quota_record
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasRequestEntriesEntity,
+    AlterClientQuotasResponse,
+    AlterClientQuotasResponseEntries,
+    AlterClientQuotasResponseEntriesEntity,
+    CreateAclsRequest,
+    CreateAclsResponse,
+    CreateAclsResponseResults,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DeleteAclsResponseFilterResults,
+    DeleteAclsResponseFilterResultsMatchingAcls,
+)
 from sparklog.security.acls import AclBindingFilter, StandardAcl, validate_new_acl
 
 USER_AND_CLIENT_KEYS: dict[str, bool] = {
@@ -39,12 +52,12 @@ ENTITY_TYPES = ("user", "client-id", "ip")
 
 
 def create_acls(
-    image: MetadataImage, request: Mapping[str, Any], new_id: Callable[[], bytes]
-) -> tuple[list[MetadataRecord], dict[str, Any]]:
+    image: MetadataImage, request: CreateAclsRequest, new_id: Callable[[], bytes]
+) -> tuple[list[MetadataRecord], CreateAclsResponse]:
     existing = set(image.acls.acls.values())
     taken = set(image.acls.acls)
     records: list[MetadataRecord] = []
-    results = []
+    results: list[CreateAclsResponseResults] = []
     for creation in request["creations"]:
         acl = StandardAcl.from_creation(creation)
         problem = validate_new_acl(acl)
@@ -62,7 +75,8 @@ def create_acls(
     return records, {"throttle_time_ms": 0, "results": results}
 
 
-def acl_description(acl: StandardAcl) -> dict[str, Any]:
+def acl_description(acl: StandardAcl) -> DeleteAclsResponseFilterResultsMatchingAcls:
+    """A DeleteAcls match (its error fields set by the caller)."""
     return {
         "resource_type": int(acl.resource_type),
         "resource_name": acl.resource_name,
@@ -75,11 +89,11 @@ def acl_description(acl: StandardAcl) -> dict[str, Any]:
 
 
 def delete_acls(
-    image: MetadataImage, request: Mapping[str, Any]
-) -> tuple[list[MetadataRecord], dict[str, Any]]:
+    image: MetadataImage, request: DeleteAclsRequest
+) -> tuple[list[MetadataRecord], DeleteAclsResponse]:
     removed: set[bytes] = set()
     records: list[MetadataRecord] = []
-    results = []
+    results: list[DeleteAclsResponseFilterResults] = []
     for raw in request["filters"]:
         binding_filter = AclBindingFilter.from_request(raw)
         problem = binding_filter.unknown_part()
@@ -92,7 +106,7 @@ def delete_acls(
                 }
             )
             continue
-        matching = []
+        matching: list[DeleteAclsResponseFilterResultsMatchingAcls] = []
         for acl_id, acl in sorted(image.acls.acls.items()):
             if not binding_filter.matches(acl):
                 continue
@@ -104,12 +118,14 @@ def delete_acls(
     return records, {"throttle_time_ms": 0, "filter_results": results}
 
 
-def _validate_entity(parts: list[Mapping[str, Any]]) -> tuple[dict[str, str | None], str | None]:
+def _validate_entity(
+    parts: list[AlterClientQuotasRequestEntriesEntity],
+) -> tuple[dict[str, str | None], str | None]:
     entity: dict[str, str | None] = {}
     if not parts:
         return entity, "Invalid empty client quota entity"
     for part in parts:
-        entity_type, name = part["entity_type"], part.get("entity_name")
+        entity_type, name = part["entity_type"], part["entity_name"]
         if entity_type in entity:
             return entity, f"Invalid client quota entity, duplicate entity entry {entity_type}"
         if entity_type not in ENTITY_TYPES:
@@ -137,13 +153,13 @@ def _validate_value(keys: Mapping[str, bool], key: str, value: float) -> str | N
 
 
 def alter_client_quotas(
-    image: MetadataImage, request: Mapping[str, Any]
-) -> tuple[list[MetadataRecord], dict[str, Any]]:
+    image: MetadataImage, request: AlterClientQuotasRequest
+) -> tuple[list[MetadataRecord], AlterClientQuotasResponse]:
     records: list[MetadataRecord] = []
-    results = []
+    results: list[AlterClientQuotasResponseEntries] = []
     for entry in request["entries"]:
-        entity_parts = [
-            {"entity_type": p["entity_type"], "entity_name": p.get("entity_name")}
+        entity_parts: list[AlterClientQuotasResponseEntriesEntity] = [
+            {"entity_type": p["entity_type"], "entity_name": p["entity_name"]}
             for p in entry["entity"]
         ]
         entity, problem = _validate_entity(entry["entity"])
@@ -163,12 +179,13 @@ def alter_client_quotas(
                     break
                 if current.get(op["key"]) != value:
                     new_records.append(quota_record(key, op["key"], value))
+        message: str | None = problem
         if problem is not None:
-            code, message = int(ErrorCode.INVALID_REQUEST), problem
+            code = int(ErrorCode.INVALID_REQUEST)
         else:
-            code, message = 0, None
+            code = 0
             records.extend(new_records)
         results.append({"error_code": code, "error_message": message, "entity": entity_parts})
-    if request.get("validate_only"):
+    if request["validate_only"]:
         records = []
     return records, {"throttle_time_ms": 0, "entries": results}

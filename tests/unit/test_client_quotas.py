@@ -15,6 +15,10 @@ from sparklog.metadata.delta import MetadataDelta
 from sparklog.metadata.image import MetadataImage
 from sparklog.metadata.security_image import ClientQuotasImage, quota_entity
 from sparklog.protocol.errors import KafkaApiError
+from sparklog.protocol.message_types import (
+    AlterClientQuotasRequestEntries,
+    AlterClientQuotasRequestEntriesEntity,
+)
 from sparklog.security.sampled_rate import QuotaConfig, SampledRate
 
 
@@ -68,7 +72,9 @@ def test_throttle_time_is_kafkas_formula() -> None:
     assert manager.record("u", "other", 1_000_000, 100) == 0  # no quota for other clients
 
 
-def _alter(image: MetadataImage, entries: list[dict[str, Any]]) -> tuple[MetadataImage, Any]:
+def _alter(
+    image: MetadataImage, entries: list[AlterClientQuotasRequestEntries]
+) -> tuple[MetadataImage, Any]:
     records, response = alter_client_quotas(image, {"entries": entries, "validate_only": False})
     delta = MetadataDelta(image)
     for record in records:
@@ -77,7 +83,9 @@ def _alter(image: MetadataImage, entries: list[dict[str, Any]]) -> tuple[Metadat
 
 
 def test_alter_and_describe_client_quotas() -> None:
-    user = [{"entity_type": "user", "entity_name": "alice"}]
+    user: list[AlterClientQuotasRequestEntriesEntity] = [
+        {"entity_type": "user", "entity_name": "alice"}
+    ]
     image, response = _alter(
         MetadataImage(),
         [
