@@ -83,6 +83,8 @@ from sparklog.protocol.message_types import (
     AlterClientQuotasResponse,
     AlterConfigsRequest,
     AlterConfigsResponse,
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
     AssignReplicasToDirsRequest,
     AssignReplicasToDirsResponse,
     BrokerHeartbeatRequest,
@@ -375,8 +377,8 @@ class QuorumController:
         return self._result(records, response)
 
     def alter_user_scram_credentials(
-        self, request: Mapping[str, Any], version: int
-    ) -> ControllerResult[dict[str, Any]]:
+        self, request: AlterUserScramCredentialsRequest, version: int
+    ) -> ControllerResult[AlterUserScramCredentialsResponse]:
         """AlterUserScramCredentials (51), see :mod:`sparklog.controller.scram_control`."""
         records, response = alter_user_scram_credentials(self._image, request)
         return self._result(records, response)

@@ -12,12 +12,15 @@ RemoveUserScramCredentialRecord. Pure: image and request in, records and respons
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from sparklog.metadata.image import MetadataImage
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsRequestUpsertions,
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResponseResults,
+)
 from sparklog.security.scram import (
     MAX_ITERATIONS,
     MECHANISM_NAMES,
@@ -39,10 +42,13 @@ def _check(name: str, mechanism_type: int, iterations: int | None) -> tuple[Erro
 
 
 def alter_user_scram_credentials(
-    image: MetadataImage, request: Mapping[str, Any]
-) -> tuple[list[MetadataRecord], dict[str, Any]]:
-    deletions = list(request.get("deletions") or ())
-    upsertions = list(request.get("upsertions") or ())
+    image: MetadataImage, request: AlterUserScramCredentialsRequest
+) -> tuple[list[MetadataRecord], AlterUserScramCredentialsResponse]:
+    # (user, mechanism, the upsertion or None for a deletion): deletions first, as Kafka
+    entries: list[tuple[str, int, AlterUserScramCredentialsRequestUpsertions | None]] = [
+        (d["name"], d["mechanism"], None) for d in request["deletions"]
+    ]
+    entries += [(u["name"], u["mechanism"], u) for u in request["upsertions"]]
     users: list[str] = []
     errors: dict[str, tuple[ErrorCode, str]] = {}
     seen: set[tuple[str, int]] = set()
@@ -51,12 +57,10 @@ def alter_user_scram_credentials(
     def fail(user: str, code: ErrorCode, message: str) -> None:
         errors.setdefault(user, (code, message))
 
-    for entry, is_upsert in [(d, False) for d in deletions] + [(u, True) for u in upsertions]:
-        name = str(entry["name"])
-        mechanism_type = int(entry["mechanism"])
+    for name, mechanism_type, upsert in entries:
         if name not in users:
             users.append(name)
-        problem = _check(name, mechanism_type, int(entry["iterations"]) if is_upsert else None)
+        problem = _check(name, mechanism_type, upsert["iterations"] if upsert is not None else None)
         if problem is not None:
             fail(name, *problem)
             continue
@@ -69,7 +73,7 @@ def alter_user_scram_credentials(
             continue
         seen.add((name, mechanism_type))
         mechanism = MECHANISM_NAMES[mechanism_type]
-        if not is_upsert:
+        if upsert is None:
             if image.scram.get(mechanism, name) is None:
                 fail(
                     name,
@@ -83,9 +87,9 @@ def alter_user_scram_credentials(
         else:
             credential = credential_from_salted_password(
                 mechanism,
-                bytes(entry["salted_password"]),
-                bytes(entry["salt"]),
-                int(entry["iterations"]),
+                bytes(upsert["salted_password"]),
+                bytes(upsert["salt"]),
+                upsert["iterations"],
             )
             record = make_record(
                 "UserScramCredentialRecord",
@@ -100,7 +104,7 @@ def alter_user_scram_credentials(
             )
         records_by_user.setdefault(name, []).append(record)
     records: list[MetadataRecord] = []
-    results = []
+    results: list[AlterUserScramCredentialsResponseResults] = []
     for user in users:
         error = errors.get(user)
         if error is None:

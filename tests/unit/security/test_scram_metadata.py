@@ -12,6 +12,10 @@ from sparklog.metadata.image import MetadataImage
 from sparklog.metadata.records import MetadataRecord, decode_record
 from sparklog.metadata.scram_bootstrap import scram_record
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsRequestUpsertions,
+)
 from sparklog.security import scram
 
 SHA512 = scram.MECHANISM_TYPES["SCRAM-SHA-512"]
@@ -27,7 +31,7 @@ def apply(image: MetadataImage, records: list[MetadataRecord]) -> MetadataImage:
 
 def upsert(
     name: str, password: str, mechanism: int = SHA512, iterations: int = 4096
-) -> dict[str, Any]:
+) -> AlterUserScramCredentialsRequestUpsertions:
     salt = b"salt-" + name.encode()
     mech = scram.MECHANISM_NAMES.get(mechanism, "SCRAM-SHA-512")
     salted = scram.salted_password(mech, password, salt, iterations)
@@ -96,7 +100,10 @@ def test_upsert_then_authenticate_then_delete() -> None:
     ],
 )
 def test_alter_errors(request_body: dict[str, Any], code: ErrorCode, message: str) -> None:
-    body = {"deletions": [], "upsertions": [], **request_body}
+    body: AlterUserScramCredentialsRequest = {
+        "deletions": request_body.get("deletions", []),
+        "upsertions": request_body.get("upsertions", []),
+    }
     records, response = alter_user_scram_credentials(MetadataImage(), body)
     assert records == []
     [result] = response["results"]
