@@ -83,6 +83,8 @@ from sparklog.protocol.message_types import (
     AlterClientQuotasResponse,
     AlterConfigsRequest,
     AlterConfigsResponse,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
     AssignReplicasToDirsRequest,
@@ -104,6 +106,8 @@ from sparklog.protocol.message_types import (
     DeleteTopicsResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
     UpdateFeaturesRequest,
@@ -399,15 +403,15 @@ class QuorumController:
         return self._result(records, response)
 
     def alter_partition_reassignments(
-        self, request: Mapping[str, Any], version: int
-    ) -> ControllerResult[dict[str, Any]]:
+        self, request: AlterPartitionReassignmentsRequest, version: int
+    ) -> ControllerResult[AlterPartitionReassignmentsResponse]:
         """AlterPartitionReassignments (45), see :mod:`sparklog.controller.reassignment`."""
         records, response = alter_partition_reassignments(self.replication, request)
         return self._result(records, response)
 
     def list_partition_reassignments(
-        self, request: Mapping[str, Any], version: int
-    ) -> ControllerResult[dict[str, Any]]:
+        self, request: ListPartitionReassignmentsRequest, version: int
+    ) -> ControllerResult[ListPartitionReassignmentsResponse]:
         return self._result((), list_partition_reassignments(self.replication, request))
 
     def balance_partition_leaders(self) -> ControllerResult[int]:

@@ -28,8 +28,7 @@ Pure functions of the committed image, like every controller operation. Rules (K
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from sparklog.controller.partition_change_builder import Election, ReassignmentReplicas
 from sparklog.controller.replication_control import ReplicationContext
@@ -37,22 +36,32 @@ from sparklog.controller.topics import check_manual_assignment
 from sparklog.metadata.image import PartitionRegistration, TopicImage
 from sparklog.metadata.records import MetadataRecord
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.message_types import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    AlterPartitionReassignmentsResponseResponses,
+    AlterPartitionReassignmentsResponseResponsesPartitions,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    ListPartitionReassignmentsResponseTopics,
+    ListPartitionReassignmentsResponseTopicsPartitions,
+)
 
 
 def alter_partition_reassignments(
-    ctx: ReplicationContext, request: Mapping[str, Any]
-) -> tuple[list[MetadataRecord], dict[str, Any]]:
+    ctx: ReplicationContext, request: AlterPartitionReassignmentsRequest
+) -> tuple[list[MetadataRecord], AlterPartitionReassignmentsResponse]:
     records: list[MetadataRecord] = []
-    responses: list[dict[str, Any]] = []
-    allow_rf_change = bool(request.get("allow_replication_factor_change", True))
-    for topic_data in request.get("topics") or ():
-        name = str(topic_data["name"])
-        partitions_out: list[dict[str, Any]] = []
+    responses: list[AlterPartitionReassignmentsResponseResponses] = []
+    allow_rf_change = request["allow_replication_factor_change"]
+    for topic_data in request["topics"]:
+        name = topic_data["name"]
+        partitions_out: list[AlterPartitionReassignmentsResponseResponsesPartitions] = []
         responses.append({"name": name, "partitions": partitions_out})
         topic = ctx.image.topics.get_topic(name)
-        for partition_data in topic_data.get("partitions") or ():
-            index = int(partition_data["partition_index"])
-            entry: dict[str, Any] = {
+        for partition_data in topic_data["partitions"]:
+            index = partition_data["partition_index"]
+            entry: AlterPartitionReassignmentsResponseResponsesPartitions = {
                 "partition_index": index,
                 "error_code": 0,
                 "error_message": None,
@@ -64,17 +73,18 @@ def alter_partition_reassignments(
                         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                         f"Unable to find partition {name}:{index}.",
                     )
-                target = partition_data.get("replicas")
+                target = partition_data["replicas"]
                 if target is None:
                     record = _cancel(ctx, topic, index, partition)
                 else:
-                    replicas = [int(r) for r in target]
+                    replicas = list(target)
                     _check_replication_factor(partition, replicas, allow_rf_change)
                     record = _change(ctx, topic, index, partition, replicas)
                 if record is not None:
                     records.append(record)
             except KafkaApiError as exc:
-                entry.update(error_code=int(exc.code), error_message=exc.message)
+                entry["error_code"] = int(exc.code)
+                entry["error_message"] = exc.message
             partitions_out.append(entry)
     return records, {
         "throttle_time_ms": 0,
@@ -144,22 +154,22 @@ def _cancel(
 
 
 def list_partition_reassignments(
-    ctx: ReplicationContext, request: Mapping[str, Any]
-) -> dict[str, Any]:
-    wanted = request.get("topics")
+    ctx: ReplicationContext, request: ListPartitionReassignmentsRequest
+) -> ListPartitionReassignmentsResponse:
+    wanted = request["topics"]
     if wanted is None:
         targets = [
             (topic.name, sorted(topic.partitions))
             for topic in sorted(ctx.image.topics.by_id.values(), key=lambda t: t.name)
         ]
     else:
-        targets = [(str(t["name"]), [int(p) for p in t["partition_indexes"]]) for t in wanted]
-    topics_out = []
+        targets = [(t["name"], list(t["partition_indexes"])) for t in wanted]
+    topics_out: list[ListPartitionReassignmentsResponseTopics] = []
     for name, indexes in targets:
         topic = ctx.image.topics.get_topic(name)
         if topic is None:
             continue
-        partitions_out = []
+        partitions_out: list[ListPartitionReassignmentsResponseTopicsPartitions] = []
         for index in indexes:
             partition = topic.partitions.get(index)
             if partition is None or not (partition.adding_replicas or partition.removing_replicas):

@@ -17,6 +17,7 @@ from sparklog.metadata.image import PartitionRegistration
 from sparklog.metadata.records import MetadataRecord, decode_record
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.message_types import (
+    AlterPartitionReassignmentsRequest,
     BrokerRegistrationRequest,
     CreateTopicsRequest,
     IncrementalAlterConfigsRequest,
@@ -139,15 +140,15 @@ class Cluster:
         return response
 
     def reassign(self, name: str, replicas: list[int] | None, index: int = 0) -> dict[str, Any]:
-        request = {
+        request: AlterPartitionReassignmentsRequest = {
             "timeout_ms": 1000,
+            "allow_replication_factor_change": True,
             "topics": [
                 {"name": name, "partitions": [{"partition_index": index, "replicas": replicas}]}
             ],
         }
         response = self.controller.run(self.controller.alter_partition_reassignments(request, 0))
-        result: dict[str, Any] = response["responses"][0]["partitions"][0]
-        return result
+        return {**response["responses"][0]["partitions"][0]}
 
 
 @pytest.fixture
@@ -385,7 +386,7 @@ def test_reassignment_completes_through_alter_partition(tmp_path: Path) -> None:
     assert p.replicas == (2, 3, 4, 1) and p.adding_replicas == (4,) and p.removing_replicas == (1,)
     assert p.leader == 1
     listed = cluster.controller.run(
-        cluster.controller.list_partition_reassignments({"topics": None}, 0)
+        cluster.controller.list_partition_reassignments({"timeout_ms": 1000, "topics": None}, 0)
     )
     assert listed["topics"] == [
         {
@@ -407,7 +408,7 @@ def test_reassignment_completes_through_alter_partition(tmp_path: Path) -> None:
     assert p.replicas == (2, 3, 4) and p.isr == (2, 3, 4) and p.leader == 2
     assert p.adding_replicas == () and p.removing_replicas == ()
     listed = cluster.controller.run(
-        cluster.controller.list_partition_reassignments({"topics": None}, 0)
+        cluster.controller.list_partition_reassignments({"timeout_ms": 1000, "topics": None}, 0)
     )
     assert listed["topics"] == []
 
@@ -456,7 +457,7 @@ def test_decisions_survive_restart(tmp_path: Path) -> None:
 
 def test_reassignment_replication_factor_change_refused_when_not_allowed(cluster: Cluster) -> None:
     cluster.create("t", [[1, 2]])
-    request: dict[str, Any] = {
+    request: AlterPartitionReassignmentsRequest = {
         "timeout_ms": 1000,
         "allow_replication_factor_change": False,
         "topics": [
