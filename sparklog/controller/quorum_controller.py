@@ -104,6 +104,8 @@ from sparklog.protocol.message_types import (
     DeleteAclsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsRequest,
@@ -395,8 +397,8 @@ class QuorumController:
         return self._result(records, response)
 
     def elect_leaders(
-        self, request: Mapping[str, Any], version: int
-    ) -> ControllerResult[dict[str, Any]]:
+        self, request: ElectLeadersRequest, version: int
+    ) -> ControllerResult[ElectLeadersResponse]:
         """ElectLeaders (43), PREFERRED or UNCLEAN (see
         :mod:`sparklog.controller.replication_control`)."""
         records, response = elect_leaders(self.replication, request, version)

@@ -31,9 +31,9 @@ ElectLeaders, the response. Every partition change goes through
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from sparklog.controller.configs import TopicConfigPolicy
 from sparklog.controller.directories import default_dir, replica_dir_online
@@ -41,6 +41,12 @@ from sparklog.controller.partition_change_builder import Election, PartitionChan
 from sparklog.metadata.image import NO_LEADER, MetadataImage, PartitionRegistration, TopicImage
 from sparklog.metadata.records import MetadataRecord
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import (
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ElectLeadersResponseReplicaElectionResults,
+    ElectLeadersResponseReplicaElectionResultsPartitionResult,
+)
 from sparklog.storage.config import LogConfig
 
 ELR_FEATURE: Final = "eligible.leader.replicas.version"
@@ -220,17 +226,17 @@ def elect_leader(
 
 
 def elect_leaders(
-    ctx: ReplicationContext, request: Mapping[str, Any], version: int
-) -> tuple[list[MetadataRecord], dict[str, Any]]:
+    ctx: ReplicationContext, request: ElectLeadersRequest, version: int
+) -> tuple[list[MetadataRecord], ElectLeadersResponse]:
     """Decide an ElectLeaders request: (records, response body)."""
-    election_type = int(request.get("election_type", ELECTION_PREFERRED)) if version >= 1 else 0
+    election_type = request["election_type"] if version >= 1 else ELECTION_PREFERRED
     if election_type not in (ELECTION_PREFERRED, ELECTION_UNCLEAN):
         return [], {
             "throttle_time_ms": 0,
             "error_code": int(ErrorCode.INVALID_REQUEST),
             "replica_election_results": [],
         }
-    wanted = request.get("topic_partitions")
+    wanted = request["topic_partitions"]
     everything = wanted is None
     if wanted is None:
         targets = [
@@ -238,11 +244,11 @@ def elect_leaders(
             for topic in sorted(ctx.image.topics.by_id.values(), key=lambda t: t.name)
         ]
     else:
-        targets = [(str(t["topic"]), [int(p) for p in t["partitions"]]) for t in wanted]
+        targets = [(t["topic"], list(t["partitions"])) for t in wanted]
     records: list[MetadataRecord] = []
-    results: list[dict[str, Any]] = []
+    results: list[ElectLeadersResponseReplicaElectionResults] = []
     for name, partition_ids in targets:
-        partition_results = []
+        partition_results: list[ElectLeadersResponseReplicaElectionResultsPartitionResult] = []
         for partition_id in partition_ids:
             code, record = elect_leader(ctx, name, partition_id, election_type)
             if record is not None:

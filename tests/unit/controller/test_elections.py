@@ -20,6 +20,7 @@ from sparklog.protocol.message_types import (
     AlterPartitionReassignmentsRequest,
     BrokerRegistrationRequest,
     CreateTopicsRequest,
+    ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
 )
 from sparklog.raft.quorum_state import QuorumStateStore
@@ -127,7 +128,7 @@ class Cluster:
         return result
 
     def elect(self, election_type: int, partitions: dict[str, list[int]] | None) -> dict[str, Any]:
-        request = {
+        request: ElectLeadersRequest = {
             "election_type": election_type,
             "topic_partitions": (
                 None
@@ -136,8 +137,8 @@ class Cluster:
             ),
             "timeout_ms": 1000,
         }
-        response: dict[str, Any] = self.controller.run(self.controller.elect_leaders(request, 2))
-        return response
+        response = self.controller.run(self.controller.elect_leaders(request, 2))
+        return {**response}
 
     def reassign(self, name: str, replicas: list[int] | None, index: int = 0) -> dict[str, Any]:
         request: AlterPartitionReassignmentsRequest = {
