@@ -38,8 +38,7 @@ same error codes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from sparklog.controller.configs import TopicConfigPolicy
 from sparklog.controller.replication_control import ReplicationContext
@@ -47,6 +46,14 @@ from sparklog.metadata.image import MetadataImage, PartitionRegistration, TopicI
 from sparklog.metadata.records import MetadataRecord
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.kafka_uuid import ZERO_UUID
+from sparklog.protocol.message_types import (
+    AlterPartitionRequest,
+    AlterPartitionRequestTopics,
+    AlterPartitionRequestTopicsPartitions,
+    AlterPartitionResponse,
+    AlterPartitionResponseTopics,
+    AlterPartitionResponseTopicsPartitions,
+)
 
 RECOVERED = 0
 RECOVERING = 1
@@ -55,16 +62,16 @@ NO_EPOCH_CHECK = -1
 
 
 def alter_partition(
-    ctx: ReplicationContext | MetadataImage, request: Mapping[str, Any], version: int
-) -> tuple[list[MetadataRecord], dict[str, Any]]:
+    ctx: ReplicationContext | MetadataImage, request: AlterPartitionRequest, version: int
+) -> tuple[list[MetadataRecord], AlterPartitionResponse]:
     """Decide an AlterPartition request: (records to append, response body). A bare image
     means the default topic configs."""
     if isinstance(ctx, MetadataImage):
         ctx = ReplicationContext(ctx, TopicConfigPolicy())
     image = ctx.image
-    broker_id = int(request["broker_id"])
+    broker_id = request["broker_id"]
     sender = image.cluster.broker(broker_id)
-    if sender is None or sender.epoch != int(request.get("broker_epoch", -1)):
+    if sender is None or sender.epoch != request["broker_epoch"]:
         return [], {
             "throttle_time_ms": 0,
             "error_code": int(ErrorCode.STALE_BROKER_EPOCH),
@@ -73,14 +80,14 @@ def alter_partition(
     records: list[MetadataRecord] = []
     # Partitions changed earlier in this request, so a repeated entry sees its own effect.
     changed: dict[tuple[bytes, int], PartitionRegistration] = {}
-    topics_out: list[dict[str, Any]] = []
-    for topic_data in request.get("topics") or ():
+    topics_out: list[AlterPartitionResponseTopics] = []
+    for topic_data in request["topics"]:
         topic, topic_out, unknown = _resolve_topic(image, topic_data, version)
-        partitions_out: list[dict[str, Any]] = []
+        partitions_out: list[AlterPartitionResponseTopicsPartitions] = []
         topic_out["partitions"] = partitions_out
         topics_out.append(topic_out)
-        for partition_data in topic_data.get("partitions") or ():
-            index = int(partition_data["partition_index"])
+        for partition_data in topic_data["partitions"]:
+            index = partition_data["partition_index"]
             if topic is None:
                 partitions_out.append(_partition_error(index, unknown))
                 continue
@@ -93,9 +100,7 @@ def alter_partition(
             assert current is not None
             builder = ctx.builder(topic, index, current, ctx.acceptable())
             builder.target_isr = [member for member, _ in new_isr]
-            builder.target_recovery_state = int(
-                partition_data.get("leader_recovery_state", RECOVERED)
-            )
+            builder.target_recovery_state = partition_data["leader_recovery_state"]
             record = builder.build()
             if record is not None:
                 records.append(record)
@@ -126,39 +131,41 @@ def alter_partition(
 
 
 def _resolve_topic(
-    image: MetadataImage, topic_data: Mapping[str, Any], version: int
-) -> tuple[TopicImage | None, dict[str, Any], ErrorCode]:
+    image: MetadataImage, topic_data: AlterPartitionRequestTopics, version: int
+) -> tuple[TopicImage | None, AlterPartitionResponseTopics, ErrorCode]:
     """The topic a request entry names, its response entry, and the error if unknown."""
     if version >= 2:
-        topic_id = bytes(topic_data.get("topic_id") or ZERO_UUID)
+        topic_id = bytes(topic_data["topic_id"] or ZERO_UUID)
         topic = None if topic_id == ZERO_UUID else image.topics.get_topic_by_id(topic_id)
         return topic, {"topic_id": topic_id}, ErrorCode.UNKNOWN_TOPIC_ID
-    name = str(topic_data.get("topic_name") or "")
+    name = topic_data["topic_name"] or ""
     return image.topics.get_topic(name), {"topic_name": name}, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-def _new_isr(partition_data: Mapping[str, Any], version: int) -> list[tuple[int, int]]:
+def _new_isr(
+    partition_data: AlterPartitionRequestTopicsPartitions, version: int
+) -> list[tuple[int, int]]:
     """The requested ISR as (broker id, broker epoch); before v3 epochs are unchecked."""
     if version >= 3:
         return [
-            (int(state["broker_id"]), int(state.get("broker_epoch", NO_EPOCH_CHECK)))
-            for state in partition_data.get("new_isr_with_epochs") or ()
+            (state["broker_id"], state["broker_epoch"])
+            for state in partition_data["new_isr_with_epochs"]
         ]
-    return [(int(b), NO_EPOCH_CHECK) for b in partition_data.get("new_isr") or ()]
+    return [(b, NO_EPOCH_CHECK) for b in partition_data["new_isr"]]
 
 
 def _validate(
     image: MetadataImage,
     broker_id: int,
     partition: PartitionRegistration | None,
-    partition_data: Mapping[str, Any],
+    partition_data: AlterPartitionRequestTopicsPartitions,
     new_isr: Sequence[tuple[int, int]],
     version: int,
 ) -> ErrorCode | None:
     if partition is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    leader_epoch = int(partition_data["leader_epoch"])
-    partition_epoch = int(partition_data["partition_epoch"])
+    leader_epoch = partition_data["leader_epoch"]
+    partition_epoch = partition_data["partition_epoch"]
     if leader_epoch > partition.leader_epoch or partition_epoch > partition.partition_epoch:
         # The leader has seen metadata this controller has not: it is not (or no longer)
         # the active one, and the leader should look for the one that is.
@@ -174,7 +181,7 @@ def _validate(
         return ErrorCode.INVALID_REQUEST
     if partition.leader not in isr_ids:
         return ErrorCode.INVALID_REQUEST
-    recovery = int(partition_data.get("leader_recovery_state", RECOVERED))
+    recovery = partition_data["leader_recovery_state"]
     if recovery not in (RECOVERED, RECOVERING):
         return ErrorCode.INVALID_REQUEST
     if recovery == RECOVERING and len(isr_ids) > 1:
@@ -206,7 +213,7 @@ def _ineligible(image: MetadataImage, new_isr: Sequence[tuple[int, int]]) -> lis
     return ineligible
 
 
-def _partition_error(index: int, code: ErrorCode) -> dict[str, Any]:
+def _partition_error(index: int, code: ErrorCode) -> AlterPartitionResponseTopicsPartitions:
     # The other fields keep Kafka's zero defaults: a leader reads them only on success.
     return {
         "partition_index": index,

@@ -85,6 +85,8 @@ from sparklog.protocol.message_types import (
     AlterConfigsResponse,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
     AssignReplicasToDirsRequest,
@@ -390,8 +392,8 @@ class QuorumController:
         return self._result(records, response)
 
     def alter_partition(
-        self, request: Mapping[str, Any], version: int
-    ) -> ControllerResult[dict[str, Any]]:
+        self, request: AlterPartitionRequest, version: int
+    ) -> ControllerResult[AlterPartitionResponse]:
         """A partition leader's ISR change (see :mod:`sparklog.controller.partition_change`)."""
         records, response = alter_partition(self.replication, request, version)
         return self._result(records, response)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -29,6 +29,7 @@ from sparklog.metadata.image import (
 from sparklog.metadata.records import MetadataRecord, decode_record, make_record
 from sparklog.protocol import codec
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import AlterPartitionRequest
 from sparklog.protocol.messages import API_BY_KEY
 from tests.unit.controller.test_quorum_controller import Node
 
@@ -90,18 +91,21 @@ def request(
     recovery: int = 0,
     topic_id: bytes = TOPIC_ID,
     partition_index: int = 0,
-) -> dict[str, Any]:
+) -> AlterPartitionRequest:
+    """A v3 AlterPartition request as the controller decodes it (every key present)."""
     member_epochs = EPOCHS if epochs is None else {**EPOCHS, **epochs}
     return {
         "broker_id": broker_id,
         "broker_epoch": broker_epoch,
         "topics": [
             {
+                "topic_name": "",
                 "topic_id": topic_id,
                 "partitions": [
                     {
                         "partition_index": partition_index,
                         "leader_epoch": leader_epoch,
+                        "new_isr": [],
                         "new_isr_with_epochs": [
                             {"broker_id": b, "broker_epoch": member_epochs.get(b, -1)} for b in isr
                         ],
@@ -114,7 +118,7 @@ def request(
     }
 
 
-def partition_error(image: MetadataImage, body: dict[str, Any], version: int = 3) -> int:
+def partition_error(image: MetadataImage, body: AlterPartitionRequest, version: int = 3) -> int:
     """The partition-level error code; a refused change writes nothing."""
     records, response = alter_partition(image, body, version)
     assert response["error_code"] == 0
@@ -193,7 +197,7 @@ def test_v2_has_no_broker_epochs_to_check() -> None:
     body = request()
     part = body["topics"][0]["partitions"][0]
     part["new_isr"] = [1, 3]
-    del part["new_isr_with_epochs"]
+    part["new_isr_with_epochs"] = []  # v2 has none: decoded as the empty default
     records, response = alter_partition(image, body, 2)
     assert response["topics"][0]["partitions"][0]["isr"] == [1, 3]
     assert records[0].data["isr"] == [1, 3]
@@ -201,7 +205,7 @@ def test_v2_has_no_broker_epochs_to_check() -> None:
     wire_body = codec.decode(
         API_BY_KEY[56].request, 2, codec.encode_bytes(API_BY_KEY[56].request, 2, body)
     )
-    assert alter_partition(image, wire_body, 2)[1] == response
+    assert alter_partition(image, cast(AlterPartitionRequest, wire_body), 2)[1] == response
 
 
 def test_member_epoch_minus_one_skips_the_check() -> None:
@@ -251,7 +255,7 @@ def test_v1_resolves_topics_by_name() -> None:
     image = cluster()
     body = request()
     topic = body["topics"][0]
-    del topic["topic_id"]
+    topic["topic_id"] = bytes(16)  # v1 has no topic id: decoded as the zero uuid
     topic["topic_name"] = "nope"
     assert partition_error(image, body, 1) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     topic["topic_name"] = "t"
@@ -366,12 +370,13 @@ def test_declaration_round_trips_and_is_served_on_the_controller() -> None:
         body = request()
         if version == 2:
             part = body["topics"][0]["partitions"][0]
-            part["new_isr"] = [m["broker_id"] for m in part.pop("new_isr_with_epochs")]
+            part["new_isr"] = [m["broker_id"] for m in part["new_isr_with_epochs"]]
+            part["new_isr_with_epochs"] = []
         wire = codec.encode_bytes(api.request, version, body)
         decoded = codec.decode(api.request, version, wire)
         assert codec.encode_bytes(api.request, version, decoded) == wire
         assert decoded["broker_epoch"] == EPOCHS[1]
-        _, response = alter_partition(cluster(), decoded, version)
+        _, response = alter_partition(cluster(), cast(AlterPartitionRequest, decoded), version)
         out = codec.decode(
             api.response, version, codec.encode_bytes(api.response, version, response)
         )
@@ -407,16 +412,18 @@ def test_through_the_controller_and_after_a_restart(tmp_path: Path) -> None:
         )
         topic_id = created["topics"][0]["topic_id"]
         epochs = dict(zip((1, 2, 3), node.epochs, strict=True))
-        body = {
+        body: AlterPartitionRequest = {
             "broker_id": 2,
             "broker_epoch": epochs[2],
             "topics": [
                 {
+                    "topic_name": "",
                     "topic_id": topic_id,
                     "partitions": [
                         {
                             "partition_index": 0,
                             "leader_epoch": 0,
+                            "new_isr": [],
                             "new_isr_with_epochs": [
                                 {"broker_id": b, "broker_epoch": epochs[b]} for b in (2, 3)
                             ],

@@ -18,6 +18,7 @@ from sparklog.metadata.records import MetadataRecord, decode_record
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.message_types import (
     AlterPartitionReassignmentsRequest,
+    AlterPartitionRequest,
     BrokerRegistrationRequest,
     CreateTopicsRequest,
     ElectLeadersRequest,
@@ -103,16 +104,18 @@ class Cluster:
         topic = self.controller.image.topics.get_topic(name)
         assert topic is not None
         p = topic.partitions[index]
-        body = {
+        body: AlterPartitionRequest = {
             "broker_id": p.leader,
             "broker_epoch": self.epochs[p.leader],
             "topics": [
                 {
+                    "topic_name": "",
                     "topic_id": topic.topic_id,
                     "partitions": [
                         {
                             "partition_index": index,
                             "leader_epoch": p.leader_epoch,
+                            "new_isr": [],
                             "new_isr_with_epochs": [
                                 {"broker_id": b, "broker_epoch": self.epochs[b]} for b in isr
                             ],
@@ -124,8 +127,7 @@ class Cluster:
             ],
         }
         response = self.controller.run(self.controller.alter_partition(body, 3))
-        result: dict[str, Any] = response["topics"][0]["partitions"][0]
-        return result
+        return {**response["topics"][0]["partitions"][0]}
 
     def elect(self, election_type: int, partitions: dict[str, list[int]] | None) -> dict[str, Any]:
         request: ElectLeadersRequest = {
