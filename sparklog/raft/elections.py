@@ -236,7 +236,7 @@ class Elections:
     def handle_vote(self, now_ms: int, request: rpc.InboundRequest) -> None:
         state = self._state
         quorum = state.quorum
-        p = rpc.partition_of(request.body)
+        p = rpc.vote_partition(request.body)
         if p is None:
             self._messenger.respond(
                 request,
@@ -245,12 +245,10 @@ class Elections:
                 ),
             )
             return
-        epoch = int(p["replica_epoch"])
-        candidate = ReplicaKey(
-            int(p["replica_id"]), rpc.directory_id(p.get("replica_directory_id"))
-        )
-        pre_vote = bool(p.get("pre_vote", False))
-        voter_dir = rpc.directory_id(p.get("voter_directory_id"))
+        epoch = p["replica_epoch"]
+        candidate = ReplicaKey(p["replica_id"], rpc.directory_id(p["replica_directory_id"]))
+        pre_vote = p["pre_vote"]
+        voter_dir = rpc.directory_id(p["voter_directory_id"])
         error = ErrorCode.NONE
         granted = False
         if voter_dir not in (ZERO_UUID, state.local.directory_id):
@@ -258,7 +256,7 @@ class Elections:
         elif epoch >= quorum.epoch:
             if epoch > quorum.epoch and not pre_vote:
                 self.become_unattached(now_ms, epoch)
-            up_to_date = (int(p["last_offset_epoch"]), int(p["last_offset"])) >= (
+            up_to_date = (p["last_offset_epoch"], p["last_offset"]) >= (
                 state.log.last_epoch,
                 state.log.log_end_offset,
             )
@@ -291,19 +289,19 @@ class Elections:
 
     def handle_begin_epoch(self, now_ms: int, request: rpc.InboundRequest) -> None:
         quorum = self._state.quorum
-        p = rpc.partition_of(request.body)
+        p = rpc.begin_epoch_partition(request.body)
         error = ErrorCode.NONE
         if p is None:
             error = ErrorCode.INVALID_REQUEST
-        elif rpc.directory_id(p.get("voter_directory_id")) not in (
+        elif rpc.directory_id(p["voter_directory_id"]) not in (
             ZERO_UUID,
             self._state.local.directory_id,
         ):
             error = ErrorCode.INVALID_VOTER_KEY
-        elif int(p["leader_epoch"]) < quorum.epoch:
+        elif p["leader_epoch"] < quorum.epoch:
             error = ErrorCode.FENCED_LEADER_EPOCH
         else:
-            self.observe_leader(now_ms, int(p["leader_epoch"]), int(p["leader_id"]))
+            self.observe_leader(now_ms, p["leader_epoch"], p["leader_id"])
         self._messenger.respond(
             request,
             rpc.epoch_response(ErrorCode.NONE, quorum.leader_id, quorum.epoch, error),
@@ -312,20 +310,20 @@ class Elections:
     def handle_end_epoch(self, now_ms: int, request: rpc.InboundRequest) -> None:
         state = self._state
         quorum = state.quorum
-        p = rpc.partition_of(request.body)
+        p = rpc.end_epoch_partition(request.body)
         error = ErrorCode.NONE
         if p is None:
             error = ErrorCode.INVALID_REQUEST
-        elif int(p["leader_epoch"]) < quorum.epoch:
+        elif p["leader_epoch"] < quorum.epoch:
             error = ErrorCode.FENCED_LEADER_EPOCH
         else:
-            epoch, leader_id = int(p["leader_epoch"]), int(p["leader_id"])
+            epoch, leader_id = p["leader_epoch"], p["leader_id"]
             self.observe_leader(now_ms, epoch, leader_id)
             role = quorum.role
             if isinstance(role, Follower) and role.leader_id == leader_id and role.epoch == epoch:
                 # The leader resigned: its preferred successor campaigns at once, the others
                 # after a random backoff, so one of them usually wins the first round.
-                preferred = [int(c["candidate_id"]) for c in p.get("preferred_candidates") or ()]
+                preferred = [c["candidate_id"] for c in p["preferred_candidates"] or ()]
                 first = bool(preferred) and preferred[0] == state.local.id
                 backoff_max = state.config.election_backoff_max_ms
                 delay = 0 if first else state.random.randint(0, backoff_max)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.kafka_uuid import METADATA_TOPIC_ID, ZERO_UUID
@@ -25,11 +25,13 @@ from sparklog.protocol.message_types import (
     AddRaftVoterResponse,
     ApiKey,
     BeginQuorumEpochRequest,
+    BeginQuorumEpochRequestTopicsPartitions,
     BeginQuorumEpochResponse,
     DescribeQuorumResponse,
     DescribeQuorumResponseTopicsPartitions,
     DescribeQuorumResponseTopicsPartitionsCurrentVoters,
     EndQuorumEpochRequest,
+    EndQuorumEpochRequestTopicsPartitions,
     FetchRequest,
     FetchResponse,
     FetchResponseResponsesPartitions,
@@ -37,6 +39,7 @@ from sparklog.protocol.message_types import (
     FetchSnapshotResponse,
     UpdateRaftVoterResponse,
     VoteRequest,
+    VoteRequestTopicsPartitions,
     VoteResponse,
     VoteResponseTopicsPartitions,
 )
@@ -122,6 +125,24 @@ def partition_of(body: Body, topics: str = "topics") -> Mapping[str, Any] | None
         for partition in topic.get("partitions") or ():
             return dict(partition)
     return None
+
+
+# The partition of an inbound request of one KRaft API: the body is what the codec decoded from
+# that API's request declaration (or what this module's builder made, in the simulator), so its
+# partition is that declaration's TypedDict; the cast names the type the dispatch by api key
+# already guarantees, as the broker's handler table does.
+
+
+def vote_partition(body: Body) -> VoteRequestTopicsPartitions | None:
+    return cast("VoteRequestTopicsPartitions | None", partition_of(body))
+
+
+def begin_epoch_partition(body: Body) -> BeginQuorumEpochRequestTopicsPartitions | None:
+    return cast("BeginQuorumEpochRequestTopicsPartitions | None", partition_of(body))
+
+
+def end_epoch_partition(body: Body) -> EndQuorumEpochRequestTopicsPartitions | None:
+    return cast("EndQuorumEpochRequestTopicsPartitions | None", partition_of(body))
 
 
 # What a Fetch request partition sends for the leader's high watermark it does not know
