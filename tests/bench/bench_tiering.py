@@ -47,6 +47,8 @@ best local round (local fetches are served from the page cache in every round).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.util
 import logging
 import os
 import random
@@ -54,7 +56,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -272,27 +274,38 @@ def _next_offset(chunk: bytes) -> int:
     return last + 1
 
 
-def s3_copy(
-    tmp: str, size: int, n: int, metadata: RemoteLogSegmentMetadata, data: LogSegmentData
-) -> None:
-    try:
-        import s3fs
-        from moto.server import ThreadedMotoServer
-    except ImportError:
-        print("copy s3 moto     skipped (moto or s3fs missing)")
-        return
+@contextlib.contextmanager
+def moto_endpoint() -> Iterator[str]:
+    """A moto S3 server on a free loopback port for the block's duration: its endpoint URL."""
+    from moto.server import ThreadedMotoServer
+
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
-        options = {"key": "k", "secret": "s", "endpoint_url": f"http://127.0.0.1:{port}"}
-        s3fs.S3FileSystem(skip_instance_cache=True, **options).mkdir("bench")
-        rsm = RemoteStorageManager(open_store("s3://bench/remote", options), cluster_id="bench")
-        timed("copy s3 moto", size, lambda: rsm.copy_log_segment_data(metadata, data), n)
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.stop()
+
+
+def s3_copy(
+    tmp: str, size: int, n: int, metadata: RemoteLogSegmentMetadata, data: LogSegmentData
+) -> None:
+    if importlib.util.find_spec("moto") is None or importlib.util.find_spec("s3fs") is None:
+        print("copy s3 moto     skipped (moto or s3fs missing)")
+        return
+    import s3fs
+
+    with moto_endpoint() as endpoint:
+        options = {"key": "k", "secret": "s", "endpoint_url": endpoint}
+        # moto's backend is per process: every call makes a bucket of its own
+        bucket = f"bench-{os.urandom(4).hex()}"
+        s3fs.S3FileSystem(skip_instance_cache=True, **options).mkdir(bucket)
+        store = open_store(f"s3://{bucket}/remote", options)
+        rsm = RemoteStorageManager(store, cluster_id="bench")
+        timed("copy s3 moto", size, lambda: rsm.copy_log_segment_data(metadata, data), n)
 
 
 def consumer_scenarios(records: int, value_bytes: int, no_s3: bool, cache_bytes: int) -> None:
@@ -311,18 +324,11 @@ def consumer_scenarios(records: int, value_bytes: int, no_s3: bool, cache_bytes:
         )
         if no_s3:
             return
-        try:
-            from moto.server import ThreadedMotoServer
-        except ImportError:
+        if importlib.util.find_spec("moto") is None:
             print("consume remote s3 moto skipped (moto missing)")
             return
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-        server.start()
-        try:
-            moto = MotoS3(f"http://127.0.0.1:{port}")
+        with moto_endpoint() as endpoint:
+            moto = MotoS3(endpoint)
             store = s3_store(moto, f"s3://{moto.new_bucket()}/tiered")
             consume_through_node(
                 Path(tmp) / "node-s3",
@@ -334,8 +340,6 @@ def consumer_scenarios(records: int, value_bytes: int, no_s3: bool, cache_bytes:
                 cache_bytes,
                 with_local=False,
             )
-        finally:
-            server.stop()
 
 
 def consume_through_node(
