@@ -145,12 +145,12 @@ class LeaderReplication:
         state = self._state
         log = state.log
         role = state.quorum.role
-        p = rpc.partition_of(request.body)
+        p = rpc.fetch_request_partition(request.body)
         if p is None:
             return rpc.fetch_response(
                 ErrorCode.INVALID_REQUEST, ErrorCode.NONE, -1, role.epoch, -1, -1, None
             )
-        epoch = int(p.get("current_leader_epoch", -1))
+        epoch = p["current_leader_epoch"]
         leader_id = state.quorum.leader_id
         error = ErrorCode.NONE
         if epoch < role.epoch:
@@ -166,10 +166,10 @@ class LeaderReplication:
         leader = role.state
         hw = leader.high_watermark if leader.high_watermark is not None else -1
         replica = ReplicaKey(
-            rpc.fetch_replica_id(request.body), rpc.directory_id(p.get("replica_directory_id"))
+            rpc.fetch_replica_id(request.body), rpc.directory_id(p["replica_directory_id"])
         )
-        fetch_offset = int(p["fetch_offset"])
-        last_fetched_epoch = int(p.get("last_fetched_epoch", -1))
+        fetch_offset = p["fetch_offset"]
+        last_fetched_epoch = p["last_fetched_epoch"]
         snapshot_id = self._snapshot_sync.snapshot_for_fetch(fetch_offset, last_fetched_epoch)
         if snapshot_id is not None:
             if replica.id >= 0:
@@ -202,7 +202,7 @@ class LeaderReplication:
         ):
             self._on_leader_high_watermark(now_ms, leader.high_watermark)
             hw = leader.high_watermark if leader.high_watermark is not None else -1
-        max_bytes = min(int(p.get("partition_max_bytes", 1 << 20)), state.config.max_fetch_bytes)
+        max_bytes = min(p["partition_max_bytes"], state.config.max_fetch_bytes)
         records = log.read(fetch_offset, max_bytes)
         max_wait = int(request.body.get("max_wait_ms", 0))
         if allow_park and not records and max_wait > 0 and self._last_sent_hw.get(replica.id) == hw:
@@ -223,8 +223,8 @@ class LeaderReplication:
     def _complete_parked(self, now_ms: int, only_with_data: bool = False) -> None:
         for replica_id, (request, deadline) in list(self._parked.items()):
             if only_with_data and deadline > now_ms:
-                p = rpc.partition_of(request.body)
-                if p is not None and int(p["fetch_offset"]) >= self._state.log.log_end_offset:
+                p = rpc.fetch_request_partition(request.body)
+                if p is not None and p["fetch_offset"] >= self._state.log.log_end_offset:
                     continue
             del self._parked[replica_id]
             body = self._fetch_body(now_ms, request, allow_park=False)

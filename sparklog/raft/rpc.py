@@ -33,9 +33,11 @@ from sparklog.protocol.message_types import (
     EndQuorumEpochRequest,
     EndQuorumEpochRequestTopicsPartitions,
     FetchRequest,
+    FetchRequestTopicsPartitions,
     FetchResponse,
     FetchResponseResponsesPartitions,
     FetchSnapshotRequest,
+    FetchSnapshotRequestTopicsPartitions,
     FetchSnapshotResponse,
     UpdateRaftVoterResponse,
     VoteRequest,
@@ -143,6 +145,14 @@ def begin_epoch_partition(body: Body) -> BeginQuorumEpochRequestTopicsPartitions
 
 def end_epoch_partition(body: Body) -> EndQuorumEpochRequestTopicsPartitions | None:
     return cast("EndQuorumEpochRequestTopicsPartitions | None", partition_of(body))
+
+
+def fetch_request_partition(body: Body) -> FetchRequestTopicsPartitions | None:
+    return cast("FetchRequestTopicsPartitions | None", partition_of(body))
+
+
+def fetch_snapshot_request_partition(body: Body) -> FetchSnapshotRequestTopicsPartitions | None:
+    return cast("FetchSnapshotRequestTopicsPartitions | None", partition_of(body))
 
 
 # What a Fetch request partition sends for the leader's high watermark it does not know

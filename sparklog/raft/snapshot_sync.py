@@ -220,7 +220,7 @@ class SnapshotSync:
         quorum = self._state.quorum
         role = quorum.role
         leader_id = quorum.leader_id
-        p = rpc.partition_of(request.body)
+        p = rpc.fetch_snapshot_request_partition(request.body)
         if p is None:
             respond(
                 request,
@@ -229,9 +229,9 @@ class SnapshotSync:
                 ),
             )
             return
-        wanted = p.get("snapshot_id") or {}
-        snapshot = (int(wanted.get("end_offset", -1)), int(wanted.get("epoch", -1)))
-        epoch = int(p.get("current_leader_epoch", -1))
+        wanted = p["snapshot_id"]
+        snapshot = (wanted["end_offset"], wanted["epoch"])
+        epoch = p["current_leader_epoch"]
         error = ErrorCode.NONE
         if epoch < role.epoch:
             error = ErrorCode.FENCED_LEADER_EPOCH
@@ -247,10 +247,10 @@ class SnapshotSync:
             return
         replica_id = int(request.body.get("replica_id", -1))
         if replica_id >= 0:
-            directory = rpc.directory_id(p.get("replica_directory_id"))
+            directory = rpc.directory_id(p["replica_directory_id"])
             role.state.touch(ReplicaKey(replica_id, directory), now_ms)
         snapshot_id = SnapshotId(*snapshot)
-        position = int(p.get("position", -1))
+        position = p["position"]
         try:
             size = self.store.size(snapshot_id)
         except SnapshotNotFoundError:
