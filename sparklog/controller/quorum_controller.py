@@ -76,47 +76,9 @@ from sparklog.metadata.image import (
 )
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.metadata.snapshot_image import image_from_snapshot
+from sparklog.protocol import message_types as mt
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import random_uuid_bytes
-from sparklog.protocol.message_types import (
-    AlterClientQuotasRequest,
-    AlterClientQuotasResponse,
-    AlterConfigsRequest,
-    AlterConfigsResponse,
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsResponse,
-    AlterPartitionRequest,
-    AlterPartitionResponse,
-    AlterUserScramCredentialsRequest,
-    AlterUserScramCredentialsResponse,
-    AssignReplicasToDirsRequest,
-    AssignReplicasToDirsResponse,
-    BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
-    BrokerRegistrationRequest,
-    BrokerRegistrationResponse,
-    CreateAclsRequest,
-    CreateAclsResponse,
-    CreatePartitionsRequest,
-    CreatePartitionsResponse,
-    CreateTopicsRequest,
-    CreateTopicsResponse,
-    CreateTopicsResponseTopics,
-    DeleteAclsRequest,
-    DeleteAclsResponse,
-    DeleteTopicsRequest,
-    DeleteTopicsResponse,
-    ElectLeadersRequest,
-    ElectLeadersResponse,
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
-    UnregisterBrokerRequest,
-    UnregisterBrokerResponse,
-    UpdateFeaturesRequest,
-    UpdateFeaturesResponse,
-)
 from sparklog.raft.client import (
     CommittedBatch,
     LeaderAndEpoch,
@@ -304,17 +266,17 @@ class QuorumController:
     # -- operations (pure: compute records + response) ----------------------------------------
 
     def create_topics(
-        self, request: CreateTopicsRequest, version: int
-    ) -> ControllerResult[CreateTopicsResponse]:
+        self, request: mt.CreateTopicsRequest, version: int
+    ) -> ControllerResult[mt.CreateTopicsResponse]:
         records, response = create_topics(self._image, request, self._defaults)
         return self._result(records, response)
 
     def auto_create_topic(
         self, name: str, num_partitions: int = -1, replication_factor: int = -1
-    ) -> ControllerResult[CreateTopicsResponseTopics]:
+    ) -> ControllerResult[mt.CreateTopicsResponseTopics]:
         """Metadata-request auto-creation: one topic with broker defaults; the response is
         that topic's CreateTopics result (``error_code``, ``topic_id``, ...)."""
-        request: CreateTopicsRequest = {
+        request: mt.CreateTopicsRequest = {
             "topics": [
                 {
                     "name": name,
@@ -331,91 +293,91 @@ class QuorumController:
         return self._result(records, response["topics"][0])
 
     def delete_topics(
-        self, request: DeleteTopicsRequest, version: int
-    ) -> ControllerResult[DeleteTopicsResponse]:
+        self, request: mt.DeleteTopicsRequest, version: int
+    ) -> ControllerResult[mt.DeleteTopicsResponse]:
         records, response = delete_topics(self._image, request, version, self._defaults)
         return self._result(records, response)
 
     def create_partitions(
-        self, request: CreatePartitionsRequest, version: int
-    ) -> ControllerResult[CreatePartitionsResponse]:
+        self, request: mt.CreatePartitionsRequest, version: int
+    ) -> ControllerResult[mt.CreatePartitionsResponse]:
         records, response = create_partitions(self._image, request, self._defaults)
         return self._result(records, response)
 
     def incremental_alter_configs(
-        self, request: IncrementalAlterConfigsRequest, version: int
-    ) -> ControllerResult[IncrementalAlterConfigsResponse]:
+        self, request: mt.IncrementalAlterConfigsRequest, version: int
+    ) -> ControllerResult[mt.IncrementalAlterConfigsResponse]:
         records, response = incremental_alter_configs(
             self._image, request, self._defaults.config_policy
         )
         return self._result(records, response)
 
     def alter_configs(
-        self, request: AlterConfigsRequest, version: int
-    ) -> ControllerResult[AlterConfigsResponse]:
+        self, request: mt.AlterConfigsRequest, version: int
+    ) -> ControllerResult[mt.AlterConfigsResponse]:
         """AlterConfigs (33): whole-resource replace (see :mod:`sparklog.controller.configs`)."""
         records, response = alter_configs(self._image, request, self._defaults.config_policy)
         return self._result(records, response)
 
     def create_acls(
-        self, request: CreateAclsRequest, version: int
-    ) -> ControllerResult[CreateAclsResponse]:
+        self, request: mt.CreateAclsRequest, version: int
+    ) -> ControllerResult[mt.CreateAclsResponse]:
         """CreateAcls (30), see :mod:`sparklog.controller.security_control`."""
         records, response = create_acls(self._image, request, random_uuid_bytes)
         return self._result(records, response)
 
     def update_features(
-        self, request: UpdateFeaturesRequest, version: int
-    ) -> ControllerResult[UpdateFeaturesResponse]:
+        self, request: mt.UpdateFeaturesRequest, version: int
+    ) -> ControllerResult[mt.UpdateFeaturesResponse]:
         """UpdateFeatures (57), see :mod:`sparklog.controller.feature_control`; the features
         (other than metadata.version) this node implements are ``storage format``'s."""
         records, response = update_features(self._image, request, version, BOOTSTRAP_FEATURES)
         return self._result(records, response)
 
     def delete_acls(
-        self, request: DeleteAclsRequest, version: int
-    ) -> ControllerResult[DeleteAclsResponse]:
+        self, request: mt.DeleteAclsRequest, version: int
+    ) -> ControllerResult[mt.DeleteAclsResponse]:
         records, response = delete_acls(self._image, request)
         return self._result(records, response)
 
     def alter_client_quotas(
-        self, request: AlterClientQuotasRequest, version: int
-    ) -> ControllerResult[AlterClientQuotasResponse]:
+        self, request: mt.AlterClientQuotasRequest, version: int
+    ) -> ControllerResult[mt.AlterClientQuotasResponse]:
         records, response = alter_client_quotas(self._image, request)
         return self._result(records, response)
 
     def alter_user_scram_credentials(
-        self, request: AlterUserScramCredentialsRequest, version: int
-    ) -> ControllerResult[AlterUserScramCredentialsResponse]:
+        self, request: mt.AlterUserScramCredentialsRequest, version: int
+    ) -> ControllerResult[mt.AlterUserScramCredentialsResponse]:
         """AlterUserScramCredentials (51), see :mod:`sparklog.controller.scram_control`."""
         records, response = alter_user_scram_credentials(self._image, request)
         return self._result(records, response)
 
     def alter_partition(
-        self, request: AlterPartitionRequest, version: int
-    ) -> ControllerResult[AlterPartitionResponse]:
+        self, request: mt.AlterPartitionRequest, version: int
+    ) -> ControllerResult[mt.AlterPartitionResponse]:
         """A partition leader's ISR change (see :mod:`sparklog.controller.partition_change`)."""
         records, response = alter_partition(self.replication, request, version)
         return self._result(records, response)
 
     def elect_leaders(
-        self, request: ElectLeadersRequest, version: int
-    ) -> ControllerResult[ElectLeadersResponse]:
+        self, request: mt.ElectLeadersRequest, version: int
+    ) -> ControllerResult[mt.ElectLeadersResponse]:
         """ElectLeaders (43), PREFERRED or UNCLEAN (see
         :mod:`sparklog.controller.replication_control`)."""
         records, response = elect_leaders(self.replication, request, version)
         return self._result(records, response)
 
     def alter_partition_reassignments(
-        self, request: AlterPartitionReassignmentsRequest, version: int
-    ) -> ControllerResult[AlterPartitionReassignmentsResponse]:
+        self, request: mt.AlterPartitionReassignmentsRequest, version: int
+    ) -> ControllerResult[mt.AlterPartitionReassignmentsResponse]:
         """AlterPartitionReassignments (45), see :mod:`sparklog.controller.reassignment`."""
         records, response = alter_partition_reassignments(self.replication, request)
         return self._result(records, response)
 
     def list_partition_reassignments(
-        self, request: ListPartitionReassignmentsRequest, version: int
-    ) -> ControllerResult[ListPartitionReassignmentsResponse]:
+        self, request: mt.ListPartitionReassignmentsRequest, version: int
+    ) -> ControllerResult[mt.ListPartitionReassignmentsResponse]:
         return self._result((), list_partition_reassignments(self.replication, request))
 
     def balance_partition_leaders(self) -> ControllerResult[int]:
@@ -530,12 +492,12 @@ class QuorumController:
     # -- broker lifecycle (KIP-631) --------------------------------------------------------------
 
     def broker_registration(
-        self, body: BrokerRegistrationRequest, cluster_id: str | None, now_ms: int
-    ) -> ControllerResult[BrokerRegistrationResponse]:
+        self, body: mt.BrokerRegistrationRequest, cluster_id: str | None, now_ms: int
+    ) -> ControllerResult[mt.BrokerRegistrationResponse]:
         """A BrokerRegistration request: a fenced registration and the new broker epoch."""
         broker_id = body["broker_id"]
 
-        def error(code: ErrorCode) -> ControllerResult[BrokerRegistrationResponse]:
+        def error(code: ErrorCode) -> ControllerResult[mt.BrokerRegistrationResponse]:
             return self._result(
                 (), {"throttle_time_ms": 0, "error_code": int(code), "broker_epoch": -1}
             )
@@ -588,14 +550,14 @@ class QuorumController:
         )
 
     def broker_heartbeat(
-        self, body: BrokerHeartbeatRequest, now_ms: int
-    ) -> ControllerResult[BrokerHeartbeatResponse]:
+        self, body: mt.BrokerHeartbeatRequest, now_ms: int
+    ) -> ControllerResult[mt.BrokerHeartbeatResponse]:
         outcome = heartbeat(self.replication, self.sessions, body, now_ms)
         return self._result(outcome.records, outcome.response)
 
     def assign_replicas_to_dirs(
-        self, body: AssignReplicasToDirsRequest
-    ) -> ControllerResult[AssignReplicasToDirsResponse]:
+        self, body: mt.AssignReplicasToDirsRequest
+    ) -> ControllerResult[mt.AssignReplicasToDirsResponse]:
         """AssignReplicasToDirs (73), see :mod:`sparklog.controller.directories`."""
         records, response = assign_replicas_to_dirs(self.replication, body)
         return self._result(records, response)
@@ -607,8 +569,8 @@ class QuorumController:
         return self._result((), [])
 
     def unregister_broker(
-        self, body: UnregisterBrokerRequest
-    ) -> ControllerResult[UnregisterBrokerResponse]:
+        self, body: mt.UnregisterBrokerRequest
+    ) -> ControllerResult[mt.UnregisterBrokerResponse]:
         broker_id = body["broker_id"]
         broker = self._image.cluster.broker(broker_id)
         if broker is None:
