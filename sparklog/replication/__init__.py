@@ -5,7 +5,7 @@ the deterministic simulator) feeds them fetches, fetch responses, AlterPartition
 metadata and ``now_ms``, and carries out the effects they return (read the log up to the LEO,
 send an AlterPartition, refetch). They act on a partition log through the small
 :class:`~sparklog.replication.log.ReplicaLog` protocol, which ``sparklog.storage.log.Log`` and
-:class:`~sparklog.replication.memory_log.InMemoryLog` both satisfy.
+``tests/sim/replication/memory_log.py``'s ``InMemoryLog`` both satisfy.
 
 Modules:
 - ``log``: the log protocol the cores need.
@@ -13,7 +13,6 @@ Modules:
 - ``isr``: the committed / pending ISR state of a leader (KIP-497 maximal ISR).
 - ``leader``: :class:`LeaderCore`, follower tracking, HW, ISR shrink / expand.
 - ``follower``: :class:`FollowerCore`, fetch position, truncation, appends, HW.
-- ``memory_log``: an in-memory log for unit tests and the simulator.
 """
 
 from sparklog.replication.follower import FollowerCore

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from sparklog.replication.follower import FollowerCore
 from sparklog.replication.leader import LeaderCore
-from sparklog.replication.memory_log import InMemoryLog
 from sparklog.replication.messages import (
     AlterPartitionOutcome,
     FetchResponsePartition,
@@ -19,6 +18,7 @@ from sparklog.replication.messages import (
     FollowerFetch,
     PartitionView,
 )
+from tests.sim.replication.memory_log import InMemoryLog
 from tests.unit.replication.helpers import batch, fetch_once
 
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import bisect
 
-from sparklog.replication.memory_log import StoredBatch
 from tests.sim.replication.cluster import ReplSimulation
+from tests.sim.replication.memory_log import StoredBatch
 from tests.sim.replication.node import CrashLog
 
 

@@ -30,7 +30,6 @@ from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.record_codec import build_batch
 from sparklog.replication.follower import FollowerCore
 from sparklog.replication.leader import LeaderCore
-from sparklog.replication.memory_log import InMemoryLog
 from sparklog.replication.messages import (
     AlterPartitionOutcome,
     AlterPartitionProposal,
@@ -38,6 +37,7 @@ from sparklog.replication.messages import (
     FollowerAction,
     FollowerFetch,
 )
+from tests.sim.replication.memory_log import InMemoryLog
 from tests.sim.replication.model import MetadataImage
 from tests.sim.replication.wire import (
     CONTROLLER_ID,

@@ -5,12 +5,12 @@ from __future__ import annotations
 from sparklog.protocol.record_codec import build_batch
 from sparklog.replication.follower import FollowerCore
 from sparklog.replication.leader import LeaderCore
-from sparklog.replication.memory_log import InMemoryLog
 from sparklog.replication.messages import (
     FetchResponsePartition,
     FollowerFetch,
     FollowerOutcome,
 )
+from tests.sim.replication.memory_log import InMemoryLog
 
 
 def batch(count: int = 1, tag: bytes = b"v") -> bytes:

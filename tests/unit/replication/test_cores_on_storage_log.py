@@ -8,10 +8,10 @@ from pathlib import Path
 
 from sparklog.replication.follower import FollowerCore
 from sparklog.replication.leader import LeaderCore
-from sparklog.replication.memory_log import InMemoryLog
 from sparklog.replication.messages import PartitionView
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
+from tests.sim.replication.memory_log import InMemoryLog
 from tests.unit.replication.helpers import batch, fetch_once
 
 

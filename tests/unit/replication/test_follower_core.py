@@ -7,13 +7,13 @@ import pytest
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.record_codec import build_batch
 from sparklog.replication.follower import FollowerCore, complete_batches
-from sparklog.replication.memory_log import InMemoryLog
 from sparklog.replication.messages import (
     EpochEndOffset,
     FetchResponsePartition,
     FollowerAction,
     PartitionView,
 )
+from tests.sim.replication.memory_log import InMemoryLog
 from tests.unit.replication.helpers import batch
 
 

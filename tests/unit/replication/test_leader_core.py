@@ -6,7 +6,6 @@ from sparklog.protocol.errors import ErrorCode
 from sparklog.replication.isr import CommittedIsr, PendingExpandIsr, PendingShrinkIsr
 from sparklog.replication.leader import LeaderCore
 from sparklog.replication.log import ReplicaLog
-from sparklog.replication.memory_log import InMemoryLog
 from sparklog.replication.messages import (
     AlterPartitionOutcome,
     BrokerStatus,
@@ -16,6 +15,7 @@ from sparklog.replication.messages import (
     PartitionView,
 )
 from sparklog.storage.log import Log
+from tests.sim.replication.memory_log import InMemoryLog
 from tests.unit.replication.helpers import leader_append
 
 LAG = 30_000

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from sparklog.replication.follower import FollowerCore
 from sparklog.replication.leader import LeaderCore
-from sparklog.replication.memory_log import InMemoryLog
 from sparklog.replication.messages import FollowerAction, PartitionView
+from tests.sim.replication.memory_log import InMemoryLog
 from tests.unit.replication.helpers import batch, fetch_once
 
 REPLICAS = (0, 1, 2)

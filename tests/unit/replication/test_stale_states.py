@@ -10,11 +10,11 @@ from pathlib import Path
 from sparklog.broker.partition import Partition, PartitionState, RoleChange
 from sparklog.replication.follower import FollowerCore
 from sparklog.replication.leader import LeaderCore
-from sparklog.replication.memory_log import InMemoryLog
 from sparklog.replication.messages import PartitionView
 from sparklog.storage.config import LogConfig
 from sparklog.storage.epoch_cache import LEADER_EPOCH_CHECKPOINT
 from sparklog.storage.manager import LogManager
+from tests.sim.replication.memory_log import InMemoryLog
 from tests.unit.replication.helpers import batch, fetch_once
 
 TOPIC_ID = b"s" * 16

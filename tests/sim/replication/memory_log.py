@@ -1,4 +1,5 @@
-"""An in-memory partition log for replication tests and the deterministic simulator.
+"""An in-memory partition log for replication tests and the deterministic simulator (a test
+double: it lives under tests/, not in the package).
 
 It satisfies :class:`~sparklog.replication.log.ReplicaLog` with the same semantics as the
 storage engine's ``Log`` for everything the cores use, and adds what a test driver needs on the
