@@ -26,6 +26,7 @@ Nothing here knows any key; the tables live with their domains. Nothing here doe
 from __future__ import annotations
 
 import difflib
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -80,15 +81,15 @@ class ConfigError(ValueError):
         self.problem = problem
 
 
-class Validator:
+class Validator(ABC):
     """A check of a parsed value: :meth:`problem` is ``None`` or what is wrong with it."""
 
-    def problem(self, value: Any) -> str | None:
-        raise NotImplementedError
+    @abstractmethod
+    def problem(self, value: Any) -> str | None: ...
 
+    @abstractmethod
     def describe(self) -> str:
         """What an accepted value looks like, appended to the type ("a 32-bit integer >= 1")."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True, slots=True)

@@ -366,6 +366,24 @@ class MetricsRegistry:
         return samples_to_prometheus(self.samples())
 
 
+def instrument_samples(
+    domain: str, type_: str, name: str, tags: Mapping[str, str], instrument: Meter | Histogram
+) -> list[Sample]:
+    """A meter's or histogram's Yammer attributes as samples now (``Count`` a counter, the
+    rest gauges), for a collector whose instruments come and go; the same attributes
+    :meth:`MetricsRegistry.meter` and :meth:`MetricsRegistry.histogram` register."""
+
+    def named(attribute: str) -> MetricName:
+        return MetricName.tagged(domain, type_, name, tags, attribute)
+
+    out = [Sample(named("Count"), "counter", instrument.count)]
+    if isinstance(instrument, Meter):
+        out += [Sample(named(a), "gauge", instrument.rate(a)) for a in METER_ATTRIBUTES[1:]]
+    else:
+        out += [Sample(named(a), "gauge", instrument.value(a)) for a in HISTOGRAM_ATTRIBUTES[1:]]
+    return out
+
+
 def _rate_of(meter: Meter, attribute: str) -> Callable[[], MetricValue]:
     return lambda: meter.rate(attribute)
 

@@ -25,11 +25,11 @@ from sparklog.protocol.message_types import (
     MetadataResponseTopics,
     MetadataResponseTopicsPartitions,
 )
+from sparklog.protocol.schema import AUTHORIZED_OPERATIONS_OMITTED
 
 log = logging.getLogger(__name__)
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-_AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 def _brokers(image: MetadataImage, listener: str) -> list[MetadataResponseBrokers]:
@@ -86,7 +86,7 @@ def _topic_response(topic: TopicImage, image: MetadataImage) -> MetadataResponse
         "topic_id": topic.topic_id,
         "is_internal": topic.name in INTERNAL_TOPICS,
         "partitions": partitions,
-        "topic_authorized_operations": _AUTHORIZED_OPERATIONS_OMITTED,
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
 
 
@@ -97,7 +97,7 @@ def _missing_topic(name: str | None, topic_id: bytes, code: int) -> MetadataResp
         "topic_id": topic_id,
         "is_internal": False,
         "partitions": [],
-        "topic_authorized_operations": _AUTHORIZED_OPERATIONS_OMITTED,
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
 
 
@@ -143,7 +143,7 @@ async def handle_metadata(
         "cluster_id": ctx.cluster_id,
         "controller_id": ctx.controller_id,
         "topics": topics,
-        "cluster_authorized_operations": _AUTHORIZED_OPERATIONS_OMITTED,
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         "error_code": 0,
     }
 
@@ -218,5 +218,5 @@ async def handle_describe_cluster(
         "cluster_id": ctx.cluster_id,
         "controller_id": ctx.controller_id,
         "brokers": brokers,
-        "cluster_authorized_operations": _AUTHORIZED_OPERATIONS_OMITTED,
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }

@@ -26,13 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sparklog.metrics import (
-    HISTOGRAM_ATTRIBUTES,
-    METER_ATTRIBUTES,
     Histogram,
     Meter,
     MetricName,
     MetricsRegistry,
     Sample,
+    instrument_samples,
 )
 from sparklog.share.share_partition import AcknowledgeType
 
@@ -64,25 +63,19 @@ InFlight = tuple[str, str, int, int, int, SharePartitionMetrics]
 
 
 def _partition_samples(tags: dict[str, str], metrics: SharePartitionMetrics) -> list[Sample]:
-    out = []
-    meter, histogram = metrics.acquisition_lock_timeouts, metrics.in_flight_batch_messages
-    for attribute in METER_ATTRIBUTES:
-        name = MetricName.tagged(
-            DOMAIN, "SharePartitionMetrics", "AcquisitionLockTimeoutPerSec", tags, attribute
-        )
-        if attribute == "Count":
-            out.append(Sample(name, "counter", meter.count))
-        else:
-            out.append(Sample(name, "gauge", meter.rate(attribute)))
-    for attribute in HISTOGRAM_ATTRIBUTES:
-        name = MetricName.tagged(
-            DOMAIN, "SharePartitionMetrics", "InFlightBatchMessageCount", tags, attribute
-        )
-        if attribute == "Count":
-            out.append(Sample(name, "counter", histogram.count))
-        else:
-            out.append(Sample(name, "gauge", histogram.value(attribute)))
-    return out
+    return instrument_samples(
+        DOMAIN,
+        "SharePartitionMetrics",
+        "AcquisitionLockTimeoutPerSec",
+        tags,
+        metrics.acquisition_lock_timeouts,
+    ) + instrument_samples(
+        DOMAIN,
+        "SharePartitionMetrics",
+        "InFlightBatchMessageCount",
+        tags,
+        metrics.in_flight_batch_messages,
+    )
 
 
 class ShareMetrics:

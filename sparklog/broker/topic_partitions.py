@@ -26,9 +26,9 @@ from sparklog.protocol.message_types import (
     DescribeTopicPartitionsResponseNextCursor,
     DescribeTopicPartitionsResponseTopics,
 )
+from sparklog.protocol.schema import AUTHORIZED_OPERATIONS_OMITTED
 
 MAX_PARTITIONS_PER_RESPONSE = 2000
-_AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 def _unknown(name: str) -> DescribeTopicPartitionsResponseTopics:
@@ -38,7 +38,7 @@ def _unknown(name: str) -> DescribeTopicPartitionsResponseTopics:
         "topic_id": b"\x00" * 16,
         "is_internal": False,
         "partitions": [],
-        "topic_authorized_operations": _AUTHORIZED_OPERATIONS_OMITTED,
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
 
 
@@ -100,7 +100,7 @@ async def handle_describe_topic_partitions(
                 "topic_id": topic.topic_id,
                 "is_internal": name in INTERNAL_TOPICS,
                 "partitions": [partition_entry(i, topic.partitions[i], live) for i in taken],
-                "topic_authorized_operations": _AUTHORIZED_OPERATIONS_OMITTED,
+                "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
             }
         )
         if left:

@@ -57,10 +57,9 @@ from sparklog.protocol.message_types import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from sparklog.protocol.schema import AUTHORIZED_OPERATIONS_OMITTED
 
 log = logging.getLogger(__name__)
-
-_AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 # -- membership -------------------------------------------------------------------------------
@@ -435,7 +434,7 @@ async def handle_describe_groups(
             "protocol_type": "",
             "protocol_data": "",
             "members": [],
-            "authorized_operations": _AUTHORIZED_OPERATIONS_OMITTED,
+            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         }
         try:
             group = group_coordinator(ctx).group(group_id)

@@ -29,8 +29,7 @@ from sparklog.protocol.message_types import (
     ConsumerGroupHeartbeatResponseAssignment,
     ConsumerGroupHeartbeatResponseAssignmentTopicPartitions,
 )
-
-_AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+from sparklog.protocol.schema import AUTHORIZED_OPERATIONS_OMITTED
 
 
 def group_coordinator(ctx: CoordinatorContext) -> GroupCoordinator:
@@ -179,7 +178,7 @@ def dead_group_entry(group_id: str) -> DeadGroupEntry:
         "group_epoch": -1,
         "assignment_epoch": -1,
         "assignor_name": "",
-        "authorized_operations": _AUTHORIZED_OPERATIONS_OMITTED,
+        "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
 
 

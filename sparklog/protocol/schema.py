@@ -49,6 +49,8 @@ PRIMITIVE_TYPES = frozenset(
 )
 
 ZERO_UUID = b"\x00" * 16
+# Integer.MIN_VALUE in an ``*authorized_operations`` field: the client did not ask for them.
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 # Version numbers are small; "unbounded" is represented by a large sentinel.
 _MAX_VERSION = 0x7FFF
