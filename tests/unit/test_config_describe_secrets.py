@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from sparklog.broker.config_describe import describe_broker_configs
 from sparklog.config import ServerConfig
+from tests.unit.test_config import BASE
 
 SECRETS = {
     "ssl.keystore.password": "keystore-secret",
@@ -17,16 +18,7 @@ SECRETS = {
 
 def test_password_keys_are_sensitive_and_never_shown() -> None:
     config = ServerConfig.from_props(
-        {
-            "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": "1@localhost:9093",
-            "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
-            "controller.listener.names": "CONTROLLER",
-            "log.dirs": "/tmp/unused",
-            "ssl.keystore.location": "/etc/keystore.p12",
-            **SECRETS,
-        }
+        {**BASE, "ssl.keystore.location": "/etc/keystore.p12", **SECRETS}
     )
     entries = {entry.name: entry for entry in describe_broker_configs(config)}
     for name in SECRETS:
