@@ -160,10 +160,21 @@ class ListenerSecurity:
 
 
 def _value(config: ServerSettings, listener: str, key: str) -> Any:
-    override = config.props.get(f"listener.name.{listener.lower()}.{key}")
+    prefixed = f"listener.name.{listener.lower()}.{key}"
+    override = config.props.get(prefixed)
     if override is None:
         return config.get(key)
-    return DEFS[key].parse(str(override))
+    try:
+        return DEFS[key].parse(str(override))
+    except ConfigError as exc:
+        # The base key's definition parses the override; the message names the key as written.
+        shown = "[hidden]" if exc.value is None else exc.value
+        raise ConfigError(
+            f"Invalid value {shown} for configuration {prefixed}: {exc.problem}",
+            key=prefixed,
+            value=exc.value,
+            problem=exc.problem,
+        ) from None
 
 
 def ssl_settings_from(get: Any) -> SslSettings:

@@ -126,6 +126,17 @@ def test_listener_override_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     assert server_config.listener_security(config, "PLAINTEXT").ssl is None
 
 
+def test_bad_listener_override_names_the_prefixed_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    tls_and_sasl(monkeypatch)
+    base = {"ssl.keystore.type": "PKCS12", "ssl.keystore.location": "/k.p12"}
+    with pytest.raises(
+        ConfigError,
+        match=r"Invalid value 'bogus' for configuration listener\.name\.ssl\.ssl\.client\.auth: "
+        r"Value must be one of none, requested, required",
+    ):
+        load(listeners=SSL_LISTENERS, **base, **{"listener.name.ssl.ssl.client.auth": "bogus"})
+
+
 SASL_LISTENERS = "PLAINTEXT://:9092,CONTROLLER://:9093,SASL_PLAINTEXT://:9094"
 PLAIN_JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "
