@@ -19,8 +19,9 @@ and the value/partition-list helpers (:func:`encode_value`, :func:`decode_value`
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sparklog.coordinator.records import CoordinatorRecordError
 from sparklog.protocol.codec import decode_from, encode_bytes
@@ -99,6 +100,7 @@ _CURRENT_MEMBER_VALUE = message(
 )
 
 _VERSION = struct.Struct(">h")
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +258,35 @@ def decode_value(spec: MessageSpec, data: bytes, key_type: int | None) -> dict[s
     return decoded
 
 
+def _value_or_tombstone(
+    spec: MessageSpec, value: bytes | None, build: Callable[[dict[str, Any]], _V]
+) -> _V | None:
+    """A record's value: None for a tombstone, else ``build`` over the decoded ``spec``."""
+    return None if value is None else build(decode_value(spec, value, None))
+
+
+def _member_metadata(v: dict[str, Any]) -> MemberMetadata:
+    return MemberMetadata(
+        instance_id=v["instance_id"],
+        rack_id=v["rack_id"],
+        client_id=v["client_id"],
+        client_host=v["client_host"],
+        subscribed_topic_names=tuple(v["subscribed_topic_names"]),
+        rebalance_timeout_ms=v["rebalance_timeout_ms"],
+        server_assignor=v["server_assignor"],
+    )
+
+
+def _current_assignment(v: dict[str, Any]) -> CurrentAssignment:
+    return CurrentAssignment(
+        member_epoch=v["member_epoch"],
+        previous_member_epoch=v["previous_member_epoch"],
+        state=v["state"],
+        assigned=from_wire_partitions(v["assigned_partitions"]),
+        pending_revocation=from_wire_partitions(v["partitions_pending_revocation"]),
+    )
+
+
 def decode_consumer_record(key: bytes, value: bytes | None) -> ConsumerRecord | None:
     """Decode a consumer group record (types 3-8); None for types this module ignores."""
     if len(key) < 2:
@@ -264,12 +295,10 @@ def decode_consumer_record(key: bytes, value: bytes | None) -> ConsumerRecord | 
     if key_type in (GROUP_METADATA, TARGET_METADATA):
         group_id = decode_value(GROUP_KEY, key, key_type)["group_id"]
         if key_type == GROUP_METADATA:
-            epoch = None if value is None else decode_value(_GROUP_VALUE, value, None)["epoch"]
+            epoch = _value_or_tombstone(_GROUP_VALUE, value, lambda v: int(v["epoch"]))
             return GroupEpochRecord(group_id, epoch)
-        target = (
-            None
-            if value is None
-            else decode_value(TARGET_METADATA_VALUE, value, None)["assignment_epoch"]
+        target = _value_or_tombstone(
+            TARGET_METADATA_VALUE, value, lambda v: int(v["assignment_epoch"])
         )
         return TargetEpochRecord(group_id, target)
     if key_type not in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_MEMBER):
@@ -277,38 +306,12 @@ def decode_consumer_record(key: bytes, value: bytes | None) -> ConsumerRecord | 
     k = decode_value(MEMBER_KEY, key, key_type)
     group_id, member_id = k["group_id"], k["member_id"]
     if key_type == MEMBER_METADATA:
-        if value is None:
-            return MemberMetadataRecord(group_id, member_id, None)
-        v = decode_value(_MEMBER_VALUE, value, None)
-        return MemberMetadataRecord(
-            group_id,
-            member_id,
-            MemberMetadata(
-                instance_id=v["instance_id"],
-                rack_id=v["rack_id"],
-                client_id=v["client_id"],
-                client_host=v["client_host"],
-                subscribed_topic_names=tuple(v["subscribed_topic_names"]),
-                rebalance_timeout_ms=v["rebalance_timeout_ms"],
-                server_assignor=v["server_assignor"],
-            ),
-        )
+        metadata = _value_or_tombstone(_MEMBER_VALUE, value, _member_metadata)
+        return MemberMetadataRecord(group_id, member_id, metadata)
     if key_type == TARGET_MEMBER:
-        if value is None:
-            return TargetMemberRecord(group_id, member_id, None)
-        v = decode_value(TARGET_MEMBER_VALUE, value, None)
-        return TargetMemberRecord(group_id, member_id, from_wire_partitions(v["topic_partitions"]))
-    if value is None:
-        return CurrentMemberRecord(group_id, member_id, None)
-    v = decode_value(_CURRENT_MEMBER_VALUE, value, None)
-    return CurrentMemberRecord(
-        group_id,
-        member_id,
-        CurrentAssignment(
-            member_epoch=v["member_epoch"],
-            previous_member_epoch=v["previous_member_epoch"],
-            state=v["state"],
-            assigned=from_wire_partitions(v["assigned_partitions"]),
-            pending_revocation=from_wire_partitions(v["partitions_pending_revocation"]),
-        ),
-    )
+        target_partitions = _value_or_tombstone(
+            TARGET_MEMBER_VALUE, value, lambda v: from_wire_partitions(v["topic_partitions"])
+        )
+        return TargetMemberRecord(group_id, member_id, target_partitions)
+    current = _value_or_tombstone(_CURRENT_MEMBER_VALUE, value, _current_assignment)
+    return CurrentMemberRecord(group_id, member_id, current)
