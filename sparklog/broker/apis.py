@@ -244,11 +244,11 @@ class BrokerApis:
             if authorizer is None:
                 return _as_dict(await handler(self.ctx, request, conn.listener_name))
 
-            async def serve(allowed: Request) -> dict[str, Any] | None:
-                return _as_dict(await handler(self.ctx, allowed, conn.listener_name))
+            async def serve(allowed: TypedRequest[Any]) -> Mapping[str, Any] | None:
+                return await handler(self.ctx, allowed, conn.listener_name)
 
-            return await authorized_call(
-                authorizer, conn.session, request, serve, self.ctx.topic_name
+            return _as_dict(
+                await authorized_call(authorizer, conn.session, request, serve, self.ctx.topic_name)
             )
         except Exception:
             log.exception(
@@ -260,7 +260,7 @@ class BrokerApis:
             raise
 
 
-def _as_dict(response: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def _as_dict(response: Mapping[str, object] | None) -> dict[str, Any] | None:
     """A handler's response as the dict it is at run time (the codec builds, handlers build,
     dicts; a TypedDict is only their static type), for the layers that set throttle_time_ms."""
     return cast("dict[str, Any] | None", response)

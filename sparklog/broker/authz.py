@@ -25,9 +25,9 @@ API are those of Kafka 4.x's ``KafkaApis`` / ``AuthHelper`` (see the tables belo
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from sparklog.broker.authz_groups import GROUP_RULES
 from sparklog.broker.authz_share import SHARE_RULES
@@ -35,12 +35,33 @@ from sparklog.broker.authz_support import (
     Check,
     Rule,
     Serve,
+    Served,
+    ShapeBody,
     error_response,
     per_topic,
     split,
 )
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import TypedRequest
+from sparklog.protocol.message_types import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsResponseTopics,
+    FetchRequest,
+    FetchResponse,
+    FetchResponseResponsesPartitions,
+    MetadataRequest,
+    MetadataRequestTopics,
+    MetadataResponse,
+    OffsetForLeaderEpochRequest,
+    ProduceRequest,
+    ProduceRequestTopicData,
+    ProduceResponse,
+)
 from sparklog.security.acls import CLUSTER_NAME
 from sparklog.security.acls import AclOperation as Op
 from sparklog.security.acls import ResourceType as Res
@@ -57,13 +78,13 @@ class _Simple:
 
     operation: Op
 
-    async def __call__(self, check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+    async def __call__(self, check: Check, request: TypedRequest[Any], serve: Serve) -> Served:
         if check.cluster(self.operation):
             return await serve(request)
         return error_response(request, CLUSTER_DENIED)
 
 
-async def _produce(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+async def _produce(check: Check, request: TypedRequest[ProduceRequest], serve: Serve) -> Served:
     body = request.body
     txn = body.get("transactional_id")
     if txn is not None and not check.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, txn):
@@ -85,8 +106,11 @@ async def _produce(check: Check, request: Request, serve: Serve) -> dict[str, An
 
 
 def _produce_errors(
-    request: Request, topics: list[dict[str, Any]], code: ErrorCode, everything: bool
-) -> dict[str, Any] | None:
+    request: TypedRequest[ProduceRequest],
+    topics: list[ProduceRequestTopicData],
+    code: ErrorCode,
+    everything: bool,
+) -> ProduceResponse | None:
     if request.body.get("acks", -1) == 0:
         return None
     return {
@@ -105,13 +129,15 @@ def _produce_errors(
     }
 
 
-def _is_replica(body: dict[str, Any]) -> bool:
-    state = body.get("replica_state") or {}
-    return int(body.get("replica_id", -1)) >= 0 or int(state.get("replica_id", -1)) >= 0
+def _is_replica(body: FetchRequest) -> bool:
+    if int(body.get("replica_id", -1)) >= 0:
+        return True
+    state = body.get("replica_state")
+    return state is not None and int(state.get("replica_id", -1)) >= 0
 
 
 # Kafka sends empty records, not null, with an error: librdkafka rejects a null set.
-_DENIED_FETCH_PARTITION = {
+_DENIED_FETCH_PARTITION: FetchResponseResponsesPartitions = {
     "high_watermark": -1,
     "last_stable_offset": -1,
     "log_start_offset": -1,
@@ -120,12 +146,17 @@ _DENIED_FETCH_PARTITION = {
 }
 
 
-async def _fetch(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+async def _fetch(check: Check, request: TypedRequest[FetchRequest], serve: Serve) -> Served:
     if _is_replica(request.body):
         if check.cluster(Op.CLUSTER_ACTION):
             return await serve(request)
-        return {"throttle_time_ms": 0, "error_code": int(CLUSTER_DENIED), "responses": []}
-    response = await per_topic(
+        denied: FetchResponse = {
+            "throttle_time_ms": 0,
+            "error_code": int(CLUSTER_DENIED),
+            "responses": [],
+        }
+        return denied
+    served = await per_topic(
         check,
         request,
         serve,
@@ -139,6 +170,7 @@ async def _fetch(check: Check, request: Request, serve: Serve) -> dict[str, Any]
         rsp_index="partition_index",
         extra=_DENIED_FETCH_PARTITION,
     )
+    response = cast("FetchResponse | None", served)
     if response is not None and request.body.get("session_epoch", -1) > 0:
         # An incremental fetch answers for partitions of its session the request does not
         # name: an ACL removed since they were added still applies (Kafka checks them all).
@@ -156,8 +188,8 @@ async def _fetch(check: Check, request: Request, serve: Serve) -> dict[str, Any]
 
 
 async def _offset_for_leader_epoch(
-    check: Check, request: Request, serve: Serve
-) -> dict[str, Any] | None:
+    check: Check, request: TypedRequest[OffsetForLeaderEpochRequest], serve: Serve
+) -> Served:
     if int(request.body.get("replica_id", -1)) >= 0:
         if check.cluster(Op.CLUSTER_ACTION):
             return await serve(request)
@@ -182,9 +214,9 @@ def _topic_partitions_rule(
     req_partitions: str,
     req_index: str | None,
     rsp_index: str,
-    extra: dict[str, Any] | None = None,
+    extra: Mapping[str, object] | None = None,
 ) -> Rule:
-    async def rule(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+    async def rule(check: Check, request: TypedRequest[Any], serve: Serve) -> Served:
         return await per_topic(
             check,
             request,
@@ -199,15 +231,15 @@ def _topic_partitions_rule(
     return rule
 
 
-async def _metadata(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+async def _metadata(check: Check, request: TypedRequest[MetadataRequest], serve: Serve) -> Served:
     body = request.body
     requested = body.get("topics")
-    denied: list[dict[str, Any]] = []
+    denied: list[MetadataRequestTopics] = []
     if requested:
         allowed, denied = split(requested, lambda t: check.topic(Op.DESCRIBE, t, "name"))
         if request.header.api_version > 0:
             request = replace(request, body={**body, "topics": allowed})
-    response = await serve(request)
+    response = cast("MetadataResponse | None", await serve(request))
     if response is None:
         return None
     denied_names = {t.get("name") for t in denied}
@@ -217,11 +249,10 @@ async def _metadata(check: Check, request: Request, serve: Serve) -> dict[str, A
         if t.get("name") not in denied_names and check.topic(Op.DESCRIBE, t, "name", quiet=True)
     ]
     if body.get("include_topic_authorized_operations"):
-        for topic in response["topics"]:
-            if topic.get("name"):
-                topic["topic_authorized_operations"] = check.authorized_operations(
-                    Res.TOPIC, topic["name"]
-                )
+        for listed in response["topics"]:
+            name = listed.get("name")
+            if name:
+                listed["topic_authorized_operations"] = check.authorized_operations(Res.TOPIC, name)
     if body.get("include_cluster_authorized_operations"):
         response["cluster_authorized_operations"] = check.authorized_operations(
             Res.CLUSTER, CLUSTER_NAME
@@ -240,12 +271,12 @@ async def _metadata(check: Check, request: Request, serve: Serve) -> dict[str, A
 
 
 async def _describe_topic_partitions(
-    check: Check, request: Request, serve: Serve
-) -> dict[str, Any] | None:
-    response = await serve(request)
+    check: Check, request: TypedRequest[DescribeTopicPartitionsRequest], serve: Serve
+) -> Served:
+    response = cast("DescribeTopicPartitionsResponse | None", await serve(request))
     if response is None:
         return None
-    topics = []
+    topics: list[DescribeTopicPartitionsResponseTopics] = []
     for topic in response.get("topics") or ():
         if check.topic(Op.DESCRIBE, topic, "name", quiet=True):
             topics.append(topic)
@@ -258,10 +289,10 @@ async def _describe_topic_partitions(
 def _per_topic_named(operation: Op, rsp_topics: str, alt_create: bool = False) -> Rule:
     """CreateTopics / DeleteTopics / CreatePartitions: one result per topic name."""
 
-    async def rule(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
-        body = request.body
+    async def rule(check: Check, request: TypedRequest[Any], serve: Serve) -> Served:
+        body: ShapeBody = request.body
 
-        def ok(topic: dict[str, Any]) -> bool:
+        def ok(topic: ShapeBody) -> bool:
             if alt_create and check.cluster(Op.CREATE, quiet=True):
                 return True
             return check.topic(operation, topic, "name")
@@ -271,10 +302,12 @@ def _per_topic_named(operation: Op, rsp_topics: str, alt_create: bool = False) -
         names = list(body.get("topic_names") or ())
         allowed_names = [n for n in names if ok({"name": n})]
         denied += [{"name": n} for n in names if n not in allowed_names]
+        response: ShapeBody | None
         if allowed or allowed_names or not denied:
-            response = await serve(
+            served = await serve(
                 replace(request, body={**body, "topics": allowed, "topic_names": allowed_names})
             )
+            response = cast("ShapeBody | None", served)
         else:
             response = {"throttle_time_ms": 0, rsp_topics: []}
         if response is None:
@@ -304,9 +337,9 @@ _CONFIG_DENIED = {
 def _configs_rule(operation: Op, rsp_key: str) -> Rule:
     """DescribeConfigs / AlterConfigs / IncrementalAlterConfigs: per resource."""
 
-    async def rule(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
-        body = request.body
-        denied: list[tuple[dict[str, Any], ErrorCode]] = []
+    async def rule(check: Check, request: TypedRequest[Any], serve: Serve) -> Served:
+        body: ShapeBody = request.body
+        denied: list[tuple[ShapeBody, ErrorCode]] = []
         allowed = []
         for resource in body.get("resources") or ():
             rtype = _CONFIG_RESOURCES.get(int(resource["resource_type"]))
@@ -318,8 +351,10 @@ def _configs_rule(operation: Op, rsp_key: str) -> Rule:
                 allowed.append(resource)
             else:
                 denied.append((resource, _CONFIG_DENIED[rtype]))
+        response: ShapeBody | None
         if allowed or not denied:
-            response = await serve(replace(request, body={**body, "resources": allowed}))
+            served = await serve(replace(request, body={**body, "resources": allowed}))
+            response = cast("ShapeBody | None", served)
         else:
             response = {"throttle_time_ms": 0, rsp_key: []}
         if response is None:
@@ -339,18 +374,27 @@ def _configs_rule(operation: Op, rsp_key: str) -> Rule:
     return rule
 
 
-async def _describe_log_dirs(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+async def _describe_log_dirs(
+    check: Check, request: TypedRequest[DescribeLogDirsRequest], serve: Serve
+) -> Served:
     if check.cluster(Op.DESCRIBE):
         return await serve(request)
-    return {"throttle_time_ms": 0, "error_code": int(CLUSTER_DENIED), "results": []}
+    denied: DescribeLogDirsResponse = {
+        "throttle_time_ms": 0,
+        "error_code": int(CLUSTER_DENIED),
+        "results": [],
+    }
+    return denied
 
 
-async def _unrestricted(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+async def _unrestricted(check: Check, request: TypedRequest[Any], serve: Serve) -> Served:
     return await serve(request)
 
 
-async def _describe_cluster(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
-    response = await serve(request)
+async def _describe_cluster(
+    check: Check, request: TypedRequest[DescribeClusterRequest], serve: Serve
+) -> Served:
+    response = cast("DescribeClusterResponse | None", await serve(request))
     if response is not None and request.body.get("include_cluster_authorized_operations"):
         response["cluster_authorized_operations"] = check.authorized_operations(
             Res.CLUSTER, CLUSTER_NAME
@@ -407,10 +451,10 @@ _FAIL_CLOSED = _Simple(Op.ALTER)
 async def authorized_call(
     authorizer: StandardAuthorizer,
     session: SessionContext,
-    request: Request,
-    serve: Callable[[Request], Awaitable[dict[str, Any] | None]],
+    request: TypedRequest[Any],
+    serve: Serve,
     topic_name: Callable[[bytes], str | None],
-) -> dict[str, Any] | None:
+) -> Served:
     """Serve ``request`` for ``session``'s principal as the module docstring says."""
     check = Check(authorizer, session.principal, session.client_host, topic_name, request.api.name)
     if authorizer.is_super_user(session.principal):

@@ -14,12 +14,50 @@ or WRITE on some topic (CLUSTER_AUTHORIZATION_FAILED).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from sparklog.broker.authz_support import Check, Rule, Serve, per_topic, split
+from sparklog.broker.authz_support import Check, Rule, Serve, Served, ShapeBody, per_topic, split
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import TypedRequest
+from sparklog.protocol.message_types import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    HeartbeatRequest,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+    OffsetCommitRequest,
+    OffsetCommitRequestTopics,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroupsTopics,
+    OffsetFetchResponseTopics,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+    SyncGroupRequest,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestTopics,
+)
 from sparklog.security.acls import AclOperation as Op
 from sparklog.security.acls import ResourceType as Res
 
@@ -28,8 +66,12 @@ TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 
+# The group APIs whose response has a top-level error_code and nothing else required.
+_GroupRequest = JoinGroupRequest | HeartbeatRequest | LeaveGroupRequest | SyncGroupRequest
+
+
 def _group_top_level(operation: Op) -> Rule:
-    async def rule(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+    async def rule(check: Check, request: TypedRequest[_GroupRequest], serve: Serve) -> Served:
         if check.allowed(operation, Res.GROUP, request.body["group_id"]):
             return await serve(request)
         return {"throttle_time_ms": 0, "error_code": int(GROUP_DENIED)}
@@ -37,13 +79,16 @@ def _group_top_level(operation: Op) -> Rule:
     return rule
 
 
-def _all_partitions(topics: list[dict[str, Any]], code: ErrorCode) -> dict[str, Any]:
+def _all_partitions(
+    topics: Sequence[OffsetCommitRequestTopics | TxnOffsetCommitRequestTopics], code: ErrorCode
+) -> OffsetCommitResponse:
+    """OffsetCommit's (and TxnOffsetCommit's, the same fields) every partition denied."""
     return {
         "throttle_time_ms": 0,
         "topics": [
             {
                 "name": t.get("name", ""),
-                "topic_id": t.get("topic_id") or bytes(16),
+                "topic_id": cast("bytes | None", t.get("topic_id")) or bytes(16),
                 "partitions": [
                     {"partition_index": p["partition_index"], "error_code": int(code)}
                     for p in t.get("partitions") or ()
@@ -54,7 +99,11 @@ def _all_partitions(topics: list[dict[str, Any]], code: ErrorCode) -> dict[str, 
     }
 
 
-async def _topics_read(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+async def _topics_read(
+    check: Check,
+    request: TypedRequest[OffsetCommitRequest | TxnOffsetCommitRequest | OffsetDeleteRequest],
+    serve: Serve,
+) -> Served:
     """Committed or deleted offsets of a topic need READ on it (per partition)."""
     return await per_topic(
         check,
@@ -69,10 +118,15 @@ async def _topics_read(check: Check, request: Request, serve: Serve) -> dict[str
 
 
 def _offset_commit(txn: bool) -> Rule:
-    async def rule(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+    async def rule(
+        check: Check,
+        request: TypedRequest[OffsetCommitRequest | TxnOffsetCommitRequest],
+        serve: Serve,
+    ) -> Served:
         body = request.body
         topics = list(body.get("topics") or ())
-        if txn and not check.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, body["transactional_id"]):
+        txn_id = cast("TxnOffsetCommitRequest", body)["transactional_id"] if txn else None
+        if txn and not check.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, txn_id):
             return _all_partitions(topics, TXN_DENIED)
         if not check.allowed(Op.READ, Res.GROUP, body["group_id"]):
             return _all_partitions(topics, GROUP_DENIED)
@@ -81,34 +135,45 @@ def _offset_commit(txn: bool) -> Rule:
     return rule
 
 
+# OffsetFetch's topics: v0-7's or a v8+ group's (the same fields but the group's topic_id).
+_FetchedTopic = TypeVar("_FetchedTopic", OffsetFetchResponseTopics, OffsetFetchResponseGroupsTopics)
+
+
 def _filter_fetched_topics(
-    check: Check, topics: list[dict[str, Any]], requested: bool
-) -> list[dict[str, Any]]:
-    kept = []
+    check: Check, topics: list[_FetchedTopic], requested: bool
+) -> list[_FetchedTopic]:
+    """``topics`` without the undescribable ones (denied per partition when ``requested``)."""
+    kept: list[_FetchedTopic] = []
     for topic in topics:
         if check.topic(Op.DESCRIBE, topic, quiet=True):
             kept.append(topic)
         elif requested:
-            partitions = [
-                {
-                    **p,
-                    "committed_offset": -1,
-                    "committed_leader_epoch": -1,
-                    "metadata": "",
-                    "error_code": int(TOPIC_DENIED),
-                }
-                for p in topic.get("partitions") or ()
-            ]
-            kept.append({**topic, "partitions": partitions})
+            denied: _FetchedTopic = {
+                **topic,
+                "partitions": [
+                    {
+                        **p,
+                        "committed_offset": -1,
+                        "committed_leader_epoch": -1,
+                        "metadata": "",
+                        "error_code": int(TOPIC_DENIED),
+                    }
+                    for p in topic.get("partitions") or ()
+                ],
+            }
+            kept.append(denied)
     return kept
 
 
-async def _offset_fetch(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+async def _offset_fetch(
+    check: Check, request: TypedRequest[OffsetFetchRequest], serve: Serve
+) -> Served:
     body = request.body
+    response: OffsetFetchResponse | None
     if request.header.api_version < 8:
         if not check.allowed(Op.DESCRIBE, Res.GROUP, body["group_id"]):
             return {"throttle_time_ms": 0, "error_code": int(GROUP_DENIED), "topics": []}
-        response = await serve(request)
+        response = cast("OffsetFetchResponse | None", await serve(request))
         if response is not None:
             requested = body.get("topics") is not None
             response["topics"] = _filter_fetched_topics(
@@ -118,15 +183,16 @@ async def _offset_fetch(check: Check, request: Request, serve: Serve) -> dict[st
     groups = list(body.get("groups") or ())
     allowed, denied = split(groups, lambda g: check.allowed(Op.DESCRIBE, Res.GROUP, g["group_id"]))
     if allowed:
-        response = await serve(replace(request, body={**body, "groups": allowed}))
+        served = await serve(replace(request, body={**body, "groups": allowed}))
+        response = cast("OffsetFetchResponse | None", served)
     else:
         response = {"throttle_time_ms": 0, "groups": []}
     if response is None:
         return None
     named = {g["group_id"]: g.get("topics") is not None for g in allowed}
-    for group in response.get("groups") or ():
-        group["topics"] = _filter_fetched_topics(
-            check, list(group.get("topics") or ()), named.get(group["group_id"], False)
+    for answered in response.get("groups") or ():
+        answered["topics"] = _filter_fetched_topics(
+            check, list(answered.get("topics") or ()), named.get(answered["group_id"], False)
         )
     for group in denied:
         response.setdefault("groups", []).append(
@@ -135,7 +201,9 @@ async def _offset_fetch(check: Check, request: Request, serve: Serve) -> dict[st
     return response
 
 
-async def _find_coordinator(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+async def _find_coordinator(
+    check: Check, request: TypedRequest[FindCoordinatorRequest], serve: Serve
+) -> Served:
     body = request.body
     resource = Res.TRANSACTIONAL_ID if int(body.get("key_type", 0)) == 1 else Res.GROUP
     code = TXN_DENIED if resource == Res.TRANSACTIONAL_ID else GROUP_DENIED
@@ -145,8 +213,10 @@ async def _find_coordinator(check: Check, request: Request, serve: Serve) -> dic
         return {"throttle_time_ms": 0, "error_code": int(code), "node_id": -1, "port": -1}
     keys = list(body.get("coordinator_keys") or ())
     allowed, denied = split(keys, lambda k: check.allowed(Op.DESCRIBE, resource, k))
+    response: FindCoordinatorResponse | None
     if allowed:
-        response = await serve(replace(request, body={**body, "coordinator_keys": allowed}))
+        served = await serve(replace(request, body={**body, "coordinator_keys": allowed}))
+        response = cast("FindCoordinatorResponse | None", served)
     else:
         response = {"throttle_time_ms": 0, "coordinators": []}
     if response is None:
@@ -161,12 +231,14 @@ async def _find_coordinator(check: Check, request: Request, serve: Serve) -> dic
 def per_group(operation: Op, req_key: str, rsp_key: str) -> Rule:
     """DescribeGroups, ConsumerGroupDescribe, DeleteGroups: a result per group id."""
 
-    async def rule(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
-        body = request.body
-        ids = list(body.get(req_key) or ())
+    async def rule(check: Check, request: TypedRequest[Any], serve: Serve) -> Served:
+        body: ShapeBody = request.body
+        ids: list[str] = list(body.get(req_key) or ())
         allowed, denied = split(ids, lambda g: check.allowed(operation, Res.GROUP, g))
+        response: ShapeBody | None
         if allowed or not denied:
-            response = await serve(replace(request, body={**body, req_key: allowed}))
+            served = await serve(replace(request, body={**body, req_key: allowed}))
+            response = cast("ShapeBody | None", served)
         else:
             response = {"throttle_time_ms": 0, rsp_key: []}
         if response is None:
@@ -185,8 +257,10 @@ def per_group(operation: Op, req_key: str, rsp_key: str) -> Rule:
     return rule
 
 
-async def _list_groups(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
-    response = await serve(request)
+async def _list_groups(
+    check: Check, request: TypedRequest[ListGroupsRequest], serve: Serve
+) -> Served:
+    response = cast("ListGroupsResponse | None", await serve(request))
     if response is not None and not check.cluster(Op.DESCRIBE, quiet=True):
         response["groups"] = [
             g
@@ -196,31 +270,46 @@ async def _list_groups(check: Check, request: Request, serve: Serve) -> dict[str
     return response
 
 
-async def _offset_delete(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+async def _offset_delete(
+    check: Check, request: TypedRequest[OffsetDeleteRequest], serve: Serve
+) -> Served:
     if not check.allowed(Op.DELETE, Res.GROUP, request.body["group_id"]):
-        return {"throttle_time_ms": 0, "error_code": int(GROUP_DENIED), "topics": []}
+        denied: OffsetDeleteResponse = {
+            "throttle_time_ms": 0,
+            "error_code": int(GROUP_DENIED),
+            "topics": [],
+        }
+        return denied
     return await _topics_read(check, request, serve)
 
 
 async def consumer_group_heartbeat(
-    check: Check, request: Request, serve: Serve
-) -> dict[str, Any] | None:
+    check: Check,
+    request: TypedRequest[ConsumerGroupHeartbeatRequest | ShareGroupHeartbeatRequest],
+    serve: Serve,
+) -> Served:
+    """ConsumerGroupHeartbeat and ShareGroupHeartbeat (their error fields are the same)."""
     body = request.body
+    response: ConsumerGroupHeartbeatResponse | ShareGroupHeartbeatResponse
     if not check.allowed(Op.READ, Res.GROUP, body["group_id"]):
-        return {"throttle_time_ms": 0, "error_code": int(GROUP_DENIED), "member_epoch": -1}
+        response = {"throttle_time_ms": 0, "error_code": int(GROUP_DENIED), "member_epoch": -1}
+        return response
     names = body.get("subscribed_topic_names") or ()
     denied = sorted(n for n in names if not check.allowed(Op.DESCRIBE, Res.TOPIC, n))
     if denied:
-        return {
+        response = {
             "throttle_time_ms": 0,
             "error_code": int(TOPIC_DENIED),
             "error_message": f"Topics {denied} are not authorized.",
             "member_epoch": -1,
         }
+        return response
     return await serve(request)
 
 
-async def _init_producer_id(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+async def _init_producer_id(
+    check: Check, request: TypedRequest[InitProducerIdRequest], serve: Serve
+) -> Served:
     txn = request.body.get("transactional_id")
     if txn is not None:
         if check.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, txn):
@@ -230,17 +319,28 @@ async def _init_producer_id(check: Check, request: Request, serve: Serve) -> dic
         return await serve(request)
     else:
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    return {"throttle_time_ms": 0, "error_code": int(code), "producer_id": -1, "producer_epoch": -1}
+    response: InitProducerIdResponse = {
+        "throttle_time_ms": 0,
+        "error_code": int(code),
+        "producer_id": -1,
+        "producer_epoch": -1,
+    }
+    return response
 
 
 async def _add_partitions_to_txn(
-    check: Check, request: Request, serve: Serve
-) -> dict[str, Any] | None:
+    check: Check, request: TypedRequest[AddPartitionsToTxnRequest], serve: Serve
+) -> Served:
     body = request.body
+    response: AddPartitionsToTxnResponse
     if request.header.api_version >= 4:
         if check.cluster(Op.CLUSTER_ACTION):
             return await serve(request)
-        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)}
+        response = {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+        }
+        return response
     topics = list(body.get("v3_and_below_topics") or ())
     txn = body["v3_and_below_transactional_id"]
     txn_ok = check.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, txn)
@@ -253,7 +353,7 @@ async def _add_partitions_to_txn(
             return int(TXN_DENIED)
         return int(TOPIC_DENIED if topic in denied else ErrorCode.OPERATION_NOT_ATTEMPTED)
 
-    return {
+    response = {
         "throttle_time_ms": 0,
         "results_by_topic_v3_and_below": [
             {
@@ -266,33 +366,44 @@ async def _add_partitions_to_txn(
             for t in topics
         ],
     }
+    return response
 
 
 async def _add_offsets_to_txn(
-    check: Check, request: Request, serve: Serve
-) -> dict[str, Any] | None:
+    check: Check, request: TypedRequest[AddOffsetsToTxnRequest], serve: Serve
+) -> Served:
     body = request.body
+    response: AddOffsetsToTxnResponse
     if not check.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, body["transactional_id"]):
-        return {"throttle_time_ms": 0, "error_code": int(TXN_DENIED)}
+        response = {"throttle_time_ms": 0, "error_code": int(TXN_DENIED)}
+        return response
     if not check.allowed(Op.READ, Res.GROUP, body["group_id"]):
-        return {"throttle_time_ms": 0, "error_code": int(GROUP_DENIED)}
+        response = {"throttle_time_ms": 0, "error_code": int(GROUP_DENIED)}
+        return response
     return await serve(request)
 
 
-async def _end_txn(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+async def _end_txn(check: Check, request: TypedRequest[EndTxnRequest], serve: Serve) -> Served:
     if check.allowed(Op.WRITE, Res.TRANSACTIONAL_ID, request.body["transactional_id"]):
         return await serve(request)
-    return {"throttle_time_ms": 0, "error_code": int(TXN_DENIED), "producer_id": -1}
+    response: EndTxnResponse = {
+        "throttle_time_ms": 0,
+        "error_code": int(TXN_DENIED),
+        "producer_id": -1,
+    }
+    return response
 
 
 async def _describe_transactions(
-    check: Check, request: Request, serve: Serve
-) -> dict[str, Any] | None:
+    check: Check, request: TypedRequest[DescribeTransactionsRequest], serve: Serve
+) -> Served:
     body = request.body
     ids = list(body.get("transactional_ids") or ())
     allowed, denied = split(ids, lambda t: check.allowed(Op.DESCRIBE, Res.TRANSACTIONAL_ID, t))
+    response: DescribeTransactionsResponse | None
     if allowed or not denied:
-        response = await serve(replace(request, body={**body, "transactional_ids": allowed}))
+        served = await serve(replace(request, body={**body, "transactional_ids": allowed}))
+        response = cast("DescribeTransactionsResponse | None", served)
     else:
         response = {"throttle_time_ms": 0, "transaction_states": []}
     if response is None:
@@ -304,8 +415,10 @@ async def _describe_transactions(
     return response
 
 
-async def _list_transactions(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
-    response = await serve(request)
+async def _list_transactions(
+    check: Check, request: TypedRequest[ListTransactionsRequest], serve: Serve
+) -> Served:
+    response = cast("ListTransactionsResponse | None", await serve(request))
     if response is not None:
         response["transaction_states"] = [
             t

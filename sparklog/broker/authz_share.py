@@ -11,13 +11,31 @@ AlterUserScramCredentials ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED per
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import cast
 
 from sparklog.broker.authz_groups import consumer_group_heartbeat, per_group
-from sparklog.broker.authz_support import Check, Rule, Serve, per_topic, split
+from sparklog.broker.authz_support import Check, Rule, Serve, Served, per_topic, split
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import TypedRequest
+from sparklog.protocol.message_types import (
+    AlterShareGroupOffsetsRequest,
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupStateRequest,
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+    InitializeShareGroupStateRequest,
+    ReadShareGroupStateRequest,
+    ReadShareGroupStateSummaryRequest,
+    ShareAcknowledgeRequest,
+    ShareFetchRequest,
+    WriteShareGroupStateRequest,
+)
 from sparklog.security.acls import AclOperation as Op
 from sparklog.security.acls import ResourceType as Res
 
@@ -25,10 +43,14 @@ GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
-def _share_topics(extra: dict[str, Any]) -> Rule:
+def _share_topics(extra: Mapping[str, object]) -> Rule:
     """ShareFetch / ShareAcknowledge: READ on the group, then READ per topic (by id)."""
 
-    async def rule(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+    async def rule(
+        check: Check,
+        request: TypedRequest[ShareFetchRequest | ShareAcknowledgeRequest],
+        serve: Serve,
+    ) -> Served:
         if not check.allowed(Op.READ, Res.GROUP, request.body["group_id"]):
             return {"throttle_time_ms": 0, "error_code": int(GROUP_DENIED), "responses": []}
         return await per_topic(
@@ -47,7 +69,11 @@ def _share_topics(extra: dict[str, Any]) -> Rule:
 
 
 def _group_top_level(operation: Op, rsp_key: str) -> Rule:
-    async def rule(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+    async def rule(
+        check: Check,
+        request: TypedRequest[AlterShareGroupOffsetsRequest | DeleteShareGroupOffsetsRequest],
+        serve: Serve,
+    ) -> Served:
         if check.allowed(operation, Res.GROUP, request.body["group_id"]):
             return await serve(request)
         return {"throttle_time_ms": 0, "error_code": int(GROUP_DENIED), rsp_key: []}
@@ -56,13 +82,15 @@ def _group_top_level(operation: Op, rsp_key: str) -> Rule:
 
 
 async def _describe_share_offsets(
-    check: Check, request: Request, serve: Serve
-) -> dict[str, Any] | None:
+    check: Check, request: TypedRequest[DescribeShareGroupOffsetsRequest], serve: Serve
+) -> Served:
     body = request.body
     groups = list(body.get("groups") or ())
     allowed, denied = split(groups, lambda g: check.allowed(Op.DESCRIBE, Res.GROUP, g["group_id"]))
+    response: DescribeShareGroupOffsetsResponse | None
     if allowed or not denied:
-        response = await serve(replace(request, body={**body, "groups": allowed}))
+        served = await serve(replace(request, body={**body, "groups": allowed}))
+        response = cast("DescribeShareGroupOffsetsResponse | None", served)
     else:
         response = {"throttle_time_ms": 0, "groups": []}
     if response is None:
@@ -74,9 +102,19 @@ async def _describe_share_offsets(
     return response
 
 
+# The share-group state RPCs: each answers per partition of each topic id under "results".
+_StateRequest = (
+    InitializeShareGroupStateRequest
+    | ReadShareGroupStateRequest
+    | WriteShareGroupStateRequest
+    | DeleteShareGroupStateRequest
+    | ReadShareGroupStateSummaryRequest
+)
+
+
 async def _cluster_action_state(
-    check: Check, request: Request, serve: Serve
-) -> dict[str, Any] | None:
+    check: Check, request: TypedRequest[_StateRequest], serve: Serve
+) -> Served:
     if check.cluster(Op.CLUSTER_ACTION):
         return await serve(request)
     return {
@@ -93,25 +131,35 @@ async def _cluster_action_state(
     }
 
 
-async def _describe_scram(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+async def _describe_scram(
+    check: Check, request: TypedRequest[DescribeUserScramCredentialsRequest], serve: Serve
+) -> Served:
     if check.cluster(Op.DESCRIBE):
         return await serve(request)
-    return {"throttle_time_ms": 0, "error_code": int(CLUSTER_DENIED), "results": []}
+    response: DescribeUserScramCredentialsResponse = {
+        "throttle_time_ms": 0,
+        "error_code": int(CLUSTER_DENIED),
+        "results": [],
+    }
+    return response
 
 
-async def _alter_scram(check: Check, request: Request, serve: Serve) -> dict[str, Any] | None:
+async def _alter_scram(
+    check: Check, request: TypedRequest[AlterUserScramCredentialsRequest], serve: Serve
+) -> Served:
     if check.cluster(Op.ALTER):
         return await serve(request)
     body = request.body
     users = [d["name"] for d in body.get("deletions") or ()]
     users += [u["name"] for u in body.get("upsertions") or ()]
-    return {
+    response: AlterUserScramCredentialsResponse = {
         "throttle_time_ms": 0,
         "results": [
             {"user": user, "error_code": int(CLUSTER_DENIED), "error_message": None}
             for user in dict.fromkeys(users)
         ],
     }
+    return response
 
 
 SHARE_RULES: dict[int, Rule] = {

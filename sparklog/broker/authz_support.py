@@ -5,6 +5,11 @@
 - :func:`per_topic` is the common "topics with partitions" shape: unauthorized topics leave the
   request and come back in the response with the denial code on each of their partitions.
 - :func:`error_response` is a whole request refused with one code, in the place a client reads.
+- Types: a rule for one API declares its request's and response's TypedDicts
+  (:mod:`sparklog.protocol.message_types`); :data:`Serve` answers the plain response dict of
+  whichever API the rule table dispatched to, so a typed rule narrows it with ``cast``. The
+  shape-generic helpers (:func:`per_topic`, :func:`error_response`) address fields by key names
+  their callers pass, which no static type can check: they alone use :data:`ShapeBody`.
 - A refusal the client asked for (not a filter such as Metadata's topic list) is logged at INFO
   on the ``sparklog.authorizer`` logger in the shape of Kafka's ``kafka.authorizer.logger``:
   ``Principal = User:bob is Denied operation = WRITE from host = 10.0.0.7 on resource =
@@ -14,18 +19,23 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from sparklog.controller.apis import error_body
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.headers import Request
+from sparklog.protocol.headers import TypedRequest
 from sparklog.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from sparklog.security.authorizer import StandardAuthorizer
 from sparklog.security.principal import KafkaPrincipal
 
-Serve = Callable[[Request], Awaitable[dict[str, Any] | None]]
+# A response body of the API a rule was dispatched for (None: no response, acks=0 Produce).
+Served = Mapping[str, object] | None
+# Serves a (possibly filtered) request: its handler's response, the plain dict it is at run time.
+Serve = Callable[[TypedRequest[Any]], Awaitable[Served]]
+# A body whose message is known only at run time, read and written by caller-given key names.
+ShapeBody = dict[str, Any]
 audit_log = logging.getLogger("sparklog.authorizer")
 _RESOURCE_NAMES = {
     ResourceType.TOPIC: "Topic",
@@ -69,9 +79,9 @@ _NO_ID = bytes(16)
 
 
 class Rule(Protocol):
-    async def __call__(
-        self, check: Check, request: Request, serve: Serve
-    ) -> dict[str, Any] | None: ...
+    """One API's authorization; ``request`` is that API's ``TypedRequest[<Api>Request]``."""
+
+    async def __call__(self, check: Check, request: TypedRequest[Any], serve: Serve) -> Served: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,14 +135,15 @@ class Check:
     def topic(
         self,
         operation: AclOperation,
-        entry: dict[str, Any],
+        entry: Mapping[str, object],
         name_key: str = "name",
         *,
         quiet: bool = False,
     ) -> bool:
-        name = entry.get(name_key)
+        """``entry`` names its topic by ``name_key`` (a str) or by ``topic_id`` (16 bytes)."""
+        name = cast("str | None", entry.get(name_key))
         if not name:
-            topic_id = bytes(entry.get("topic_id") or _NO_ID)
+            topic_id = bytes(cast("bytes", entry.get("topic_id") or _NO_ID))
             if topic_id == _NO_ID:
                 return True
             name = self.topic_name(topic_id)
@@ -149,8 +160,9 @@ def split(items: list[T], ok: Callable[[T], bool]) -> tuple[list[T], list[T]]:
     return allowed, denied
 
 
-def error_response(request: Request, code: ErrorCode) -> dict[str, Any]:
-    body = request.body
+def error_response(request: TypedRequest[Any], code: ErrorCode) -> ShapeBody:
+    """The whole request refused with ``code``; ``request`` may be of any API."""
+    body: ShapeBody = request.body
     if request.api.key == 27:  # WriteTxnMarkers: per partition
         return {
             "markers": [
@@ -175,7 +187,7 @@ def error_response(request: Request, code: ErrorCode) -> dict[str, Any]:
 
 async def per_topic(
     check: Check,
-    request: Request,
+    request: TypedRequest[Any],
     serve: Serve,
     operation: AclOperation,
     *,
@@ -187,17 +199,19 @@ async def per_topic(
     rsp_name: str = "name",
     rsp_partitions: str = "partitions",
     rsp_index: str,
-    extra: dict[str, Any],
+    extra: Mapping[str, object],
     code: ErrorCode = ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-) -> dict[str, Any] | None:
-    body = request.body
-    topics = list(body.get(req_topics) or ())
+) -> Served:
+    """Shape-generic: the request's and response's fields are the key names passed."""
+    body: ShapeBody = request.body
+    topics: list[ShapeBody] = list(body.get(req_topics) or ())
     allowed, denied = split(topics, lambda t: check.topic(operation, t, name_key))
     if not denied:
         return await serve(request)
-    response: dict[str, Any] | None
+    response: ShapeBody | None
     if allowed:
-        response = await serve(replace(request, body={**body, req_topics: allowed}))
+        served = await serve(replace(request, body={**body, req_topics: allowed}))
+        response = cast("ShapeBody | None", served)
     else:
         response = {"throttle_time_ms": 0, "error_code": 0, rsp_topics: []}
         if request.api.key == 0 and body.get("acks", -1) == 0:
