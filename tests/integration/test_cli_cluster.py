@@ -1,5 +1,5 @@
 """Every operator tool against 3 controllers + 3 brokers (one module-scoped cluster), with the
-output Kafka's tools print for the same state (the literals of cli_support): topics (create,
+output Kafka's tools print for the same state (the literals of kafka_tool_output): topics (create,
 describe, alter, --if-exists, delete; a controller port refused), consumer-groups lag after a
 consumer stops, reset-offsets and a consumer resuming there (classic and KIP-848), --state with
 the group's coordinator, configs, get-offsets across leaders, log-dirs and features of every
@@ -25,22 +25,8 @@ from typing import TypeVar
 
 import pytest
 
+from tests.integration import kafka_tool_output as kafka
 from tests.integration.cli_support import (
-    CONSUMER_PERF_HEADER,
-    ELECTION_DONE,
-    ELECTION_NOT_NEEDED,
-    FEATURE_LINE,
-    HANGING_HEADER,
-    PARTITION_LINE,
-    PRODUCER_SUMMARY,
-    PRODUCERS_HEADER,
-    QUORUM_REPLICATION_HEADER,
-    QUORUM_STATUS_NAMES,
-    REASSIGN_CLEARING,
-    REASSIGN_DONE,
-    REASSIGN_STARTED,
-    REASSIGN_STATUS,
-    TOPIC_LINE,
     CliRun,
     assert_no_traceback,
     cells,
@@ -99,7 +85,7 @@ def produce(cluster: Cluster, topic: str, count: int, partitions: int) -> None:
 def described(cluster: Cluster, topic: str) -> tuple[str, list[dict[str, str]]]:
     """``topics --describe``: the topic line and each partition line's fields."""
     lines = tool(cluster, "topics", "--describe", "--topic", topic).lines()
-    rows = [PARTITION_LINE.fullmatch(line) for line in lines[1:]]
+    rows = [kafka.PARTITION_LINE.fullmatch(line) for line in lines[1:]]
     assert all(rows), lines
     return lines[0], [row.groupdict() for row in rows if row]
 
@@ -134,7 +120,7 @@ def test_topics_describe_alter_delete(cluster: Cluster) -> None:
     )
     assert tool(cluster, "topics", "--create", "--topic", topic, "--if-not-exists").out == ""
     line, partitions = described(cluster, topic)
-    pattern = re.escape(TOPIC_LINE.format(topic=topic, topic_id="TOPICID", partitions=3, rf=3,
+    pattern = re.escape(kafka.TOPIC_LINE.format(topic=topic, topic_id="TOPICID", partitions=3, rf=3,
                                           configs="")).replace("TOPICID", r"[\w-]{22}")  # fmt: skip
     assert re.fullmatch(pattern, line), line
     assert [p["partition"] for p in partitions] == ["0", "1", "2"]
@@ -270,8 +256,8 @@ def test_configs_offsets_log_dirs_features(cluster: Cluster) -> None:
     assert len(replicas) == 6  # 3 partitions x RF 2
     at_broker = tool(cluster, "features", "describe").lines()
     at_controller = at_controllers(cluster, "features", "describe").lines()
-    assert all(FEATURE_LINE.fullmatch(line) for line in at_broker + at_controller)
-    names = [FEATURE_LINE.fullmatch(line).group("name") for line in at_broker]  # type: ignore[union-attr]
+    assert all(kafka.FEATURE_LINE.fullmatch(line) for line in at_broker + at_controller)
+    names = [kafka.FEATURE_LINE.fullmatch(line).group("name") for line in at_broker]  # type: ignore[union-attr]
     assert "metadata.version" in names
     assert [line.split("\t")[:4] for line in at_controller] == [
         line.split("\t")[:4] for line in at_broker
@@ -281,7 +267,9 @@ def test_configs_offsets_log_dirs_features(cluster: Cluster) -> None:
 def test_metadata_quorum(cluster: Cluster) -> None:
     status = at_controllers(cluster, "metadata-quorum", "describe", "--status")
     assert status.status == 0, status.err
-    assert [line[:24] for line in status.lines()] == [f"{n + ':':<24}" for n in QUORUM_STATUS_NAMES]
+    assert [line[:24] for line in status.lines()] == [
+        f"{n + ':':<24}" for n in kafka.QUORUM_STATUS_NAMES
+    ]
     fields = {line[:24].strip()[:-1]: line[24:] for line in status.lines()}
     assert fields["ClusterId"] == cluster.cluster_id
     voters = json.loads(fields["CurrentVoters"])
@@ -292,7 +280,7 @@ def test_metadata_quorum(cluster: Cluster) -> None:
     via_broker = tool(cluster, "metadata-quorum", "describe", "--status")
     assert via_broker.lines()[0] == status.lines()[0]
     replication = at_controllers(cluster, "metadata-quorum", "describe", "--replication").lines()
-    assert cells(replication[0]) == QUORUM_REPLICATION_HEADER
+    assert cells(replication[0]) == kafka.QUORUM_REPLICATION_HEADER
     rows = [cells(line) for line in replication[1:]]
     # The leader, the other voters, then the observers (the three brokers).
     assert [row[6] for row in rows] == ["Leader", "Follower", "Follower"] + ["Observer"] * 3
@@ -311,17 +299,17 @@ def test_reassignment_then_preferred_election(cluster: Cluster, tmp_path: Path) 
     base = ("reassign-partitions", "--reassignment-json-file", str(spec))
     executed = tool(cluster, *base, "--execute").lines()
     assert json.loads(executed[2])["partitions"][0]["replicas"] == replicas
-    assert executed[-1] == REASSIGN_STARTED.format(partition=f"{topic}-0")
+    assert executed[-1] == kafka.REASSIGN_STARTED.format(partition=f"{topic}-0")
     verified = until(
         "the reassignment completes",
         lambda: tool(cluster, *base, "--verify").lines(),
-        lambda out: REASSIGN_DONE.format(partition=f"{topic}-0") in out,
+        lambda out: kafka.REASSIGN_DONE.format(partition=f"{topic}-0") in out,
     )
     assert verified == [
-        REASSIGN_STATUS,
-        REASSIGN_DONE.format(partition=f"{topic}-0"),
-        REASSIGN_CLEARING[0].format(s="s", brokers="101,102,103"),
-        REASSIGN_CLEARING[1].format(topic=topic),
+        kafka.REASSIGN_STATUS,
+        kafka.REASSIGN_DONE.format(partition=f"{topic}-0"),
+        kafka.REASSIGN_CLEARING[0].format(s="s", brokers="101,102,103"),
+        kafka.REASSIGN_CLEARING[1].format(topic=topic),
     ]
     assert tool(cluster, "reassign-partitions", "--list").lines() == [
         "No partition reassignments found."
@@ -341,10 +329,14 @@ def test_reassignment_then_preferred_election(cluster: Cluster, tmp_path: Path) 
         lambda run: run.status == 0,
     )
     assert first.lines() in (
-        [ELECTION_DONE.format(partitions=f"{topic}-0")],
-        [ELECTION_NOT_NEEDED.format(partitions=f"{topic}-0")],  # the controller got there first
+        [kafka.ELECTION_DONE.format(partitions=f"{topic}-0")],
+        [
+            kafka.ELECTION_NOT_NEEDED.format(partitions=f"{topic}-0")
+        ],  # the controller got there first
     )
-    assert tool(cluster, *elect).lines() == [ELECTION_NOT_NEEDED.format(partitions=f"{topic}-0")]
+    assert tool(cluster, *elect).lines() == [
+        kafka.ELECTION_NOT_NEEDED.format(partitions=f"{topic}-0")
+    ]
     assert described(cluster, topic)[1][0]["leader"] == str(moved[0])
 
 
@@ -377,12 +369,12 @@ def test_transactions_tools(cluster: Cluster) -> None:
                         "--partition", "0", *flags),
                 lambda run: len(run.lines()) == 2,
             ).lines()  # fmt: skip
-            assert cells(producers[0]) == PRODUCERS_HEADER
+            assert cells(producers[0]) == kafka.PRODUCERS_HEADER
             assert cells(producers[1])[5] == "0"
         for scope in (["--topic", topic], ["--broker-id", "101"]):
             hanging = tool(cluster, "transactions", "find-hanging", *scope,
                            "--max-transaction-timeout", "0").lines()  # fmt: skip
-            assert [cells(line) for line in hanging] == [HANGING_HEADER]  # known: not hanging
+            assert [cells(line) for line in hanging] == [kafka.HANGING_HEADER]  # known: not hanging
         aborted = tool(cluster, "transactions", "abort", "--topic", topic, "--partition", "0",
                        "--start-offset", "0")  # fmt: skip
         assert (aborted.status, aborted.out, aborted.err) == (0, "", "")
@@ -406,10 +398,10 @@ def test_console_perf_and_delete_records(cluster: Cluster, tmp_path: Path) -> No
     assert consumed.err.strip() == "Processed a total of 9 messages"
     perf = tool(cluster, "producer-perf-test", "--topic", topic, "--num-records", "600",
                 "--record-size", "50", "--throughput", "-1")  # fmt: skip
-    summary = PRODUCER_SUMMARY.match(perf.lines()[-1])
+    summary = kafka.PRODUCER_SUMMARY.match(perf.lines()[-1])
     assert summary is not None and summary.group(1) == "600", perf.out
     read = tool(cluster, "consumer-perf-test", "--topic", topic, "--messages", "609")
-    assert read.lines()[0] == CONSUMER_PERF_HEADER
+    assert read.lines()[0] == kafka.CONSUMER_PERF_HEADER
     assert read.lines()[1].split(", ")[4] == "609"
     ends = {int(line.rsplit(":", 1)[1]) for line in tool(cluster, "get-offsets", "--topic",
                                                             topic).lines()}  # fmt: skip

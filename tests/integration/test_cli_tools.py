@@ -2,7 +2,7 @@
 producer-perf-test, consumer-perf-test, delete-records, transactions (list, describe,
 describe-producers, find-hanging, abort), features, log-dirs, reassign-partitions (--generate,
 --execute, --verify), leader-election, metadata-quorum, topics --describe/--alter/--delete,
-storage info. The Kafka formats are the literals of cli_support."""
+storage info. The Kafka formats are the literals of kafka_tool_output."""
 
 from __future__ import annotations
 
@@ -13,21 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration import kafka_tool_output as kafka
 from tests.integration.cli_support import (
-    CONSUMER_PERF_HEADER,
-    ELECTION_NOT_NEEDED,
-    FEATURE_LINE,
-    HANGING_HEADER,
-    PARTITION_LINE,
-    PRODUCER_SUMMARY,
-    PRODUCERS_HEADER,
-    QUORUM_REPLICATION_HEADER,
-    QUORUM_STATUS_NAMES,
-    REASSIGN_CLEARING,
-    REASSIGN_DONE,
-    REASSIGN_STARTED,
-    REASSIGN_STATUS,
-    TOPIC_LINE,
     assert_no_traceback,
     cells,
     sparklog,
@@ -51,11 +38,11 @@ def test_perf_tools(node: Node) -> None:
     produced = tool(node, "producer-perf-test", "--topic", topic, "--num-records", "3000",
                     "--record-size", "100", "--throughput", "-1")  # fmt: skip
     assert produced.status == 0, produced.err
-    summary = PRODUCER_SUMMARY.match(produced.lines()[-1])
+    summary = kafka.PRODUCER_SUMMARY.match(produced.lines()[-1])
     assert summary is not None and summary.group(1) == "3000", produced.out
     consumed = tool(node, "consumer-perf-test", "--topic", topic, "--messages", "3000")
     assert consumed.status == 0, consumed.err
-    assert consumed.lines()[0] == CONSUMER_PERF_HEADER
+    assert consumed.lines()[0] == kafka.CONSUMER_PERF_HEADER
     fields = consumed.lines()[1].split(", ")
     assert len(fields) == 10 and fields[4] == "3000"
     assert abs(float(fields[2]) - 3000 * 100 / 1024 / 1024) < 0.001  # MB of values
@@ -143,7 +130,7 @@ def test_features_describe(node: Node) -> None:
     run = tool(node, "features", "describe")
     assert run.status == 0, run.err
     lines = {line.split("\t")[0]: line.split("\t")[1:] for line in run.lines()}
-    assert all(FEATURE_LINE.fullmatch(line) for line in run.lines()), run.out
+    assert all(kafka.FEATURE_LINE.fullmatch(line) for line in run.lines()), run.out
     assert set(lines) == {
         "Feature: eligible.leader.replicas.version",
         "Feature: metadata.version",
@@ -199,8 +186,8 @@ def test_storage_info(node: Node, tmp_path: Path) -> None:
 
 
 def topic_line(topic: str, partitions: int, rf: int, configs: str = "") -> re.Pattern[str]:
-    """TOPIC_LINE with any topic id (22 characters of URL-safe base64)."""
-    line = TOPIC_LINE.format(
+    """kafka.TOPIC_LINE with any topic id (22 characters of URL-safe base64)."""
+    line = kafka.TOPIC_LINE.format(
         topic=topic, topic_id="TOPICID", partitions=partitions, rf=rf, configs=configs
     )
     return re.compile(re.escape(line).replace("TOPICID", r"[\w-]{22}"))
@@ -210,7 +197,7 @@ def test_topics_describe_alter_delete(node: Node) -> None:
     topic = created(node, "tdesc", partitions=2)
     described = tool(node, "topics", "--describe", "--topic", topic).lines()
     assert topic_line(topic, 2, 1).fullmatch(described[0]), described[0]
-    rows = [PARTITION_LINE.fullmatch(line) for line in described[1:]]
+    rows = [kafka.PARTITION_LINE.fullmatch(line) for line in described[1:]]
     assert [r.groupdict() if r else None for r in rows] == [
         {"topic": topic, "partition": str(p), "leader": "1", "replicas": "1", "isr": "1",
          "elr": "", "last_known_elr": ""} for p in (0, 1)
@@ -244,7 +231,7 @@ def test_leader_election_and_reassignment(node: Node, tmp_path: Path) -> None:
     topic = created(node, "elect")
     elected = tool(node, "leader-election", "--election-type", "PREFERRED", "--topic", topic,
                    "--partition", "0")  # fmt: skip
-    assert elected.lines() == [ELECTION_NOT_NEEDED.format(partitions=f"{topic}-0")]
+    assert elected.lines() == [kafka.ELECTION_NOT_NEEDED.format(partitions=f"{topic}-0")]
     # Kafka prints nothing when no partition of --all-topic-partitions needed an election.
     assert tool(node, "leader-election", "--election-type", "PREFERRED",
                 "--all-topic-partitions").out == ""  # fmt: skip
@@ -261,13 +248,13 @@ def test_leader_election_and_reassignment(node: Node, tmp_path: Path) -> None:
     assert executed[3:] == [
         "",
         "Save this to use as the --reassignment-json-file option during rollback",
-        REASSIGN_STARTED.format(partition=f"{topic}-0"),
+        kafka.REASSIGN_STARTED.format(partition=f"{topic}-0"),
     ]
     assert tool(node, *base, "--verify").lines() == [
-        REASSIGN_STATUS,
-        REASSIGN_DONE.format(partition=f"{topic}-0"),
-        REASSIGN_CLEARING[0].format(s="", brokers="1"),
-        REASSIGN_CLEARING[1].format(topic=topic),
+        kafka.REASSIGN_STATUS,
+        kafka.REASSIGN_DONE.format(partition=f"{topic}-0"),
+        kafka.REASSIGN_CLEARING[0].format(s="", brokers="1"),
+        kafka.REASSIGN_CLEARING[1].format(topic=topic),
     ]
 
 
@@ -277,7 +264,7 @@ def test_metadata_quorum(node: Node) -> None:
                       "--status")  # fmt: skip
     assert status.status == 0, status.err
     names = [line[:24] for line in status.lines()]
-    assert names == [f"{name + ':':<24}" for name in QUORUM_STATUS_NAMES]
+    assert names == [f"{name + ':':<24}" for name in kafka.QUORUM_STATUS_NAMES]
     fields = {line[:24].strip()[:-1]: line[24:] for line in status.lines()}
     assert fields["ClusterId"] == node.cluster_id
     (voter,) = json.loads(fields["CurrentVoters"])
@@ -286,7 +273,7 @@ def test_metadata_quorum(node: Node) -> None:
     assert via_broker.lines()[0] == status.lines()[0]
     replication = sparklog("metadata-quorum", "--bootstrap-controller", controller, "describe",
                            "--replication").lines()  # fmt: skip
-    assert cells(replication[0]) == QUORUM_REPLICATION_HEADER
+    assert cells(replication[0]) == kafka.QUORUM_REPLICATION_HEADER
     assert [(row[0], row[6]) for row in map(cells, replication[1:])] == [("1", "Leader")]
 
 
@@ -300,13 +287,13 @@ def test_producers_hanging_and_abort(node: Node) -> None:
     try:
         producers = tool(node, "transactions", "describe-producers", "--topic", topic,
                          "--partition", "0").lines()  # fmt: skip
-        assert cells(producers[0]) == PRODUCERS_HEADER
+        assert cells(producers[0]) == kafka.PRODUCERS_HEADER
         (row,) = map(cells, producers[1:])
         assert row[3] == "0" and row[5] == "0"  # last sequence, the open transaction's start
         # The coordinator knows the transaction and this partition in it: not hanging.
         hanging = tool(node, "transactions", "find-hanging", "--topic", topic,
                        "--max-transaction-timeout", "0").lines()  # fmt: skip
-        assert [cells(line) for line in hanging] == [HANGING_HEADER]
+        assert [cells(line) for line in hanging] == [kafka.HANGING_HEADER]
         scope = tool(node, "transactions", "find-hanging")
         assert scope.status == 1 and scope.err.strip() == (
             "The `find-hanging` command requires either --topic or --broker-id to limit the "
