@@ -14,15 +14,17 @@ Who may call them (CLUSTER DESCRIBE / ALTER, DESCRIBE_CONFIGS / ALTER_CONFIGS) i
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from sparklog.broker.admin import forward_to_controller
 from sparklog.broker.context import BrokerContext
 from sparklog.controller.apis import error_body
 from sparklog.metadata.security_image import ClientQuotasImage
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
-from sparklog.protocol.headers import Request, TypedRequest
+from sparklog.protocol.headers import TypedRequest
 from sparklog.protocol.message_types import (
+    CreateAclsRequest,
+    DeleteAclsRequest,
     DescribeAclsRequest,
     DescribeAclsResponse,
     DescribeAclsResponseResources,
@@ -81,7 +83,9 @@ async def handle_describe_acls(
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "resources": resources}
 
 
-async def handle_acl_write(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+async def handle_acl_write(
+    ctx: BrokerContext, request: TypedRequest[CreateAclsRequest | DeleteAclsRequest]
+) -> Mapping[str, object]:
     """CreateAcls / DeleteAcls: SECURITY_DISABLED without an authorizer, else forwarded."""
     if ctx.authorizer is None:
         return error_body(request.api.key, request.body, ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)

@@ -32,7 +32,7 @@ from sparklog.broker.config_describe import (
 )
 from sparklog.broker.context import BrokerContext
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.headers import Request, TypedRequest
+from sparklog.protocol.headers import TypedRequest
 from sparklog.protocol.message_types import (
     ApiKey,
     DescribeConfigsRequest,
@@ -75,7 +75,9 @@ _FORWARDED: dict[int, str] = {
 }
 
 
-async def forward_to_controller(ctx: BrokerContext, request: Request) -> dict[str, Any]:
+async def forward_to_controller(ctx: BrokerContext, request: TypedRequest[Any]) -> dict[str, Any]:
+    """Any admin API the controller answers: its request body as decoded, its response as the
+    controller sent it (the broker forwards both unchanged)."""
     operation = _FORWARDED[request.api.key]
     return await ctx.controller(operation, request.body, request.header.api_version)
 

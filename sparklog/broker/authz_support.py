@@ -160,7 +160,7 @@ def split(items: list[T], ok: Callable[[T], bool]) -> tuple[list[T], list[T]]:
     return allowed, denied
 
 
-def error_response(request: TypedRequest[Any], code: ErrorCode) -> ShapeBody:
+def error_response(request: TypedRequest[Any], code: ErrorCode) -> Mapping[str, object]:
     """The whole request refused with ``code``; ``request`` may be of any API."""
     body: ShapeBody = request.body
     if request.api.key == 27:  # WriteTxnMarkers: per partition

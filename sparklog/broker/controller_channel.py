@@ -141,8 +141,10 @@ class ControllerClient:
             await asyncio.sleep(min(self.retry_backoff_ms, max(remaining, 0)) / 1000)
         if last is not None:
             return last
-        return error_body(
-            api_key, body, ErrorCode.REQUEST_TIMED_OUT, "No active controller answered in time."
+        return dict(
+            error_body(
+                api_key, body, ErrorCode.REQUEST_TIMED_OUT, "No active controller answered in time."
+            )
         )
 
     async def forward(self, operation: str, body: dict[str, Any], version: int) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, TypedDict
+from typing import Any, Final, TypedDict, cast
 
 from sparklog.controller.driver import ControllerDriver
 from sparklog.controller.quorum_controller import QuorumController
@@ -34,9 +34,36 @@ from sparklog.protocol.headers import API_VERSIONS_KEY, Request
 from sparklog.protocol.message_types import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    AlterPartitionReassignmentsResponse,
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
     ApiKey,
     ApiVersionsResponseFinalizedFeatures,
     ApiVersionsResponseSupportedFeatures,
+    CreateAclsRequest,
+    CreateAclsResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeClusterResponseBrokers,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+    ListPartitionReassignmentsResponse,
+    UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
 )
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.protocol.schema import Api
@@ -115,11 +142,12 @@ def _now_ms() -> int:
 
 def error_body(
     api_key: int, body: Mapping[str, Any], code: ErrorCode, message: str
-) -> dict[str, Any]:
-    """The response a Kafka client expects when the whole request failed with ``code``."""
+) -> Mapping[str, object]:
+    """The response a Kafka client expects when the whole request failed with ``code``;
+    ``body`` is ``api_key``'s decoded request (its TypedDict, narrowed per branch)."""
     c = int(code)
     if api_key == DESCRIBE_CLUSTER:
-        return {
+        cluster: DescribeClusterResponse = {
             "throttle_time_ms": 0,
             "error_code": c,
             "error_message": message,
@@ -128,29 +156,39 @@ def error_body(
             "controller_id": -1,
             "brokers": [],
         }
+        return cluster
     if api_key == CREATE_TOPICS:
-        topics = [
-            {"name": t["name"], "error_code": c, "error_message": message}
-            for t in body.get("topics") or ()
-        ]
-        return {"throttle_time_ms": 0, "topics": topics}
+        create = cast("CreateTopicsRequest", body)
+        created: CreateTopicsResponse = {
+            "throttle_time_ms": 0,
+            "topics": [
+                {"name": t["name"], "error_code": c, "error_message": message}
+                for t in create.get("topics") or ()
+            ],
+        }
+        return created
     if api_key == DELETE_TOPICS:
-        names = list(body.get("topic_names") or ())
-        names += [t.get("name") for t in body.get("topics") or ()]
-        return {
+        delete = cast("DeleteTopicsRequest", body)
+        names: list[str | None] = list(delete.get("topic_names") or ())
+        names += [t.get("name") for t in delete.get("topics") or ()]
+        deleted: DeleteTopicsResponse = {
             "throttle_time_ms": 0,
             "responses": [{"name": n, "error_code": c, "error_message": message} for n in names],
         }
+        return deleted
     if api_key == CREATE_PARTITIONS:
-        return {
+        grow = cast("CreatePartitionsRequest", body)
+        grown: CreatePartitionsResponse = {
             "throttle_time_ms": 0,
             "results": [
                 {"name": t["name"], "error_code": c, "error_message": message}
-                for t in body.get("topics") or ()
+                for t in grow.get("topics") or ()
             ],
         }
+        return grown
     if api_key in (INCREMENTAL_ALTER_CONFIGS, ALTER_CONFIGS):
-        return {
+        alter = cast("IncrementalAlterConfigsRequest | AlterConfigsRequest", body)
+        altered: IncrementalAlterConfigsResponse | AlterConfigsResponse = {
             "throttle_time_ms": 0,
             "responses": [
                 {
@@ -159,64 +197,103 @@ def error_body(
                     "resource_type": r["resource_type"],
                     "resource_name": r["resource_name"],
                 }
-                for r in body.get("resources") or ()
+                for r in alter.get("resources") or ()
             ],
         }
+        return altered
     if api_key == ELECT_LEADERS:
-        results = [
-            {
-                "topic": t["topic"],
-                "partition_result": [
-                    {"partition_id": p, "error_code": c, "error_message": message}
-                    for p in t.get("partitions") or ()
-                ],
-            }
-            for t in body.get("topic_partitions") or ()
-        ]
-        return {"throttle_time_ms": 0, "error_code": c, "replica_election_results": results}
+        elect = cast("ElectLeadersRequest", body)
+        elected: ElectLeadersResponse = {
+            "throttle_time_ms": 0,
+            "error_code": c,
+            "replica_election_results": [
+                {
+                    "topic": t["topic"],
+                    "partition_result": [
+                        {"partition_id": p, "error_code": c, "error_message": message}
+                        for p in t.get("partitions") or ()
+                    ],
+                }
+                for t in elect.get("topic_partitions") or ()
+            ],
+        }
+        return elected
     if api_key == ALTER_PARTITION_REASSIGNMENTS:
-        return {"throttle_time_ms": 0, "error_code": c, "error_message": message, "responses": []}
+        reassigned: AlterPartitionReassignmentsResponse = {
+            "throttle_time_ms": 0,
+            "error_code": c,
+            "error_message": message,
+            "responses": [],
+        }
+        return reassigned
     if api_key == CREATE_ACLS:
-        results = [{"error_code": c, "error_message": message} for _ in body.get("creations") or ()]
-        return {"throttle_time_ms": 0, "results": results}
+        acls = cast("CreateAclsRequest", body)
+        created_acls: CreateAclsResponse = {
+            "throttle_time_ms": 0,
+            "results": [
+                {"error_code": c, "error_message": message} for _ in acls.get("creations") or ()
+            ],
+        }
+        return created_acls
     if api_key == DELETE_ACLS:
-        return {
+        filters = cast("DeleteAclsRequest", body)
+        deleted_acls: DeleteAclsResponse = {
             "throttle_time_ms": 0,
             "filter_results": [
                 {"error_code": c, "error_message": message, "matching_acls": []}
-                for _ in body.get("filters") or ()
+                for _ in filters.get("filters") or ()
             ],
         }
+        return deleted_acls
     if api_key == ALTER_CLIENT_QUOTAS:
-        return {
+        quotas = cast("AlterClientQuotasRequest", body)
+        altered_quotas: AlterClientQuotasResponse = {
             "throttle_time_ms": 0,
             "entries": [
-                {"error_code": c, "error_message": message, "entity": e.get("entity") or []}
-                for e in body.get("entries") or ()
+                {
+                    "error_code": c,
+                    "error_message": message,
+                    "entity": [
+                        {"entity_type": part["entity_type"], "entity_name": part["entity_name"]}
+                        for part in e.get("entity") or ()
+                    ],
+                }
+                for e in quotas.get("entries") or ()
             ],
         }
+        return altered_quotas
     if api_key == ALTER_USER_SCRAM_CREDENTIALS:
-        users = [d["name"] for d in body.get("deletions") or ()]
-        users += [u["name"] for u in body.get("upsertions") or ()]
-        return {
+        scram = cast("AlterUserScramCredentialsRequest", body)
+        users = [d["name"] for d in scram.get("deletions") or ()]
+        users += [u["name"] for u in scram.get("upsertions") or ()]
+        altered_users: AlterUserScramCredentialsResponse = {
             "throttle_time_ms": 0,
             "results": [
                 {"user": u, "error_code": c, "error_message": message} for u in dict.fromkeys(users)
             ],
         }
+        return altered_users
     if api_key == UPDATE_FEATURES:
-        results = [
-            {"feature": u["feature"], "error_code": c, "error_message": message}
-            for u in body.get("feature_updates") or ()
-        ]
-        return {
+        features = cast("UpdateFeaturesRequest", body)
+        updated: UpdateFeaturesResponse = {
             "throttle_time_ms": 0,
             "error_code": c,
             "error_message": message,
-            "results": results,
+            "results": [
+                {"feature": u["feature"], "error_code": c, "error_message": message}
+                for u in features.get("feature_updates") or ()
+            ],
         }
+        return updated
     if api_key == LIST_PARTITION_REASSIGNMENTS:
-        return {"throttle_time_ms": 0, "error_code": c, "error_message": message, "topics": []}
+        listed: ListPartitionReassignmentsResponse = {
+            "throttle_time_ms": 0,
+            "error_code": c,
+            "error_message": message,
+            "topics": [],
+        }
+        return listed
+    # Every other API's response has a top-level error code (and most a message).
     return {"throttle_time_ms": 0, "error_code": c, "error_message": message}
 
 
@@ -247,7 +324,9 @@ class ControllerApis:
         # authorizer.class.name's StandardAuthorizer (set by the node); None: allow all
         self.authorizer: StandardAuthorizer | None = None
         # DescribeCluster's (leader id, controllers): the raft driver's voters (set by the node)
-        self.controllers: Callable[[], tuple[int, list[dict[str, Any]]]] | None = None
+        self.controllers: Callable[[], tuple[int, list[DescribeClusterResponseBrokers]]] | None = (
+            None
+        )
         # ApiVersions' supported/finalized feature fields (set by the node), as a Kafka
         # controller advertises them: kafka-features.sh --bootstrap-controller reads them
         self.features: Callable[[], FeatureFields] | None = None
@@ -255,11 +334,13 @@ class ControllerApis:
     async def __call__(self, request: Request, conn: Any) -> dict[str, Any] | None:
         key = request.header.api_key
         if self.authorizer is not None and not self._authorized(key, conn):
-            return error_body(
-                key,
-                request.body,
-                ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                "Cluster authorization failed.",
+            return dict(
+                error_body(
+                    key,
+                    request.body,
+                    ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                    "Cluster authorization failed.",
+                )
             )
         if key == API_VERSIONS_KEY and self.features is not None:
             answer = dict(await self.raft(request, conn))
@@ -269,7 +350,9 @@ class ControllerApis:
         if key == API_VERSIONS_KEY or key in RAFT_API_KEYS:
             return await self.raft(request, conn)
         if key == DESCRIBE_CLUSTER:
-            return self._describe_cluster(request.body, request.header.api_version)
+            # dispatched by key: the body is DescribeCluster's request
+            described = cast("DescribeClusterRequest", request.body)
+            return dict(self._describe_cluster(described, request.header.api_version))
         body = request.body
         version = request.header.api_version
         try:
@@ -277,14 +360,16 @@ class ControllerApis:
                 raise KafkaApiError(ErrorCode.NOT_CONTROLLER, "This node is not a controller.")
             return await self.controller.call(self._operation(key, body, version))
         except KafkaApiError as exc:
-            return error_body(key, body, exc.code, exc.message or exc.code.name)
+            return dict(error_body(key, body, exc.code, exc.message or exc.code.name))
 
-    def _describe_cluster(self, body: Mapping[str, Any], version: int) -> dict[str, Any]:
+    def _describe_cluster(
+        self, body: DescribeClusterRequest, version: int
+    ) -> DescribeClusterResponse:
         """Kafka's ControllerApis.handleDescribeCluster: only endpoint type 2 (CONTROLLER) is
         served (MISMATCHED_ENDPOINT_TYPE for brokers, INVALID_REQUEST at v0); the controllers
         are the quorum's voters, ``controller_id`` the KRaft leader. Cluster authorized
         operations are not computed (the schema's default)."""
-        answer: dict[str, Any] = {
+        answer: DescribeClusterResponse = {
             "throttle_time_ms": 0,
             "error_code": 0,
             "error_message": None,

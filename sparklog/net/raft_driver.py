@@ -45,7 +45,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar, cast
 
 from sparklog.fault import FaultHandler, halt
 from sparklog.net.client import KafkaClientConnection
@@ -54,6 +54,13 @@ from sparklog.net.server import Connection, KafkaServer
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.headers import API_VERSIONS_KEY, Request
 from sparklog.protocol.kafka_uuid import METADATA_TOPIC_ID
+from sparklog.protocol.message_types import (
+    ApiVersionsResponse,
+    DescribeClusterResponseBrokers,
+    DescribeQuorumResponseNodes,
+    FetchResponse,
+    FetchResponseNodeEndpoints,
+)
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.protocol.schema import Api
 from sparklog.raft import rpc
@@ -304,10 +311,10 @@ class RaftDriver(Generic[T]):
                     return endpoint.host, endpoint.port
         return self._learned.get(node_id)
 
-    def cluster_controllers(self) -> tuple[int, list[dict[str, Any]]]:
+    def cluster_controllers(self) -> tuple[int, list[DescribeClusterResponseBrokers]]:
         """DescribeCluster on a controller listener (KIP-919): the KRaft leader id (-1 when
         unknown) and every voter as a DescribeCluster ``brokers`` entry (its address)."""
-        controllers = []
+        controllers: list[DescribeClusterResponseBrokers] = []
         for node in self.replica.voters.latest.voters:
             address = self.address_of(node.key.id)
             if address is not None:
@@ -316,14 +323,14 @@ class RaftDriver(Generic[T]):
                 )
         return self.replica.leader_and_epoch.leader_id, controllers
 
-    def _learn_endpoints(self, body: Mapping[str, Any]) -> None:
+    def _learn_endpoints(self, body: FetchResponse) -> None:
         for node in body.get("node_endpoints") or ():
             with contextlib.suppress(KeyError, TypeError, ValueError):
                 self._learned[int(node["node_id"])] = (str(node["host"]), int(node["port"]))
 
-    def _voter_nodes(self) -> list[dict[str, Any]]:
+    def _voter_nodes(self) -> list[DescribeQuorumResponseNodes]:
         """DescribeQuorum v2 ``nodes``: every voter's listeners, and the leader's if learned."""
-        nodes = [
+        nodes: list[DescribeQuorumResponseNodes] = [
             {
                 "node_id": node.key.id,
                 "listeners": [
@@ -344,7 +351,7 @@ class RaftDriver(Generic[T]):
             )
         return nodes
 
-    def _leader_endpoints(self) -> list[dict[str, Any]]:
+    def _leader_endpoints(self) -> list[FetchResponseNodeEndpoints]:
         leader_id = self.replica.leader_and_epoch.leader_id
         address = self.address_of(leader_id) if leader_id >= 0 else None
         if address is None:
@@ -387,7 +394,7 @@ class RaftDriver(Generic[T]):
         if self._closed:
             return
         if outbound.api_key == rpc.FETCH:
-            self._learn_endpoints(body)
+            self._learn_endpoints(cast("FetchResponse", body))
         response = rpc.InboundResponse(
             outbound.api_key, outbound.destination_id, outbound.correlation_id, body
         )
@@ -459,7 +466,7 @@ class RaftDriver(Generic[T]):
         key = request.header.api_key
         body = request.body
         if key == API_VERSIONS_KEY:
-            return _api_versions_body(connection.served_apis)
+            return dict(_api_versions_body(connection.served_apis))
         if not self.handles(request):
             error = ErrorCode.UNKNOWN_TOPIC_ID if key == rpc.FETCH else ErrorCode.INVALID_REQUEST
             return {"error_code": int(error)}
@@ -499,7 +506,7 @@ class RaftDriver(Generic[T]):
         return max(own, config.request_timeout_ms) + _ANSWER_GRACE_MS
 
 
-def _api_versions_body(apis: Mapping[int, Api]) -> dict[str, Any]:
+def _api_versions_body(apis: Mapping[int, Api]) -> ApiVersionsResponse:
     return {
         "error_code": 0,
         "api_keys": [
