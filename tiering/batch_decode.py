@@ -375,9 +375,40 @@ def _zigzag(raw: Int64s) -> Int64s:
     return result
 
 
+def _short_varints(u8: Bytes, pos: Int64s) -> tuple[Int64s, Int64s] | None:
+    """:func:`_varints` when every varint is one or two bytes (what producers write for
+    lengths, deltas and counts of ordinary records), else ``None``. Both bytes of each come
+    from one gather of 16-bit words at any byte offset (an overlapping view of ``u8``), and
+    the arithmetic is int32: about three times faster than two byte gathers in int64. A
+    position past the last word reads the last byte alone (a varint continuing past the end
+    then ends outside the region, which the callers' end checks reject)."""
+    last = len(u8) - 2
+    words = np.ndarray((last + 1,), dtype="<u2", buffer=u8, strides=(1,))
+    at = np.clip(pos, 0, last)
+    pair = words[at].astype(np.int32)
+    past = np.flatnonzero(pos > last)
+    if len(past):
+        pair[past] = int(u8[-1])
+    long_first = (pair & 0x80) != 0
+    if not _count(long_first):
+        raw = pair & 0xFF
+        after = pos + 1
+    else:
+        if _count(long_first & (pair >= 0x8000)):
+            return None
+        raw = np.where(long_first, (pair & 0x7F) | ((pair >> 1) & 0x3F80), pair & 0xFF)
+        after = pos + 1 + long_first
+    values: Int64s = ((raw >> 1) ^ -(raw & 1)).astype(np.int64)
+    return values, after
+
+
 def _varints(u8: Bytes, pos: Int64s, max_bytes: int) -> tuple[Int64s, Int64s] | None:
     """Zigzag varints starting at ``pos`` (positions may be garbage; reads are clipped):
     values and the positions after them, or ``None`` if one is longer than ``max_bytes``."""
+    if len(u8) >= 2:
+        short = _short_varints(u8, pos)
+        if short is not None:
+            return short
     first = u8.take(pos, mode="clip").astype(np.int64)
     long_first = first >= 0x80
     if not _count(long_first):
