@@ -25,9 +25,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 from sparklog.coordinator.coordinator import partition_for
 from sparklog.coordinator.log_replay import replay_batches
@@ -38,13 +38,9 @@ from sparklog.protocol.kafka_uuid import uuid_to_str
 from sparklog.protocol.message_types import (
     ApiKey,
     DeleteShareGroupStateRequest,
-    DeleteShareGroupStateRequestTopicsPartitions,
     DeleteShareGroupStateResponse,
-    DeleteShareGroupStateResponseResultsPartitions,
     InitializeShareGroupStateRequest,
-    InitializeShareGroupStateRequestTopicsPartitions,
     InitializeShareGroupStateResponse,
-    InitializeShareGroupStateResponseResultsPartitions,
     ReadShareGroupStateRequest,
     ReadShareGroupStateRequestTopicsPartitions,
     ReadShareGroupStateResponse,
@@ -272,24 +268,119 @@ def _batches(
     )
 
 
-_P = TypeVar("_P")
+class _Partition(TypedDict):
+    """What every share-state request names a partition with."""
+
+    partition: int
+
+
+_P = TypeVar("_P", bound=_Partition)
 _R = TypeVar("_R")
 
 
+class _Topic(TypedDict, Generic[_P]):
+    """A request's ``topics`` entry, as all five share-state requests declare it."""
+
+    topic_id: bytes
+    partitions: list[_P]
+
+
+class _Request(TypedDict, Generic[_P]):
+    """The body all five share-state requests declare: a group and its topics' partitions."""
+
+    group_id: str
+    topics: list[_Topic[_P]]
+
+
+class _Results(TypedDict, Generic[_R], total=False):
+    """A response's ``results`` entry, as all five share-state responses declare it."""
+
+    topic_id: bytes
+    partitions: list[_R]
+
+
+class _Response(TypedDict, Generic[_R], total=False):
+    """The body all five share-state responses declare: per-topic results."""
+
+    results: list[_Results[_R]]
+
+
 async def _each(
-    topics: Iterable[tuple[bytes, list[_P]]], one: Callable[[bytes, _P], Awaitable[_R]]
-) -> list[tuple[bytes, list[_R]]]:
-    """``one``'s answer for each partition of each topic, in the request's order."""
-    results = []
-    for topic_id, partitions in topics:
-        topic_id = bytes(topic_id)
-        results.append((topic_id, [await one(topic_id, p) for p in partitions]))
-    return results
+    ctx: CoordinatorContext,
+    body: _Request[_P],
+    op: str,
+    args: Callable[[_P], dict[str, Any]],
+    answer: Callable[[_P, ErrorCode, ShareState | None], _R],
+) -> _Response[_R]:
+    """The response body: ``op`` run with ``args(p)`` on each partition ``p`` of each topic, in
+    the request's order, each answered by ``answer(p, code, state)``."""
+    results: list[_Results[_R]] = []
+    for topic in body["topics"]:
+        topic_id = bytes(topic["topic_id"])
+        partitions = []
+        for p in topic["partitions"]:
+            code, state = await coordinator(ctx).run(
+                body["group_id"], topic_id, p["partition"], op, **args(p)
+            )
+            partitions.append(answer(p, code, state))
+        results.append({"topic_id": topic_id, "partitions": partitions})
+    return {"results": results}
 
 
-def _plain(partition: int, code: ErrorCode) -> WriteShareGroupStateResponseResultsPartitions:
+def _plain(
+    p: _Partition, code: ErrorCode, state: ShareState | None
+) -> WriteShareGroupStateResponseResultsPartitions:
     """Initialize, Write and Delete answer a partition alike (their TypedDicts are equal)."""
-    return {"partition": partition, "error_code": int(code), "error_message": None}
+    return {"partition": p["partition"], "error_code": int(code), "error_message": None}
+
+
+def _leader_epoch(
+    p: ReadShareGroupStateRequestTopicsPartitions
+    | ReadShareGroupStateSummaryRequestTopicsPartitions,
+) -> dict[str, Any]:
+    return {"leader_epoch": p["leader_epoch"]}
+
+
+def _read_answer(
+    p: ReadShareGroupStateRequestTopicsPartitions, code: ErrorCode, state: ShareState | None
+) -> ReadShareGroupStateResponseResultsPartitions:
+    return {
+        "partition": p["partition"],
+        "error_code": int(code),
+        "error_message": None,
+        "state_epoch": state.state_epoch if state else -1,
+        "start_offset": state.start_offset if state else -1,
+        "state_batches": [
+            {"first_offset": f, "last_offset": last, "delivery_state": s, "delivery_count": c}
+            for f, last, s, c in (state.batches if state else ())
+        ],
+    }
+
+
+def _summary_answer(
+    p: ReadShareGroupStateSummaryRequestTopicsPartitions,
+    code: ErrorCode,
+    state: ShareState | None,
+) -> ReadShareGroupStateSummaryResponseResultsPartitions:
+    return {
+        "partition": p["partition"],
+        "error_code": int(code),
+        "error_message": None,
+        "state_epoch": state.state_epoch if state else -1,
+        "leader_epoch": state.leader_epoch if state else -1,
+        "start_offset": state.start_offset if state else -1,
+        "delivery_complete_count": state.delivery_complete_count if state else -1,
+    }
+
+
+def _write_args(p: WriteShareGroupStateRequestTopicsPartitions) -> dict[str, Any]:
+    return {
+        "state_epoch": p["state_epoch"],
+        "leader_epoch": p["leader_epoch"],
+        "start_offset": p["start_offset"],
+        "batches": _batches(p["state_batches"]),
+        "delivery_complete_count": p["delivery_complete_count"],
+    }
 
 
 async def handle_initialize(
@@ -297,90 +388,31 @@ async def handle_initialize(
     request: TypedRequest[InitializeShareGroupStateRequest],
     listener: str,
 ) -> InitializeShareGroupStateResponse:
-    group_id = request.body["group_id"]
-
-    async def one(
-        topic_id: bytes, p: InitializeShareGroupStateRequestTopicsPartitions
-    ) -> InitializeShareGroupStateResponseResultsPartitions:
-        code, _ = await coordinator(ctx).run(
-            group_id,
-            topic_id,
-            p["partition"],
-            "initialize",
-            state_epoch=p["state_epoch"],
-            start_offset=p["start_offset"],
-        )
-        return _plain(p["partition"], code)
-
-    results = await _each(((t["topic_id"], t["partitions"]) for t in request.body["topics"]), one)
-    return {"results": [{"topic_id": t, "partitions": ps} for t, ps in results]}
+    return await _each(
+        ctx,
+        request.body,
+        "initialize",
+        lambda p: {"state_epoch": p["state_epoch"], "start_offset": p["start_offset"]},
+        _plain,
+    )
 
 
 async def handle_read(
     ctx: CoordinatorContext, request: TypedRequest[ReadShareGroupStateRequest], listener: str
 ) -> ReadShareGroupStateResponse:
-    group_id = request.body["group_id"]
-
-    async def one(
-        topic_id: bytes, p: ReadShareGroupStateRequestTopicsPartitions
-    ) -> ReadShareGroupStateResponseResultsPartitions:
-        code, state = await coordinator(ctx).run(
-            group_id, topic_id, p["partition"], "read", leader_epoch=p["leader_epoch"]
-        )
-        return {
-            "partition": p["partition"],
-            "error_code": int(code),
-            "error_message": None,
-            "state_epoch": state.state_epoch if state else -1,
-            "start_offset": state.start_offset if state else -1,
-            "state_batches": [
-                {"first_offset": f, "last_offset": last, "delivery_state": s, "delivery_count": c}
-                for f, last, s, c in (state.batches if state else ())
-            ],
-        }
-
-    results = await _each(((t["topic_id"], t["partitions"]) for t in request.body["topics"]), one)
-    return {"results": [{"topic_id": t, "partitions": ps} for t, ps in results]}
+    return await _each(ctx, request.body, "read", _leader_epoch, _read_answer)
 
 
 async def handle_write(
     ctx: CoordinatorContext, request: TypedRequest[WriteShareGroupStateRequest], listener: str
 ) -> WriteShareGroupStateResponse:
-    group_id = request.body["group_id"]
-
-    async def one(
-        topic_id: bytes, p: WriteShareGroupStateRequestTopicsPartitions
-    ) -> WriteShareGroupStateResponseResultsPartitions:
-        code, _ = await coordinator(ctx).run(
-            group_id,
-            topic_id,
-            p["partition"],
-            "write",
-            state_epoch=p["state_epoch"],
-            leader_epoch=p["leader_epoch"],
-            start_offset=p["start_offset"],
-            batches=_batches(p["state_batches"]),
-            delivery_complete_count=p["delivery_complete_count"],
-        )
-        return _plain(p["partition"], code)
-
-    results = await _each(((t["topic_id"], t["partitions"]) for t in request.body["topics"]), one)
-    return {"results": [{"topic_id": t, "partitions": ps} for t, ps in results]}
+    return await _each(ctx, request.body, "write", _write_args, _plain)
 
 
 async def handle_delete(
     ctx: CoordinatorContext, request: TypedRequest[DeleteShareGroupStateRequest], listener: str
 ) -> DeleteShareGroupStateResponse:
-    group_id = request.body["group_id"]
-
-    async def one(
-        topic_id: bytes, p: DeleteShareGroupStateRequestTopicsPartitions
-    ) -> DeleteShareGroupStateResponseResultsPartitions:
-        code, _ = await coordinator(ctx).run(group_id, topic_id, p["partition"], "delete")
-        return _plain(p["partition"], code)
-
-    results = await _each(((t["topic_id"], t["partitions"]) for t in request.body["topics"]), one)
-    return {"results": [{"topic_id": t, "partitions": ps} for t, ps in results]}
+    return await _each(ctx, request.body, "delete", lambda p: {}, _plain)
 
 
 async def handle_summary(
@@ -388,26 +420,7 @@ async def handle_summary(
     request: TypedRequest[ReadShareGroupStateSummaryRequest],
     listener: str,
 ) -> ReadShareGroupStateSummaryResponse:
-    group_id = request.body["group_id"]
-
-    async def one(
-        topic_id: bytes, p: ReadShareGroupStateSummaryRequestTopicsPartitions
-    ) -> ReadShareGroupStateSummaryResponseResultsPartitions:
-        code, state = await coordinator(ctx).run(
-            group_id, topic_id, p["partition"], "summary", leader_epoch=p["leader_epoch"]
-        )
-        return {
-            "partition": p["partition"],
-            "error_code": int(code),
-            "error_message": None,
-            "state_epoch": state.state_epoch if state else -1,
-            "leader_epoch": state.leader_epoch if state else -1,
-            "start_offset": state.start_offset if state else -1,
-            "delivery_complete_count": state.delivery_complete_count if state else -1,
-        }
-
-    results = await _each(((t["topic_id"], t["partitions"]) for t in request.body["topics"]), one)
-    return {"results": [{"topic_id": t, "partitions": ps} for t, ps in results]}
+    return await _each(ctx, request.body, "summary", _leader_epoch, _summary_answer)
 
 
 SHARE_STATE_HANDLERS: dict[int, Handler] = {
