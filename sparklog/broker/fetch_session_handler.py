@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from sparklog.broker.fetch_session import INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import FetchRequestTopicsPartitions
 
 # How the caller names a partition: (topic id, partition) from Fetch v13, (name, partition) before.
 Key = TypeVar("Key", bound=Hashable)
@@ -37,7 +38,7 @@ class FetchRequestData(Generic[Key]):
 
     session_id: int
     epoch: int
-    to_send: dict[Key, dict[str, Any]]
+    to_send: dict[Key, FetchRequestTopicsPartitions]
     to_forget: list[Key]
 
     @property
@@ -49,11 +50,11 @@ class FetchSessionHandler(Generic[Key]):
     def __init__(self) -> None:
         self.session_id = INVALID_SESSION_ID
         self.epoch = INITIAL_EPOCH
-        self._session: dict[Key, dict[str, Any]] = {}
+        self._session: dict[Key, FetchRequestTopicsPartitions] = {}
         self.full_requests = 0
         self.incremental_requests = 0
 
-    def build(self, wanted: Mapping[Key, dict[str, Any]]) -> FetchRequestData[Key]:
+    def build(self, wanted: Mapping[Key, FetchRequestTopicsPartitions]) -> FetchRequestData[Key]:
         """The next request for ``wanted`` (partition -> its Fetch request partition data)."""
         if self.epoch == INITIAL_EPOCH:
             self._session = dict(wanted)

@@ -42,7 +42,7 @@ import time
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from sparklog.broker.fetch_session_handler import FetchSessionHandler
 from sparklog.broker.partition import Partition
@@ -50,6 +50,13 @@ from sparklog.broker.replica_manager import ReplicaManager, TopicPartition
 from sparklog.metadata.image import MetadataImage
 from sparklog.net.client import KafkaClientConnection
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.kafka_uuid import ZERO_UUID
+from sparklog.protocol.message_types import (
+    FetchRequest,
+    FetchRequestTopicsPartitions,
+    FetchResponse,
+    FetchResponseResponsesPartitions,
+)
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.replication.follower import FollowerCore
 from sparklog.replication.messages import (
@@ -68,6 +75,8 @@ log = logging.getLogger(__name__)
 
 FETCH_KEY = 1
 FETCH_VERSION = 17
+# Fetch v18's partition high_watermark (KIP-1166) at its declared default: not sent at v17.
+_UNKNOWN_HIGH_WATERMARK = (1 << 63) - 1
 LIST_OFFSETS_KEY = 2
 LIST_OFFSETS_VERSION = 9
 EARLIEST_LOCAL_TIMESTAMP = -4
@@ -229,7 +238,8 @@ class ReplicaFetcher:
             return
         body = self._request(ready)
         try:
-            response = await connection.request(API_BY_KEY[FETCH_KEY], FETCH_VERSION, body)
+            answer = await connection.request(API_BY_KEY[FETCH_KEY], FETCH_VERSION, body)
+            response = cast("FetchResponse", answer)
         except (ConnectionError, TimeoutError, OSError) as exc:
             self.session.handle_error()
             log.debug("Fetch from broker %d failed: %s", self.source_broker, exc)
@@ -254,8 +264,8 @@ class ReplicaFetcher:
         if usable:
             await self._process(ready, response)
 
-    def _request(self, ready: list[tuple[_Fetching, FetchPosition]]) -> dict[str, Any]:
-        wanted: dict[tuple[bytes, int], dict[str, Any]] = {}
+    def _request(self, ready: list[tuple[_Fetching, FetchPosition]]) -> FetchRequest:
+        wanted: dict[tuple[bytes, int], FetchRequestTopicsPartitions] = {}
         for fetching, position in ready:
             partition = fetching.partition
             wanted[(partition.topic_id, partition.index)] = {
@@ -265,15 +275,20 @@ class ReplicaFetcher:
                 "last_fetched_epoch": position.last_fetched_epoch,
                 "log_start_offset": position.log_start_offset,
                 "partition_max_bytes": self.config.fetch_max_bytes,
+                # the declared defaults (tagged fields, not sent at their defaults)
+                "replica_directory_id": ZERO_UUID,
+                "high_watermark": _UNKNOWN_HIGH_WATERMARK,
             }
         data = self.session.build(wanted)
-        topics: dict[bytes, list[dict[str, Any]]] = {}
+        topics: dict[bytes, list[FetchRequestTopicsPartitions]] = {}
         for (topic_id, _), partition_data in data.to_send.items():
             topics.setdefault(topic_id, []).append(partition_data)
         forgotten: dict[bytes, list[int]] = {}
         for topic_id, index in data.to_forget:
             forgotten.setdefault(topic_id, []).append(index)
-        return {
+        request: FetchRequest = {
+            "cluster_id": None,
+            "replica_id": -1,  # v15+ names the follower in replica_state
             "replica_state": {
                 "replica_id": self.rm.broker_id,
                 "replica_epoch": self._broker_epoch(),
@@ -285,18 +300,19 @@ class ReplicaFetcher:
             "session_id": data.session_id,
             "session_epoch": data.epoch,
             "topics": [
-                {"topic_id": topic_id, "partitions": partitions}
+                {"topic": "", "topic_id": topic_id, "partitions": partitions}
                 for topic_id, partitions in topics.items()
             ],
             "forgotten_topics_data": [
-                {"topic_id": topic_id, "partitions": indexes}
+                {"topic": "", "topic_id": topic_id, "partitions": indexes}
                 for topic_id, indexes in forgotten.items()
             ],
             "rack_id": "",
         }
+        return request
 
     async def _process(
-        self, ready: list[tuple[_Fetching, FetchPosition]], response: dict[str, Any]
+        self, ready: list[tuple[_Fetching, FetchPosition]], response: FetchResponse
     ) -> None:
         asked = {(f.partition.topic_id, f.partition.index): (f, position) for f, position in ready}
         now_s = _now_s()
@@ -310,7 +326,11 @@ class ReplicaFetcher:
                 await self._apply(fetching, position, data, now_s)
 
     async def _apply(
-        self, fetching: _Fetching, position: FetchPosition, data: dict[str, Any], now_s: float
+        self,
+        fetching: _Fetching,
+        position: FetchPosition,
+        data: FetchResponseResponsesPartitions,
+        now_s: float,
     ) -> None:
         partition = fetching.partition
         tp = (partition.topic, partition.index)
@@ -331,7 +351,8 @@ class ReplicaFetcher:
                     error_code=int(data.get("error_code", 0)),
                     high_watermark=int(data.get("high_watermark", -1)),
                     log_start_offset=int(data.get("log_start_offset", -1)),
-                    records=data.get("records"),
+                    # decoded: the codec's zero-copy view (the type also admits what encodes)
+                    records=cast("memoryview | None", data.get("records")),
                     diverging_epoch=epoch_end if epoch_end.end_offset >= 0 else None,
                     generation=position.generation,
                 )
@@ -378,7 +399,6 @@ class ReplicaFetcher:
                 return
         if outcome.appended_to >= 0 or outcome.hw_changed or outcome.truncated_to is not None:
             self.rm.fetch_waiters.notify(tp)
-
 
     async def _earliest_local(self, partition: Partition, leader_epoch: int) -> int | None:
         """The leader's earliest local offset (ListOffsets -4), None on any error."""
@@ -465,8 +485,7 @@ class ReplicaFetcher:
             else:
                 partition.log.truncate_fully_and_start_at(local_start)
                 log.info(
-                    "Restarted %s-%d at the leader's local log start %d (no tiered storage"
-                    " here)",
+                    "Restarted %s-%d at the leader's local log start %d (no tiered storage here)",
                     partition.topic,
                     partition.index,
                     local_start,
