@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.integration.cluster_harness import cli
+from tests.integration.cluster_harness import NodeFiles, cli
 from tests.integration.node_harness import REPO_ROOT, _die_with_parent, free_port
 from tests.integration.node_harness import probe_api_versions as answers_api_versions
 
@@ -85,7 +85,7 @@ def is_root() -> bool:
 
 
 @dataclass
-class ChaosNode:
+class ChaosNode(NodeFiles):
     node_id: int
     role: str  # "controller" or "broker"
     workdir: Path
@@ -99,33 +99,12 @@ class ChaosNode:
     tmpfs: bool = False
 
     @property
-    def name(self) -> str:
-        return f"{self.role}-{self.node_id}"
-
-    @property
-    def address(self) -> str:
-        return f"{HOST}:{self.port}"
-
-    @property
     def data_dir(self) -> Path:
         return self.workdir / "data"
 
     @property
-    def properties_path(self) -> Path:
-        return self.workdir / "server.properties"
-
-    @property
-    def log_path(self) -> Path:
-        return self.workdir / "node.log"
-
-    @property
     def pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
-
-    def write_properties(self) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        text = "".join(f"{k}={v}\n" for k, v in self.props.items())
-        self.properties_path.write_text(text)
 
     def launch(self) -> None:
         if self.is_running():

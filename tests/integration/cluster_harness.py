@@ -102,17 +102,16 @@ def cli(*args: str, timeout_s: float = CLI_TIMEOUT_S, check: bool = True) -> str
     return out.strip()
 
 
-@dataclass
-class ClusterNode:
+class NodeFiles:
+    """A node process's name, address and files in its ``workdir`` (``server.properties`` from
+    ``props``, ``node.log``): shared by the cluster harness's and the chaos runner's nodes, whose
+    dataclasses declare these fields."""
+
     node_id: int
     role: str  # "controller" or "broker"
     workdir: Path
     port: int
-    props: dict[str, str] = field(default_factory=dict)
-    process: subprocess.Popen[bytes] | None = None
-    directory_id: str | None = None
-    starts: int = 0
-    metrics_port: int = field(default_factory=free_port)
+    props: dict[str, str]
 
     @property
     def name(self) -> str:
@@ -132,8 +131,21 @@ class ClusterNode:
 
     def write_properties(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        text = "\n".join(f"{k}={v}" for k, v in self.props.items()) + "\n"
+        text = "".join(f"{k}={v}\n" for k, v in self.props.items())
         self.properties_path.write_text(text)
+
+
+@dataclass
+class ClusterNode(NodeFiles):
+    node_id: int
+    role: str  # "controller" or "broker"
+    workdir: Path
+    port: int
+    props: dict[str, str] = field(default_factory=dict)
+    process: subprocess.Popen[bytes] | None = None
+    directory_id: str | None = None
+    starts: int = 0
+    metrics_port: int = field(default_factory=free_port)
 
     def launch(self) -> None:
         if self.is_running():
