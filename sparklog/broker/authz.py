@@ -129,7 +129,8 @@ def _produce_errors(
     }
 
 
-def _is_replica(body: FetchRequest) -> bool:
+def is_replica_fetch(body: FetchRequest) -> bool:
+    """A follower's Fetch (replica_id before v15, replica_state from v15), not a consumer's."""
     if int(body.get("replica_id", -1)) >= 0:
         return True
     state = body.get("replica_state")
@@ -147,7 +148,7 @@ _DENIED_FETCH_PARTITION: FetchResponseResponsesPartitions = {
 
 
 async def _fetch(check: Check, request: TypedRequest[FetchRequest], serve: Serve) -> Served:
-    if _is_replica(request.body):
+    if is_replica_fetch(request.body):
         if check.cluster(Op.CLUSTER_ACTION):
             return await serve(request)
         denied: FetchResponse = {

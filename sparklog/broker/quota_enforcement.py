@@ -19,11 +19,12 @@ import asyncio
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
+from sparklog.broker.authz import is_replica_fetch
 from sparklog.broker.quotas import QuotaManagers
 from sparklog.protocol.headers import Request
-from sparklog.protocol.message_types import ApiKey
+from sparklog.protocol.message_types import ApiKey, FetchRequest, FetchResponse, ProduceRequest
 from sparklog.protocol.types import nbytes
 
 # Connection -> time.monotonic() at which it may be read from again
@@ -42,23 +43,18 @@ def _size(value: Any) -> int:
     return nbytes(value)
 
 
-def produce_bytes(body: dict[str, Any]) -> int:
+def produce_bytes(body: ProduceRequest) -> int:
     return sum(
         _size(p.get("records")) for t in body.get("topic_data") or () for p in t["partition_data"]
     )
 
 
-def fetch_bytes(response: dict[str, Any]) -> int:
+def fetch_bytes(response: FetchResponse) -> int:
     return sum(
         _size(p.get("records"))
         for t in response.get("responses") or ()
         for p in t.get("partitions") or ()
     )
-
-
-def _is_replica(body: dict[str, Any]) -> bool:
-    state = body.get("replica_state") or {}
-    return int(body.get("replica_id", -1)) >= 0 or int(state.get("replica_id", -1)) >= 0
 
 
 def _has_throttle_field(request: Request) -> bool:
@@ -91,10 +87,17 @@ async def serve_with_quotas(
     client_id = request.header.client_id or ""
     key = request.api.key
     bandwidth = 0
+    # dispatched by key: the bodies are Produce's and Fetch's
     if key == PRODUCE_KEY:
-        bandwidth = quotas.produce.record(user, client_id, produce_bytes(request.body), now_ms)
-    elif key == FETCH_KEY and response is not None and not _is_replica(request.body):
-        bandwidth = quotas.fetch.record(user, client_id, fetch_bytes(response), now_ms)
+        produced = produce_bytes(cast("ProduceRequest", request.body))
+        bandwidth = quotas.produce.record(user, client_id, produced, now_ms)
+    elif (
+        key == FETCH_KEY
+        and response is not None
+        and not is_replica_fetch(cast("FetchRequest", request.body))
+    ):
+        fetched = fetch_bytes(cast("FetchResponse", response))
+        bandwidth = quotas.fetch.record(user, client_id, fetched, now_ms)
     request_time = 0
     if key not in _REQUEST_QUOTA_EXEMPT:
         percent_seconds = (finished - started) * 100.0
