@@ -182,6 +182,22 @@ def _metadata_response(version: int) -> Message:
     return msg
 
 
+def _describe_configs_response(config: Message) -> Message:
+    """A DescribeConfigs response: topic ``t`` with the one ``config`` (its version's fields)."""
+    return {
+        "throttle_time_ms": 0,
+        "results": [
+            {
+                "error_code": 0,
+                "error_message": None,
+                "resource_type": 2,
+                "resource_name": "t",
+                "configs": [config],
+            }
+        ],
+    }
+
+
 def _named(key: int, side: str, version: int, msg: Message) -> Case:
     return key, side, version, msg
 
@@ -499,55 +515,33 @@ CASES: list[Case] = [
         32,
         "response",
         1,
-        {
-            "throttle_time_ms": 0,
-            "results": [
-                {
-                    "error_code": 0,
-                    "error_message": None,
-                    "resource_type": 2,
-                    "resource_name": "t",
-                    "configs": [
-                        {
-                            "name": "retention.ms",
-                            "value": "1000",
-                            "read_only": False,
-                            "config_source": 1,
-                            "is_sensitive": False,
-                            "synonyms": [{"name": "log.retention.ms", "value": None, "source": 5}],
-                        }
-                    ],
-                }
-            ],
-        },
+        _describe_configs_response(
+            {
+                "name": "retention.ms",
+                "value": "1000",
+                "read_only": False,
+                "config_source": 1,
+                "is_sensitive": False,
+                "synonyms": [{"name": "log.retention.ms", "value": None, "source": 5}],
+            }
+        ),
     ),
     _named(
         32,
         "response",
         4,
-        {
-            "throttle_time_ms": 0,
-            "results": [
-                {
-                    "error_code": 0,
-                    "error_message": None,
-                    "resource_type": 2,
-                    "resource_name": "t",
-                    "configs": [
-                        {
-                            "name": "cleanup.policy",
-                            "value": "delete",
-                            "read_only": False,
-                            "config_source": 5,
-                            "is_sensitive": False,
-                            "synonyms": [],
-                            "config_type": 7,
-                            "documentation": None,
-                        }
-                    ],
-                }
-            ],
-        },
+        _describe_configs_response(
+            {
+                "name": "cleanup.policy",
+                "value": "delete",
+                "read_only": False,
+                "config_source": 5,
+                "is_sensitive": False,
+                "synonyms": [],
+                "config_type": 7,
+                "documentation": None,
+            }
+        ),
     ),
     # AlterConfigs and IncrementalAlterConfigs
     _named(
