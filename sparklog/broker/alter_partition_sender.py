@@ -29,12 +29,18 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sparklog.broker.partition import Partition
 from sparklog.broker.replica_manager import ReplicaManager, TopicPartition
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.message_types import ApiKey
+from sparklog.protocol.message_types import (
+    AlterPartitionRequest,
+    AlterPartitionRequestTopicsPartitions,
+    AlterPartitionResponse,
+    AlterPartitionResponseTopicsPartitions,
+    ApiKey,
+)
 from sparklog.replication.messages import AlterPartitionOutcome, AlterPartitionProposal
 
 log = logging.getLogger(__name__)
@@ -122,13 +128,14 @@ class AlterPartitionSender:
 
     async def send(self, batch: list[_Queued]) -> list[_Queued]:
         """Send one request for ``batch``, apply the answers; returns what must be retried."""
-        topics: dict[bytes, list[dict[str, Any]]] = {}
+        topics: dict[bytes, list[AlterPartitionRequestTopicsPartitions]] = {}
         for item in batch:
             proposal = item.proposal
             topics.setdefault(item.partition.topic_id, []).append(
                 {
                     "partition_index": item.partition.index,
                     "leader_epoch": proposal.leader_epoch,
+                    "new_isr": [broker for broker, _ in proposal.new_isr],  # v0-2 only
                     "new_isr_with_epochs": [
                         {"broker_id": broker, "broker_epoch": epoch}
                         for broker, epoch in proposal.new_isr
@@ -137,34 +144,38 @@ class AlterPartitionSender:
                     "partition_epoch": proposal.partition_epoch,
                 }
             )
-        body = {
+        body: AlterPartitionRequest = {
             "broker_id": self.rm.broker_id,
             "broker_epoch": self._broker_epoch(),
             "topics": [
-                {"topic_id": topic_id, "partitions": partitions}
+                {"topic_name": "", "topic_id": topic_id, "partitions": partitions}
                 for topic_id, partitions in topics.items()
             ],
         }
-        response = await self._request(ALTER_PARTITION_KEY, ALTER_PARTITION_VERSION, body)
+        answer = await self._request(ALTER_PARTITION_KEY, ALTER_PARTITION_VERSION, body)
+        response = cast("AlterPartitionResponse", answer)
         top_error = int(response.get("error_code", 0))
-        answers: dict[tuple[bytes, int], dict[str, Any]] = {}
+        answers: dict[tuple[bytes, int], AlterPartitionResponseTopicsPartitions] = {}
         for topic in response.get("topics", []):
             topic_id = bytes(topic.get("topic_id") or b"")
-            for data in topic.get("partitions", []):
-                answers[(topic_id, int(data["partition_index"]))] = data
+            for partition in topic.get("partitions", []):
+                answers[(topic_id, int(partition["partition_index"]))] = partition
         retry: list[_Queued] = []
         for item in batch:
-            data = answers.get((item.partition.topic_id, item.partition.index))
-            if top_error or data is None:
+            answered = answers.get((item.partition.topic_id, item.partition.index))
+            data: AlterPartitionResponseTopicsPartitions = {}
+            if top_error or answered is None:
                 error = top_error or int(ErrorCode.UNKNOWN_SERVER_ERROR)
-                data = {}
             else:
+                data = answered
                 error = int(data.get("error_code", 0))
             if self._apply(item, error, data) is AlterPartitionOutcome.RETRY:
                 retry.append(item)
         return retry
 
-    def _apply(self, item: _Queued, error: int, data: Mapping[str, Any]) -> AlterPartitionOutcome:
+    def _apply(
+        self, item: _Queued, error: int, data: AlterPartitionResponseTopicsPartitions
+    ) -> AlterPartitionOutcome:
         partition, proposal = item.partition, item.proposal
         core = partition.leader_core
         if core is None:

@@ -26,7 +26,7 @@ import contextlib
 import logging
 import socket
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import cast
 
 from sparklog.broker.controller_channel import ControllerClient
 from sparklog.config import ServerConfig
@@ -35,6 +35,13 @@ from sparklog.metadata.bootstrap import SUPPORTED_METADATA_VERSIONS as SUPPORTED
 from sparklog.metadata.image import METADATA_VERSION_FEATURE
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.kafka_uuid import random_uuid_bytes
+from sparklog.protocol.message_types import (
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationRequestListeners,
+    BrokerRegistrationResponse,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +54,7 @@ _REGISTER_AGAIN = frozenset(
 )
 
 
-def registration_listeners(config: ServerConfig) -> list[dict[str, Any]]:
+def registration_listeners(config: ServerConfig) -> list[BrokerRegistrationRequestListeners]:
     """The advertised client listeners, as BrokerRegistration carries them."""
     return [
         {
@@ -92,7 +99,7 @@ class BrokerLifecycleManager:
         self.interval_ms = int(config.get("broker.heartbeat.interval.ms"))
         self.session_timeout_ms = int(config.get("broker.session.timeout.ms"))
 
-    def _registration(self) -> dict[str, Any]:
+    def _registration(self) -> BrokerRegistrationRequest:
         # Every feature this broker implements, so UpdateFeatures can check the cluster's
         # brokers support a new level (as Kafka's BrokerRegistrationRequest carries them).
         supported = {METADATA_VERSION_FEATURE: SUPPORTED_METADATA_VERSIONS, **BOOTSTRAP_FEATURES}
@@ -106,15 +113,17 @@ class BrokerLifecycleManager:
                 for name, (low, high) in sorted(supported.items())
             ],
             "rack": self.config.get("broker.rack"),
+            "is_migrating_zk_broker": False,
             "log_dirs": self.log_dirs,
             "previous_broker_epoch": self.previous_broker_epoch,
         }
 
     async def _register(self, stopping: asyncio.Event) -> bool:
         while not stopping.is_set():
-            response = await self.client.request(
+            answer = await self.client.request(
                 BROKER_REGISTRATION_KEY, 3, self._registration(), timeout_ms=self.interval_ms
             )
+            response = cast("BrokerRegistrationResponse", answer)
             code = int(response.get("error_code", 0))
             if code == 0:
                 self.broker_epoch = int(response["broker_epoch"])
@@ -135,7 +144,7 @@ class BrokerLifecycleManager:
         if not await self._register(stopping):
             return
         while not stopping.is_set():
-            body = {
+            body: BrokerHeartbeatRequest = {
                 "broker_id": self.config.node_id,
                 "broker_epoch": self.broker_epoch,
                 "current_metadata_offset": self.metadata_offset(),
@@ -143,9 +152,10 @@ class BrokerLifecycleManager:
                 "want_shut_down": self._want_shut_down,
                 "offline_log_dirs": list(self.offline_log_dirs),
             }
-            response = await self.client.request(
+            answer = await self.client.request(
                 BROKER_HEARTBEAT_KEY, 1, body, timeout_ms=self.session_timeout_ms // 2
             )
+            response = cast("BrokerHeartbeatResponse", answer)
             code = int(response.get("error_code", 0))
             if code in _REGISTER_AGAIN:
                 log.warning("Broker %d must register again (%s)", self.config.node_id, code)
@@ -160,7 +170,7 @@ class BrokerLifecycleManager:
             fast = self.state in ("RECOVERY", "PENDING_CONTROLLED_SHUTDOWN")
             await self._sleep(stopping, _FAST_HEARTBEAT_MS if fast else self.interval_ms)
 
-    def _on_heartbeat(self, response: dict[str, Any]) -> None:
+    def _on_heartbeat(self, response: BrokerHeartbeatResponse) -> None:
         if response.get("should_shut_down"):
             self.state = "SHUTTING_DOWN"
             self.shut_down.set()
