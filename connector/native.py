@@ -12,9 +12,10 @@ Contract of the plan:
   cast to the Kafka schema (``topic`` a literal, ``timestamp`` is ``timestamp_millis`` of the
   stored ms, ``timestampType`` an int). The filter-free objects (below) of all of a topic's
   partitions are one scan whose ``partition`` is a ``CASE`` over each file's size
-  (``_metadata.file_size``, which Spark fills per file without reading it), when the
-  manifests' sizes tell the partitions apart; otherwise, and for the filtered objects, one
-  scan per partition with ``partition`` a literal. Each scan costs Spark a fixed amount (a
+  (``_metadata.file_size``, which Spark fills per file without reading it), and over its name
+  (``_metadata.file_name``) for the files whose size another partition's object shares (when
+  those names are unique); otherwise, and for the filtered objects, one scan per partition
+  with ``partition`` a literal. Each scan costs Spark a fixed amount (a
   ``count()`` over four per-partition scans took twice the CPU of one scan).
 - Objects that are ``filter_free`` (wholly inside the range, no control row, and under
   read_committed no aborted row, per the manifest's counts) are scanned without any filter, so
@@ -29,7 +30,7 @@ Contract of the plan:
 - Hot pieces: with a ``local`` master and a small hot tail, read on the driver once and
   written as Parquet files in the tier's columns (:mod:`.hot_tail`: a Python data source query
   costs more than Spark's whole scan of the tier), which are planned like filter-free tier
-  objects of their partitions: in the topic's shared scan when their sizes keep the ``CASE``
+  objects of their partitions: in the topic's shared scan when sizes or names keep the ``CASE``
   unambiguous (no second relation, no union: on a 2-core machine a second relation cost a
   first read's ``count()`` ~0.06 s, as much as reading the tail), else in the partition's
   scan; otherwise read by the ``sparklog`` Python data source, handed the
@@ -50,6 +51,7 @@ Contract of the plan:
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -80,6 +82,8 @@ _TIER_SCHEMA: Final = (
 )
 #: Most objects one scan over several partitions names in its ``partition`` CASE.
 _MAX_CASE_OBJECTS: Final = 256
+#: File names :func:`_partition_case` may compare (Spark's ``file_name`` is then the path's).
+_PLAIN_NAME: Final = re.compile(r"[A-Za-z0-9._-]+")
 _HADOOP_SCHEMES: Final = ("file", "s3a", "gs", "abfs", "abfss", "hdfs", "wasb", "wasbs")
 _S3A_CLASS: Final = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
@@ -261,23 +265,43 @@ def _kafka_exprs(topic: str, partition: str, include_headers: bool) -> list[str]
     return exprs
 
 
-def _size_case(free: Mapping[int, Sequence[ColdObject]]) -> str | None:
+def _partition_case(free: Mapping[int, Sequence[ColdObject]]) -> str | None:
     """``partition`` of a row of a scan over several partitions' objects, as SQL over the
-    file's size (``_metadata.file_size``, a constant per file that Spark fills without reading
-    anything; a filter on it prunes files before they are opened), or None when sizes cannot
-    tell the partitions apart (a size unknown, or shared by objects of two partitions) or
-    there are too many objects for one ``CASE``. A size that differs from the manifest's fails
-    the query rather than giving a wrong partition."""
-    owner: dict[int, int] = {}
+    file's constant metadata, or None when it cannot tell the partitions apart or there are too
+    many objects for one ``CASE``. Spark fills ``_metadata.file_size`` and ``file_name`` per file
+    without reading anything, and a filter on them prunes files before they are opened.
+
+    A file is named by its size (an integer compare per row) when no other partition's object
+    has that size; objects whose sizes collide across partitions (equal-sized hot tails of
+    evenly produced partitions, say) by their file name, which must then be unique among them
+    and plain (``[A-Za-z0-9._-]``: Spark's name of the file is then the path's last part). A
+    file matching neither fails the query rather than giving a wrong partition (a size that
+    differs from the manifest's, for one)."""
+    sizes: dict[int, set[int]] = defaultdict(set)
     for partition, objects in free.items():
         for obj in objects:
-            if obj.size_bytes <= 0 or owner.setdefault(obj.size_bytes, partition) != partition:
+            sizes[obj.size_bytes].add(partition)
+    by_size: dict[int, int] = {}
+    by_name: dict[str, int] = {}
+    for partition, objects in free.items():
+        for obj in objects:
+            if obj.size_bytes > 0 and len(sizes[obj.size_bytes]) == 1:
+                by_size[obj.size_bytes] = partition
+                continue
+            name = obj.path.rsplit("/", 1)[-1]
+            if not _PLAIN_NAME.fullmatch(name) or by_name.setdefault(name, partition) != partition:
                 return None
-    if len(owner) > _MAX_CASE_OBJECTS or len(free) < 2:
+    if len(by_size) + len(by_name) > _MAX_CASE_OBJECTS or len(free) < 2:
         return None
-    branches = " ".join(f"WHEN {size} THEN {partition}" for size, partition in owner.items())
     error = _sql_string("sparklog: a tier object's size differs from its manifest entry")
-    return f"CASE _metadata.file_size {branches} ELSE raise_error({error}) END"
+    fallback = f"raise_error({error})"
+    if by_name:
+        names = " ".join(f"WHEN {_sql_string(n)} THEN {p}" for n, p in by_name.items())
+        fallback = f"CASE _metadata.file_name {names} ELSE {fallback} END"
+    if not by_size:
+        return fallback
+    branches = " ".join(f"WHEN {size} THEN {partition}" for size, partition in by_size.items())
+    return f"CASE _metadata.file_size {branches} ELSE {fallback} END"
 
 
 def _topic_frames(
@@ -288,12 +312,12 @@ def _topic_frames(
     by_partition: Mapping[int, Sequence[ColdObject]],
 ) -> list[DataFrame]:
     """One topic's scans: the filter-free objects of all its partitions in one scan when
-    :func:`_size_case` can name their partitions (one scan costs Spark far less than one per
+    :func:`_partition_case` can name their partitions (one scan costs Spark far less than one per
     partition: a ``count()`` of 4 partitions took twice parquet's CPU), else one per partition;
     the objects that need a filter, one scan per partition."""
     free = {p: [o for o in objects if o.filter_free] for p, objects in by_partition.items()}
     free = {p: objects for p, objects in free.items() if objects}
-    case = _size_case(free)
+    case = _partition_case(free)
     frames = []
     if case is not None:
         exprs = _kafka_exprs(topic, case, options.include_headers)

@@ -363,7 +363,8 @@ def _scan_files(df: Any) -> list[int]:
 def test_one_scan_names_the_partitions_of_clean_objects(env: Env, tmp_path: Path) -> None:
     """Clean objects of several partitions are one Parquet scan whose ``partition`` comes from
     each file's size; a filter on it still prunes files, and rows carry the right partition.
-    Partitions whose objects share a size fall back to one scan per partition."""
+    Objects whose size another partition shares are told apart by file name in the same scan
+    (pruning too; tests/unit/connector/test_partition_case.py has the fallbacks)."""
     builder = StoreBuilder(tmp_path / "store")
     want = []
     for partition in range(3):
@@ -391,7 +392,8 @@ def test_one_scan_names_the_partitions_of_clean_objects(env: Env, tmp_path: Path
     assert [(r["partition"], r["offset"]) for r in df.orderBy("partition", "offset").collect()] == (
         [(p, o) for p in range(2) for o in range(10)]
     )
-    assert len([line for line in _plan(df).splitlines() if "FileScan" in line]) == 2
+    assert len([line for line in _plan(df).splitlines() if "FileScan" in line]) == 1
+    assert _scan_files(df.where("partition = 1")) == [1]
 
 
 def _group_offsets(env: Env, group: str) -> dict[int, int]:
