@@ -26,6 +26,7 @@ Thread-safe (one lock per partition). Blocking: call from worker threads, not an
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
 import time
@@ -92,6 +93,19 @@ class _Partition:
     # metadata (uuid decoding, dataclasses) for every segment of the partition each time was
     # a large share of the event loop's time for a consumer catching up.
     made: dict[int, tuple[ManifestSegment, RemoteLogSegmentMetadata]] = field(default_factory=dict)
+    # The finished entries of ``manifest`` (manifests are immutable and replaced whole, so
+    # this is kept by identity) and their base offsets: a remote fetch finds its segment by
+    # bisection instead of walking every entry, twice per fetch, on the event loop.
+    finished_of: Manifest | None = None
+    finished: tuple[ManifestSegment, ...] = ()
+    finished_bases: list[int] = field(default_factory=list)
+
+    def finished_segments(self) -> tuple[ManifestSegment, ...]:
+        if self.finished_of is not self.manifest:
+            self.finished = self.manifest.finished_segments
+            self.finished_bases = [entry.base_offset for entry in self.finished]
+            self.finished_of = self.manifest
+        return self.finished
 
     def metadata_of(self, entry: ManifestSegment) -> RemoteLogSegmentMetadata:
         hit = self.made.get(id(entry))
@@ -391,13 +405,34 @@ class RemoteLogMetadataManager:
         """The finished segment holding ``offset`` (at or above the log start offset)."""
         state = self._partition(tp)
         with state.lock:
-            manifest = state.manifest
-            if offset < manifest.log_start_offset:
+            if offset < state.manifest.log_start_offset:
                 return None
-            for entry in manifest.finished_segments:
-                if entry.base_offset <= offset <= entry.end_offset:
-                    return state.metadata_of(entry)
+            finished = state.finished_segments()
+            # Finished segments never overlap: only the last one starting at or below
+            # ``offset`` can hold it.
+            index = bisect.bisect_right(state.finished_bases, offset) - 1
+            if index >= 0 and offset <= finished[index].end_offset:
+                return state.metadata_of(finished[index])
         return None
+
+    def transaction_index_segments(
+        self, tp: TopicIdPartition, from_offset: int, below_offset: int
+    ) -> list[RemoteLogSegmentMetadata]:
+        """The finished segments ending at or after ``from_offset`` and starting below
+        ``below_offset``, by start offset, that may have aborted transactions in their
+        ``.txnindex``: a segment whose entry counts no transactional row holds no marker, so
+        its index is empty and it is left out (an entry without counts is kept). What a
+        read_committed fetch scans; without the empty ones it scans nothing for
+        non-transactional data instead of every later segment on every fetch."""
+        state = self._partition(tp)
+        with state.lock:
+            return [
+                state.metadata_of(entry)
+                for entry in state.finished_segments()
+                if entry.end_offset >= from_offset
+                and entry.base_offset < below_offset
+                and entry.transactional_records != 0
+            ]
 
     def highest_copied_offset(self, tp: TopicIdPartition) -> int:
         """The end offset of the highest copied segment, -1 when none."""

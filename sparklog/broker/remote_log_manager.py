@@ -509,13 +509,10 @@ class RemoteLogManager:
         while True:
             # Remote segments that are also local are left to the cheaper local scan. Local
             # retention may delete local segments while the remote scan runs off the loop;
-            # those are then remote only, and the next round scans them.
+            # those are then remote only, and the next round scans them. Segments without
+            # transactional rows (no ABORT marker, so an empty .txnindex) are not listed.
             local_base = partition.log.segments[0].base_offset
-            segments = [
-                m
-                for m in self.rlmm.list_remote_log_segments(tip)
-                if m.end_offset >= scanned_below and m.start_offset < local_base
-            ]
+            segments = self.rlmm.transaction_index_segments(tip, scanned_below, local_base)
             scanned_below = max(scanned_below, local_base)
             if segments:
 

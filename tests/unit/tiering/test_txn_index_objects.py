@@ -4,6 +4,7 @@ layout codec, upload with each copy, reads (absent = none, cached), deletion and
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from pathlib import Path
 from typing import IO
 
@@ -253,3 +254,37 @@ def test_orphan_index_objects_are_deleted_on_load(tmp_path: Path) -> None:
     RemoteLogMetadataManager(store).load(TP)
     assert store.exists(segment_object_paths(kept)[TXN_INDEX_SUFFIX])
     assert not any(store.exists(p) for p in segment_object_paths(orphan).values())
+
+
+def test_read_committed_scans_list_only_segments_that_may_hold_markers(tmp_path: Path) -> None:
+    """A segment whose manifest entry counts no transactional row has no ABORT marker, so an
+    empty .txnindex: ``transaction_index_segments`` leaves it out (an entry without counts is
+    kept); segment lookups by offset find every finished segment, gaps answer None."""
+    store = open_store(f"file://{tmp_path}/store")
+    rsm = RemoteStorageManager(store, cluster_id="c")
+    rlmm = RemoteLogMetadataManager(store)
+    finished = []
+    for base, transactional in ((0, 0), (40, 3), (80, None), (120, 0)):
+        path, end = write_segment(tmp_path, base, 40)
+        metadata, data = segment_metadata(path, base, end)
+        rlmm.add_remote_log_segment_metadata(metadata)
+        copied = rsm.copy_log_segment_data(metadata, data)
+        rlmm.update_remote_log_segment_metadata(
+            metadata.remote_log_segment_id,
+            RemoteLogSegmentState.COPY_SEGMENT_FINISHED,
+            copied=dataclasses.replace(copied, transactional_records=transactional),
+        )
+        finished.append(metadata)
+
+    def listed(from_offset: int, below: int) -> list[int]:
+        return [m.start_offset for m in rlmm.transaction_index_segments(TP, from_offset, below)]
+
+    assert listed(0, 1 << 62) == [40, 80]
+    assert listed(81, 1 << 62) == [80]
+    assert listed(0, 80) == [40]
+    for metadata in finished:
+        for offset in (metadata.start_offset, metadata.end_offset):
+            found = rlmm.remote_log_segment_metadata(TP, offset)
+            assert found is not None
+            assert found.remote_log_segment_id == metadata.remote_log_segment_id
+    assert rlmm.remote_log_segment_metadata(TP, finished[-1].end_offset + 1) is None
