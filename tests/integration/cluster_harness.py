@@ -433,6 +433,23 @@ class Cluster:
                 node.kill()
 
 
+def create_topic(
+    cluster: Cluster,
+    topic: str,
+    partitions: int = 1,
+    replicas: int = 3,
+    config: Mapping[str, str] | None = None,
+) -> None:
+    """Create ``topic`` through the cluster's brokers (confluent-kafka's admin client) and wait
+    for the answer."""
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
+
+    client = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
+    new = NewTopic(topic, partitions, replicas, config=dict(config or {}))
+    client.create_topics([new], operation_timeout=30)[topic].result(timeout=60)
+
+
 def partition_metadata(cluster: Cluster, topic: str, index: int = 0) -> Any:
     """confluent-kafka's metadata of ``topic``-``index`` (``leader``, ``replicas``, ``isrs``),
     as the running brokers answer it."""

@@ -30,13 +30,13 @@ from tests.integration.cluster_harness import (
     Cluster,
     ClusterNode,
     consume_values,
+    create_topic,
     partition_metadata,
     running_cluster,
     wait_until,
 )
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-admin_module = pytest.importorskip("confluent_kafka.admin")
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -54,14 +54,8 @@ WAIT_S = 60.0
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root: Path = tmp_path_factory.mktemp("replication")
     with running_cluster(root, controllers=3, brokers=3, overrides=SETTINGS) as cluster:
-        client = admin(cluster.bootstrap_servers)
-        topic = admin_module.NewTopic(TOPIC, 1, 3, config={"min.insync.replicas": "2"})
-        client.create_topics([topic], operation_timeout=30)[TOPIC].result(timeout=60)
+        create_topic(cluster, TOPIC, config={"min.insync.replicas": "2"})
         yield cluster
-
-
-def admin(bootstrap: str) -> Any:
-    return admin_module.AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
 
 
 def partition_info(cluster: Cluster) -> Any:

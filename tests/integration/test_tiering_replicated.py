@@ -35,6 +35,7 @@ from tests.integration.cluster_harness import (
     Cluster,
     ClusterNode,
     cli,
+    create_topic,
     partition_metadata,
     running_cluster,
     wait_until,
@@ -51,7 +52,6 @@ from tests.integration.tiering_support import (
 )
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-admin_module = pytest.importorskip("confluent_kafka.admin")
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -78,12 +78,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, store: StoreView) -> Itera
     root: Path = tmp_path_factory.mktemp("tiered-rf3")
     overrides = {**SETTINGS, "sparklog.remote.storage.url": store.url}
     with running_cluster(root, controllers=3, brokers=3, overrides=overrides) as cluster:
-        client = admin_module.AdminClient(
-            {"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0}
-        )
-        configs = topic_configs(**{"min.insync.replicas": "2"})
-        topic = admin_module.NewTopic(TOPIC, 1, 3, config=configs)
-        client.create_topics([topic], operation_timeout=30)[TOPIC].result(timeout=60)
+        create_topic(cluster, TOPIC, config=topic_configs(**{"min.insync.replicas": "2"}))
         yield cluster
 
 
