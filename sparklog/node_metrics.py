@@ -48,6 +48,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from sparklog.controller.replication_control import imbalanced_partitions, offline_partitions_count
 from sparklog.metadata.image import MetadataImage
 from sparklog.metrics import MetricName, MetricsRegistry, MetricValue
 from sparklog.node_plane import MetadataPlane
@@ -122,21 +123,6 @@ def _lag_ms(image: MetadataImage, clock_ms: Callable[[], int]) -> int:
     return max(0, clock_ms() - timestamp) if timestamp >= 0 else 0
 
 
-def _offline_partitions(image: MetadataImage) -> int:
-    return sum(
-        1 for t in image.topics.by_id.values() for p in t.partitions.values() if p.leader < 0
-    )
-
-
-def _imbalanced_partitions(image: MetadataImage) -> int:
-    return sum(
-        1
-        for t in image.topics.by_id.values()
-        for p in t.partitions.values()
-        if p.replicas and p.leader != p.replicas[0]
-    )
-
-
 def _register_raft(registry: MetricsRegistry, plane: MetadataPlane) -> None:
     replica = plane.replica
     gauges: dict[str, Callable[[], MetricValue]] = {
@@ -177,8 +163,8 @@ def _register_controller(
         "GlobalPartitionCount": lambda: sum(
             len(t.partitions) for t in controller.image.topics.by_id.values()
         ),
-        "OfflinePartitionsCount": lambda: _offline_partitions(controller.image),
-        "PreferredReplicaImbalanceCount": lambda: _imbalanced_partitions(controller.image),
+        "OfflinePartitionsCount": lambda: offline_partitions_count(controller.image),
+        "PreferredReplicaImbalanceCount": lambda: len(imbalanced_partitions(controller.image)),
         "LastAppliedRecordOffset": lambda: controller.image.provenance.last_offset,
         "LastCommittedRecordOffset": lambda: replica.high_watermark - 1,
         "LastAppliedRecordTimestamp": lambda: controller.image.provenance.last_append_timestamp,

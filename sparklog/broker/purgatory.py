@@ -24,10 +24,6 @@ class DelayedOperations:
         for event in self._watchers.get(key, ()):
             event.set()
 
-    @property
-    def watched_keys(self) -> int:
-        return len(self._watchers)
-
     async def wait_until(
         self,
         keys: Iterable[Hashable],

@@ -50,11 +50,6 @@ def assignment_supported(metadata_version: int) -> bool:
     return metadata_version >= DIRECTORY_ASSIGNMENT_LEVEL
 
 
-def is_reserved(directory: bytes) -> bool:
-    """One of the first 100 ids (Kafka's ``DirectoryId.reserved``): never a real dir."""
-    return directory[:15] == b"\x00" * 15 and directory[15] < 100
-
-
 def is_online(directory: bytes, online_dirs: Sequence[bytes]) -> bool:
     """Kafka's ``DirectoryId.isOnline``."""
     if directory in (UNASSIGNED, MIGRATING):

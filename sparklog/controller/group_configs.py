@@ -8,8 +8,6 @@ Contract:
 - :func:`validate_group_configs` checks a group's whole override set as Kafka's
   ``GroupConfig.validate`` does: an unknown key, a value of the wrong type or one outside the
   broker's bounds is INVALID_CONFIG (raised as ``KafkaApiError``); nothing is changed.
-- :func:`group_config_value` is a key's effective value for a group: its override, else the
-  broker default (``defaults`` maps broker keys to their values on this node).
 """
 
 from __future__ import annotations
@@ -99,17 +97,3 @@ def _validate_offset_reset(value: str) -> None:
         f"Invalid value {value} for configuration share.auto.offset.reset: must be latest, "
         "earliest or by_duration:<ISO-8601 duration>"
     )
-
-
-def group_config_value(
-    key: str, overrides: Mapping[str, str], defaults: Mapping[str, str]
-) -> str | None:
-    """``key``'s effective value for a group with ``overrides``; None for an unknown key."""
-    if key in overrides:
-        return overrides[key]
-    definition = GROUP_CONFIGS.get(key)
-    if definition is None:
-        return None
-    if definition.synonym is not None and definition.synonym in defaults:
-        return defaults[definition.synonym]
-    return definition.default_string

@@ -34,7 +34,7 @@ set), or its assigned partitions changed; otherwise ``assignment`` is null.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from sparklog.coordinator.assignors import ASSIGNORS
@@ -562,7 +562,3 @@ class ConsumerGroups:
                     self._remove_member(group, member.member_id, fx)
                     expired.append(member.member_id)
         return expired
-
-    def reconciled(self, group_id: str) -> Mapping[str, CurrentAssignment]:
-        group = self.groups.get(group_id)
-        return {} if group is None else {m: v.current for m, v in group.members.items()}

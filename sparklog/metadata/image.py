@@ -147,10 +147,6 @@ class PartitionRegistration:
     elr: tuple[int, ...] = ()
     last_known_elr: tuple[int, ...] = ()
 
-    @property
-    def has_leader(self) -> bool:
-        return self.leader != NO_LEADER
-
     @staticmethod
     def from_record(data: Mapping[str, Any]) -> PartitionRegistration:
         return PartitionRegistration(

@@ -123,9 +123,6 @@ class MetadataLoader:
     def install_snapshot_generator(self, generator: SnapshotGenerator | None) -> None:
         self._snapshot_generator = generator
 
-    def remove_publisher(self, publisher: MetadataPublisher) -> None:
-        self._publishers = [p for p in self._publishers if p is not publisher]
-
     # -- RaftListener ------------------------------------------------------------------------
 
     def handle_commit(self, batch: CommittedBatch[MetadataRecord]) -> None:

@@ -158,12 +158,6 @@ def decode_response(api: Api, version: int, frame: BytesLike) -> tuple[int, dict
     return correlation_id, body
 
 
-def decode_request_header(frame: BytesLike) -> RequestHeader:
-    """Only the header of a request frame (for logging a frame that failed to parse)."""
-    reader = Reader(frame)
-    return RequestHeader(reader.int16(), reader.int16(), reader.int32(), reader.nullable_string())
-
-
 def unsupported_api_versions_response(correlation_id: int, apis: Mapping[int, Api]) -> Chunks:
     """ApiVersions v0 answering a too-new ApiVersions request: UNSUPPORTED_VERSION plus our
     version ranges, so the client retries with a version we serve."""

@@ -52,10 +52,6 @@ class LeaderAndEpoch:
     leader_id: int
     epoch: int
 
-    @property
-    def has_leader(self) -> bool:
-        return self.leader_id != NO_LEADER
-
 
 @dataclass(frozen=True, slots=True)
 class CommittedBatch(Generic[T_co]):

@@ -183,9 +183,6 @@ class LeaderCore:
     def replica_state(self, replica_id: int) -> ReplicaState | None:
         return self._followers.get(replica_id)
 
-    def replica_states(self) -> dict[int, ReplicaState]:
-        return dict(self._followers)
-
     # -- metadata --------------------------------------------------------------------------------
     def become_leader(self, view: PartitionView, now_ms: int) -> bool:
         """Adopt leader/ISR from the metadata image; False when ``view`` is stale.

@@ -140,13 +140,6 @@ class SharePartition:
             return True
         return any(r.state == RecordState.AVAILABLE for r in self._records.values())
 
-    def acquired_by(self, member_id: str) -> list[int]:
-        return sorted(
-            o
-            for o, r in self._records.items()
-            if r.state == RecordState.ACQUIRED and r.member_id == member_id
-        )
-
     def state_batches(self) -> list[StateBatch]:
         """The window as runs of equal (state, delivery count)."""
         out: list[StateBatch] = []

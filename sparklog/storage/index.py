@@ -112,12 +112,6 @@ class SparseIndex(ABC):
         with contextlib.suppress(FileNotFoundError):
             os.remove(self.path)
 
-    def rename(self, new_path: str) -> None:
-        self.close()
-        with contextlib.suppress(FileNotFoundError):
-            os.replace(self.path, new_path)
-        self.path = new_path
-
 
 def _whole_entries(path: str, entry_size: int) -> bytes | None:
     """An index file's bytes; None if it is missing or not a whole number of entries."""

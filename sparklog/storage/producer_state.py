@@ -342,10 +342,6 @@ class ProducerStateManager:
         """Open transactions: producer id -> first offset."""
         return dict(self._ongoing)
 
-    @property
-    def unreplicated_transactions(self) -> tuple[CompletedTxn, ...]:
-        return tuple(self._unreplicated)
-
     def first_unstable_offset(self, high_watermark: int) -> int | None:
         """The first offset of the earliest transaction not yet decided below the high
         watermark (open, or completed by a marker at or above ``high_watermark``)."""
@@ -433,12 +429,6 @@ class ProducerStateManager:
         for entry in updates.values():
             self._store(entry)
         self.map_end_offset = max(self.map_end_offset, map_end_offset)
-
-    def apply_unchecked(self, headers: Iterable[BatchHeader]) -> None:
-        """Apply written batches without validation, markers counted as commits (callers
-        that can read control records use :meth:`apply_batch`)."""
-        for header in headers:
-            self.apply_batch(header)
 
     def remove_expired(self, now_ms: int) -> int:
         """Drop producers idle for ``expiration_ms`` without an open transaction."""
