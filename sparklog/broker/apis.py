@@ -226,7 +226,7 @@ class BrokerApis:
         if request.api.key in SHARE_GROUP_API_KEYS and not share_groups_enabled(
             self.ctx.config, self.ctx.image
         ):
-            return share_disabled_response(request)
+            return _as_dict(share_disabled_response(request))
         quotas = self.ctx.quotas
         if quotas is not None and quotas.active:
             # Client quotas (sparklog.broker.quota_enforcement): a throttled connection's next

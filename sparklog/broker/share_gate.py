@@ -16,13 +16,23 @@ check reads the metadata image each time, so a feature change takes effect witho
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Final, cast
 
 from sparklog.config import ServerConfig
 from sparklog.coordinator.consumer_apis import dead_group_entry
 from sparklog.metadata.image import SHARE_VERSION_FEATURE, MetadataImage
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.headers import Request
+from sparklog.protocol.message_types import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+    ReadShareGroupStateRequest,
+    ReadShareGroupStateResponse,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+    ShareGroupDescribeResponseGroups,
+)
 
 # KIP-932 share-group APIs: ShareGroupHeartbeat .. ShareAcknowledge, the share-group state
 # RPCs between brokers, and the share-group offset admin APIs.
@@ -39,20 +49,23 @@ def share_groups_enabled(config: ServerConfig, image: MetadataImage) -> bool:
     return bool(config.get("group.share.enable"))
 
 
-def share_disabled_response(request: Request) -> dict[str, Any]:
-    """The UNSUPPORTED_VERSION answer to a share-group request (key in SHARE_GROUP_API_KEYS)."""
+def share_disabled_response(request: Request) -> Mapping[str, object]:
+    """The UNSUPPORTED_VERSION answer to a share-group request (key in SHARE_GROUP_API_KEYS);
+    ``request.body`` is that key's request TypedDict (narrowed per branch)."""
     key, body = request.api.key, request.body
     code = int(ErrorCode.UNSUPPORTED_VERSION)
     if key == 77:
-        groups = []
-        for group_id in body.get("group_ids") or ():
+        groups: list[ShareGroupDescribeResponseGroups] = []
+        for group_id in cast("ShareGroupDescribeRequest", body).get("group_ids") or ():
             entry = dead_group_entry(group_id)
             entry["error_code"] = code
             entry["error_message"] = _MESSAGE
             groups.append({**entry, "members": []})
-        return {"throttle_time_ms": 0, "groups": groups}
+        described: ShareGroupDescribeResponse = {"throttle_time_ms": 0, "groups": groups}
+        return described
     if key == 90:
-        return {
+        offsets = cast("DescribeShareGroupOffsetsRequest", body)
+        described_offsets: DescribeShareGroupOffsetsResponse = {
             "throttle_time_ms": 0,
             "groups": [
                 {
@@ -61,11 +74,14 @@ def share_disabled_response(request: Request) -> dict[str, Any]:
                     "error_code": code,
                     "error_message": _MESSAGE,
                 }
-                for g in body.get("groups") or ()
+                for g in offsets.get("groups") or ()
             ],
         }
+        return described_offsets
     if 83 <= key <= 87:
-        return {
+        # The five share-group state RPCs: the same topics/partitions and results shapes.
+        state = cast("ReadShareGroupStateRequest", body)
+        states: ReadShareGroupStateResponse = {
             "results": [
                 {
                     "topic_id": t["topic_id"],
@@ -74,10 +90,11 @@ def share_disabled_response(request: Request) -> dict[str, Any]:
                         for p in t.get("partitions") or ()
                     ],
                 }
-                for t in body.get("topics") or ()
+                for t in state.get("topics") or ()
             ]
         }
-    out: dict[str, Any] = {"throttle_time_ms": 0, "error_code": code, "error_message": _MESSAGE}
+        return states
+    out: dict[str, object] = {"throttle_time_ms": 0, "error_code": code, "error_message": _MESSAGE}
     if key in (78, 79, 91, 92):
         out["responses"] = []
     return out

@@ -35,12 +35,17 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import cast
 
 from sparklog.coordinator.runtime import MarkerKey, TxnMarker
 from sparklog.metadata.image import MetadataImage
 from sparklog.net.client import KafkaClientConnection
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersRequestMarkers,
+    WriteTxnMarkersResponse,
+)
 from sparklog.protocol.messages.write_txn_markers import WRITE_TXN_MARKERS
 from sparklog.security.client_security import ClientSecurity
 
@@ -263,7 +268,7 @@ class TxnMarkerChannel:
             )
             return {k: code for m in markers for k in _keys(m)}
         destination.failing = False
-        return _response_codes(response)
+        return _response_codes(cast("WriteTxnMarkersResponse", response))
 
     def _fail(self, queued: list[_Queued], code: ErrorCode) -> None:
         for item in queued:
@@ -271,8 +276,8 @@ class TxnMarkerChannel:
                 item.answer.set_result(_all(item.marker, code))
 
 
-def _request_body(markers: list[TxnMarker]) -> dict[str, Any]:
-    entries = []
+def _request_body(markers: list[TxnMarker]) -> WriteTxnMarkersRequest:
+    entries: list[WriteTxnMarkersRequestMarkers] = []
     for marker in markers:
         topics: dict[str, list[int]] = {}
         for topic, index in marker.partitions:
@@ -284,12 +289,13 @@ def _request_body(markers: list[TxnMarker]) -> dict[str, Any]:
                 "transaction_result": marker.committed,
                 "topics": [{"name": n, "partition_indexes": p} for n, p in topics.items()],
                 "coordinator_epoch": marker.coordinator_epoch,
+                "transaction_version": 0,  # v2+ only; v1 is sent
             }
         )
     return {"markers": entries}
 
 
-def _response_codes(response: dict[str, Any]) -> MarkerCodes:
+def _response_codes(response: WriteTxnMarkersResponse) -> MarkerCodes:
     codes: MarkerCodes = {}
     for entry in response.get("markers", []):
         producer_id = int(entry["producer_id"])

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from sparklog.coordinator.coordinator import partition_for
 from sparklog.coordinator.txn_coordinator import TRANSACTION_STATE_TOPIC
@@ -39,6 +39,7 @@ from sparklog.coordinator.txn_state import TV_2, supports_epoch_bump
 from sparklog.metadata.image import MetadataImage
 from sparklog.net.client import KafkaClientConnection
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from sparklog.protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TXN
 from sparklog.security.client_security import ClientSecurity
 
@@ -209,7 +210,7 @@ class AddPartitionsToTxnManager:
         except (TimeoutError, ConnectionError, OSError) as exc:
             log.info("AddPartitionsToTxn to broker %d failed: %s", broker, exc)
             return dict.fromkeys(partitions, ErrorCode.NETWORK_EXCEPTION)
-        return _response_codes(response, partitions)
+        return _response_codes(cast("AddPartitionsToTxnResponse", response), partitions)
 
     def _connection(self, broker_id: int) -> KafkaClientConnection | None:
         registration = self._image().cluster.broker(broker_id)
@@ -239,10 +240,11 @@ def _request_body(
     producer_epoch: int,
     partitions: list[TopicPartition],
     verify_only: bool,
-) -> dict[str, Any]:
+) -> AddPartitionsToTxnRequest:
     topics: dict[str, list[int]] = {}
     for topic, index in partitions:
         topics.setdefault(topic, []).append(index)
+    # v4+ (KIP-890): the v3_and_below fields at their declared defaults, not sent
     return {
         "transactions": [
             {
@@ -252,12 +254,16 @@ def _request_body(
                 "verify_only": verify_only,
                 "topics": [{"name": n, "partitions": p} for n, p in topics.items()],
             }
-        ]
+        ],
+        "v3_and_below_transactional_id": "",
+        "v3_and_below_producer_id": 0,
+        "v3_and_below_producer_epoch": 0,
+        "v3_and_below_topics": [],
     }
 
 
 def _response_codes(
-    response: dict[str, Any], partitions: list[TopicPartition]
+    response: AddPartitionsToTxnResponse, partitions: list[TopicPartition]
 ) -> dict[TopicPartition, ErrorCode]:
     codes = dict.fromkeys(partitions, ErrorCode.UNKNOWN_SERVER_ERROR)
     top = ErrorCode(int(response.get("error_code", 0)))
