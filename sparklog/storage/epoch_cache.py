@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from sparklog.storage.checkpoint import (
     CheckpointError,
@@ -33,6 +33,30 @@ UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
 _log = logging.getLogger(__name__)
+
+
+def end_offset_for_epoch(
+    epochs: Sequence[int],
+    starts: Sequence[int],
+    requested_epoch: int,
+    log_end_offset: Callable[[], int],
+) -> tuple[int, int]:
+    """OffsetForLeaderEpoch over the parallel entry lists ``epochs`` / ``starts`` (strictly
+    increasing): ``(epoch, end_offset)`` of the largest known epoch <= ``requested_epoch``, its
+    end being the next entry's start, or ``log_end_offset()`` (called only then) for the latest
+    epoch; ``(-1, -1)`` when the epoch is undefined, above the latest or nothing is known.
+    Pure: the storage cache and the simulator's in-memory cache both answer with it."""
+    if requested_epoch == UNDEFINED_EPOCH or not epochs:
+        return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+    if requested_epoch == epochs[-1]:
+        return requested_epoch, log_end_offset()
+    higher = bisect.bisect_right(epochs, requested_epoch)
+    if higher == len(epochs):
+        return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+    if higher == 0:
+        # Older than anything we know: the answer is where our history begins.
+        return requested_epoch, starts[0]
+    return epochs[higher - 1], starts[higher]
 
 
 class LeaderEpochCache:
@@ -127,17 +151,9 @@ class LeaderEpochCache:
 
     def end_offset_for_epoch(self, requested_epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: ``(epoch, end_offset)`` or ``(-1, -1)`` if unknown."""
-        if requested_epoch == UNDEFINED_EPOCH or not self._epochs:
-            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-        if requested_epoch == self._epochs[-1]:
-            return requested_epoch, self._log_end_offset()
-        higher = bisect.bisect_right(self._epochs, requested_epoch)
-        if higher == len(self._epochs):
-            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-        if higher == 0:
-            # Older than anything we know: the answer is where our history begins.
-            return requested_epoch, self._starts[0]
-        return self._epochs[higher - 1], self._starts[higher]
+        return end_offset_for_epoch(
+            self._epochs, self._starts, requested_epoch, self._log_end_offset
+        )
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Drop entries starting at or after ``end_offset`` (the log was truncated there)."""

@@ -25,6 +25,7 @@ from sparklog.protocol.records import (
     iter_batches,
 )
 from sparklog.replication.log import Records
+from sparklog.storage.epoch_cache import end_offset_for_epoch
 
 UNDEFINED = -1
 
@@ -63,16 +64,7 @@ class InMemoryEpochCache:
         return None
 
     def end_offset_for_epoch(self, requested: int) -> tuple[int, int]:
-        if requested == UNDEFINED or not self.epochs:
-            return UNDEFINED, UNDEFINED
-        if requested == self.epochs[-1]:
-            return requested, self._end()
-        higher = bisect.bisect_right(self.epochs, requested)
-        if higher == len(self.epochs):
-            return UNDEFINED, UNDEFINED
-        if higher == 0:
-            return requested, self.starts[0]
-        return self.epochs[higher - 1], self.starts[higher]
+        return end_offset_for_epoch(self.epochs, self.starts, requested, self._end)
 
     def truncate_from_end(self, end_offset: int) -> None:
         keep = bisect.bisect_left(self.starts, end_offset)
