@@ -91,7 +91,9 @@ Body = Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
-class InboundRequest:
+class _Inbound:
+    """What a replica receives from node ``source_id``: a decoded ``api_key`` body."""
+
     api_key: int
     source_id: int
     correlation_id: int
@@ -99,11 +101,13 @@ class InboundRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class InboundResponse:
-    api_key: int
-    source_id: int
-    correlation_id: int
-    body: Body
+class InboundRequest(_Inbound):
+    """A request the replica answers with an :class:`Outbound` response."""
+
+
+@dataclass(frozen=True, slots=True)
+class InboundResponse(_Inbound):
+    """The response to the replica's :class:`Outbound` request of ``correlation_id``."""
 
 
 @dataclass(frozen=True, slots=True)
