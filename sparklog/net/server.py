@@ -29,7 +29,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from sparklog.net.connection_quotas import ConnectionQuotas
 from sparklog.net.request_metrics import RequestMetrics
@@ -42,6 +42,7 @@ from sparklog.protocol.headers import (
     encode_response,
     unsupported_api_versions_response,
 )
+from sparklog.protocol.message_types import SaslAuthenticateRequest, SaslHandshakeRequest
 from sparklog.protocol.schema import Api
 from sparklog.protocol.types import Chunk, nbytes
 from sparklog.security.listener_runtime import ListenerRuntime
@@ -223,10 +224,11 @@ class Connection(asyncio.Protocol):
             return False
         header = request.header
         if key == SASL_HANDSHAKE:
-            reply = sasl.handshake(request.body)
+            reply = sasl.handshake(cast("SaslHandshakeRequest", request.body))
         else:
             again = sasl.authenticated
-            reply = sasl.authenticate(request.body, header.api_version, now_ms)
+            body = cast("SaslAuthenticateRequest", request.body)
+            reply = sasl.authenticate(body, header.api_version, now_ms)
             if sasl.authenticated:
                 self._decoder.max_frame_bytes = self._server.max_request_bytes
             metrics = self._server.request_metrics

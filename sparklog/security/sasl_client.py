@@ -11,9 +11,10 @@ password.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator
-from typing import Any
+from typing import Any, cast
 
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import SaslAuthenticateResponse, SaslHandshakeResponse
 from sparklog.security.scram import ScramClient, ScramError
 
 
@@ -23,12 +24,13 @@ class SaslAuthenticationError(Exception):
         self.code = code
 
 
-# A step yields (api name, body, version) and receives the response body.
+# A step yields (api name, body, version) and receives the response body: the transport's
+# plain dicts, of the API named (the steps narrow them to its response TypedDict).
 _Step = Generator[tuple[str, dict[str, Any], int], dict[str, Any], None]
 
 
 def _exchange(mechanism: str, username: str, password: str) -> _Step:
-    response = yield "SaslHandshake", {"mechanism": mechanism}, 1
+    response = cast("SaslHandshakeResponse", (yield "SaslHandshake", {"mechanism": mechanism}, 1))
     if response["error_code"] != ErrorCode.NONE:
         enabled = ", ".join(response.get("mechanisms") or [])
         raise SaslAuthenticationError(
@@ -36,7 +38,8 @@ def _exchange(mechanism: str, username: str, password: str) -> _Step:
             f"SASL mechanism {mechanism} is not enabled on the broker (enabled: {enabled})",
         )
 
-    def check(reply: dict[str, Any]) -> bytes:
+    def check(answer: dict[str, Any]) -> bytes:
+        reply = cast("SaslAuthenticateResponse", answer)
         if reply["error_code"] != ErrorCode.NONE:
             raise SaslAuthenticationError(
                 reply["error_code"], reply.get("error_message") or "SASL authentication failed"

@@ -22,9 +22,14 @@ from __future__ import annotations
 import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 from sparklog.security.principal import KafkaPrincipal, SessionContext
 from sparklog.security.scram import ScramCredential, ScramError, ScramServer
 
@@ -41,7 +46,7 @@ ScramLookup = Callable[[str, str], ScramCredential | None]
 class SaslReply:
     """A response body to send, and whether to close the connection after sending it."""
 
-    body: dict[str, Any] | None
+    body: SaslHandshakeResponse | SaslAuthenticateResponse | None
     close: bool = False
     reason: str = ""
     # True when this reply completes a (re-)authentication.
@@ -104,7 +109,7 @@ class SaslSession:
         return None
 
     # -- SaslHandshake -------------------------------------------------------------------
-    def handshake(self, body: dict[str, Any]) -> SaslReply:
+    def handshake(self, body: SaslHandshakeRequest) -> SaslReply:
         mechanism = str(body.get("mechanism", ""))
         listed = list(self._mechanisms)
         if self._mechanism is not None and not self.authenticated:
@@ -135,7 +140,7 @@ class SaslSession:
         return SaslReply({"error_code": ErrorCode.NONE, "mechanisms": listed})
 
     # -- SaslAuthenticate ----------------------------------------------------------------
-    def authenticate(self, body: dict[str, Any], version: int, now_ms: float) -> SaslReply:
+    def authenticate(self, body: SaslAuthenticateRequest, version: int, now_ms: float) -> SaslReply:
         mechanism = self._mechanism
         if mechanism is None:
             return SaslReply(
@@ -183,7 +188,7 @@ class SaslSession:
         )
 
     @staticmethod
-    def _auth_body(code: int, message: str | None, token: bytes = b"") -> dict[str, Any]:
+    def _auth_body(code: int, message: str | None, token: bytes = b"") -> SaslAuthenticateResponse:
         return {
             "error_code": code,
             "error_message": message,
