@@ -599,7 +599,7 @@ CASES: list[Case] = [
             ],
         },
     ),
-    # DescribeLogDirs
+    # DescribeLogDirs: every partition (null topics) and the v4 capacity fields.
     _named(35, "request", 1, {"topics": None}),
     _named(35, "request", 4, {"topics": [{"topic": "t", "partitions": [0, 1]}]}),
     _named(
@@ -745,39 +745,6 @@ CASES: list[Case] = [
                     "error_message": "Invalid value abc for retention.ms",
                     "resource_type": 2,
                     "resource_name": "events",
-                }
-            ],
-        },
-    ),
-    # DescribeLogDirs: every partition (null topics) and the v4 capacity fields.
-    _named(35, "request", 1, {"topics": None}),
-    _named(35, "request", 4, {"topics": [{"topic": "events", "partitions": [0, 2]}]}),
-    _named(
-        35,
-        "response",
-        4,
-        {
-            "throttle_time_ms": 0,
-            "error_code": 0,
-            "results": [
-                {
-                    "error_code": 0,
-                    "log_dir": "/var/lib/sparklog/data",
-                    "topics": [
-                        {
-                            "name": "events",
-                            "partitions": [
-                                {
-                                    "partition_index": 0,
-                                    "partition_size": 4096,
-                                    "offset_lag": 0,
-                                    "is_future_key": False,
-                                }
-                            ],
-                        }
-                    ],
-                    "total_bytes": 1 << 40,
-                    "usable_bytes": 1 << 39,
                 }
             ],
         },
