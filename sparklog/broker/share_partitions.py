@@ -39,13 +39,11 @@ from sparklog.share.share_partition import (
 )
 from sparklog.share.share_session import ShareSessions
 
-GROUP_RESOURCE = 32
-
 SharePartitionKey = tuple[str, str, int]  # (group id, topic, partition)
 
 
 def group_config(ctx: BrokerContext, group_id: str, key: str, default: str) -> str:
-    return ctx.image.configs.get(GROUP_RESOURCE, group_id).get(key, default)
+    return ctx.image.configs.group_config(group_id).get(key, default)
 
 
 @dataclass

@@ -24,8 +24,8 @@ from typing import TypeVar
 from sparklog.config_keys import ACCEPTED as ACCEPTED_BROKER_KEYS
 from sparklog.config_keys import DEFS as BROKER_DEFS
 from sparklog.config_keys import ConfigError
-from sparklog.controller.group_configs import RESOURCE_GROUP, validate_group_configs
-from sparklog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage
+from sparklog.controller.group_configs import validate_group_configs
+from sparklog.metadata.image import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, MetadataImage
 from sparklog.metadata.records import MetadataRecord, make_record
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.message_types import (

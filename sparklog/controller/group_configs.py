@@ -17,8 +17,6 @@ from collections.abc import Mapping
 from sparklog.configdef import Between, ConfigDef, ConfigError, OneOf
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 
-RESOURCE_GROUP = 32
-
 
 def _int(name: str, default: int, low: int, high: int) -> ConfigDef:
     """An int key defaulting to the broker's ``group.<name>``, within Kafka's

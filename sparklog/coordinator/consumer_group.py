@@ -34,7 +34,7 @@ set), or its assigned partitions changed; otherwise ``assignment`` is null.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from sparklog.coordinator.assignors import ASSIGNORS
@@ -80,6 +80,13 @@ STATIC_LEAVE_EPOCH = -2
 
 # topic name -> (topic id, partition count), None when the topic does not exist
 TopicResolver = Callable[[str], tuple[bytes, int] | None]
+# group id -> its dynamic config overrides (``consumer.session.timeout.ms``, ...), validated
+# against the broker's bounds by the controller when set
+GroupOverrides = Callable[[str], Mapping[str, str]]
+
+
+def _no_overrides(group_id: str) -> Mapping[str, str]:
+    return {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,10 +184,27 @@ def _fenced_instance(instance_id: str, holder: str) -> HeartbeatResult:
 class ConsumerGroups:
     """The consumer groups of one shard."""
 
-    def __init__(self, config: ConsumerConfig, clock: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        clock: Callable[[], int],
+        overrides: GroupOverrides = _no_overrides,
+    ) -> None:
         self.config = config
         self.clock = clock
+        self.overrides = overrides
         self.groups: dict[str, ConsumerGroup] = {}
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """The group's ``consumer.session.timeout.ms``, else group.consumer.session.timeout.ms
+        (Kafka's ``GroupCoordinatorShard.consumerGroupSessionTimeoutMs``)."""
+        value = self.overrides(group_id).get("consumer.session.timeout.ms")
+        return self.config.session_timeout_ms if value is None else int(value)
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's ``consumer.heartbeat.interval.ms``, else the broker's default."""
+        value = self.overrides(group_id).get("consumer.heartbeat.interval.ms")
+        return self.config.heartbeat_interval_ms if value is None else int(value)
 
     # -- persistence ----------------------------------------------------------------------
     @staticmethod
@@ -196,7 +220,7 @@ class ConsumerGroups:
                 self.groups.setdefault(gid, ConsumerGroup(gid)).group_epoch = record.epoch
             return
         group = self.groups.setdefault(gid, ConsumerGroup(gid))
-        deadline = self.clock() + self.config.session_timeout_ms
+        deadline = self.clock() + self.session_timeout_ms(gid)
         if isinstance(record, TargetEpochRecord):
             group.assignment_epoch = record.assignment_epoch or 0
         elif isinstance(record, TargetMemberRecord):
@@ -218,7 +242,7 @@ class ConsumerGroups:
             if member is not None and record.value is not None:
                 member.current = record.value
                 member.revoke_deadline_ms = (
-                    self.clock() + self._rebalance_timeout_ms(member)
+                    self.clock() + self._rebalance_timeout_ms(gid, member)
                     if record.value.state == UNREVOKED_PARTITIONS
                     else None
                 )
@@ -227,9 +251,9 @@ class ConsumerGroups:
         group.group_epoch += 1
         self._write(fx, GroupEpochRecord(group.group_id, group.group_epoch))
 
-    def _rebalance_timeout_ms(self, member: ConsumerMember) -> int:
+    def _rebalance_timeout_ms(self, group_id: str, member: ConsumerMember) -> int:
         timeout = member.metadata.rebalance_timeout_ms
-        return timeout if timeout > 0 else self.config.session_timeout_ms
+        return timeout if timeout > 0 else self.session_timeout_ms(group_id)
 
     def _set_current(
         self, group: ConsumerGroup, member: ConsumerMember, fx: Effects, current: CurrentAssignment
@@ -237,7 +261,9 @@ class ConsumerGroups:
         if current.state != UNREVOKED_PARTITIONS:
             member.revoke_deadline_ms = None
         elif member.current.state != UNREVOKED_PARTITIONS or member.revoke_deadline_ms is None:
-            member.revoke_deadline_ms = self.clock() + self._rebalance_timeout_ms(member)
+            member.revoke_deadline_ms = self.clock() + self._rebalance_timeout_ms(
+                group.group_id, member
+            )
         member.current = current
         self._write(fx, CurrentMemberRecord(group.group_id, member.member_id, current))
 
@@ -298,7 +324,7 @@ class ConsumerGroups:
             if rejected is not None:
                 return rejected
             assert group is not None and member is not None
-        member.deadline_ms = now + self.config.session_timeout_ms
+        member.deadline_ms = now + self.session_timeout_ms(group.group_id)
         self._update_metadata(group, member, req, fx)
         self._maybe_refresh_topics(group, resolve, fx)
         if group.assignment_epoch < group.group_epoch:
@@ -318,7 +344,7 @@ class ConsumerGroups:
             ErrorCode.NONE,
             member_id=member.member_id,
             member_epoch=member.current.member_epoch,
-            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
             assignment=member.current.assigned if full_request or changed else None,
         )
 

@@ -156,6 +156,7 @@ class GroupCoordinator:
             config, self.consumer_config, runtime, clock, self.share, num_partitions
         )
         self.share_groups = self.share.groups
+        self.share_groups.overrides = self.shards.group_overrides
         self._wake = asyncio.Event()
         self._next_retention_ms = clock() + retention_check_interval_ms
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +85,11 @@ class GroupShardTable:
     def leader_partition(self, index: int) -> PartitionView | None:
         return self.runtime.leader_partition(OFFSETS_TOPIC, index)
 
+    def group_overrides(self, group_id: str) -> Mapping[str, str]:
+        """The group's dynamic configs in the broker's latest metadata image."""
+        image = self.runtime.image
+        return {} if image is None else image.configs.group_config(group_id)
+
     def is_current(self, loaded: LoadedGroups) -> bool:
         partition = self.leader_partition(loaded.index)
         return partition is not None and partition.leader_epoch == loaded.leader_epoch
@@ -131,7 +136,7 @@ class GroupShardTable:
 
     def _load(self, partition: PartitionView) -> LoadedGroups:
         shard = GroupShard(self.config, self.clock)
-        consumer = ConsumerGroups(self.consumer_config, self.clock)
+        consumer = ConsumerGroups(self.consumer_config, self.clock, self.group_overrides)
         pending: PendingOffsets = {}
         share: dict[str, Image] = {}
         replayed = 0

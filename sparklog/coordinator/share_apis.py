@@ -146,7 +146,7 @@ async def handle_share_group_heartbeat(
     body = request.body
     names = body["subscribed_topic_names"]
     interval = int(
-        ctx.image.configs.get(32, body["group_id"]).get(
+        ctx.image.configs.group_config(body["group_id"]).get(
             "share.heartbeat.interval.ms", ctx.config.get("group.share.heartbeat.interval.ms")
         )
     )

@@ -38,6 +38,7 @@ SHARE_VERSION_FEATURE: Final = "share.version"
 
 # ConfigResource.Type (Kafka's wire codes)
 RESOURCE_TOPIC: Final = 2
+RESOURCE_GROUP: Final = 32
 RESOURCE_BROKER: Final = 4
 RESOURCE_BROKER_LOGGER: Final = 8
 
@@ -272,6 +273,11 @@ class ConfigsImage:
 
     def topic_config(self, topic: str) -> Mapping[str, str]:
         return self.get(RESOURCE_TOPIC, topic)
+
+    def group_config(self, group_id: str) -> Mapping[str, str]:
+        """A group's dynamic overrides (``kafka-configs --entity-type groups``), validated by
+        the controller when they were set."""
+        return self.get(RESOURCE_GROUP, group_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,8 @@ Rules kept here:
   revoke nothing (many members may fetch from one partition), so a member takes its target
   assignment and the group epoch at its next heartbeat; the assignment is sent when its epoch
   changes and on join.
-- A member not heard from for ``session_timeout_ms`` is removed (:meth:`ShareGroups.expire`).
+- A member not heard from for its group's ``share.session.timeout.ms`` (else the broker's
+  ``group.share.session.timeout.ms``) is removed (:meth:`ShareGroups.expire`).
 """
 
 from __future__ import annotations
@@ -118,6 +119,14 @@ class ShareGroups:
         # the metadata hash of a set of topics in the current metadata image; the coordinator
         # sets it to sparklog.metadata.topic_hash.subscription_hash over its image
         self.subscription_hash: Callable[[set[str]], int] = lambda names: 0
+        # a group's dynamic configs (``share.session.timeout.ms``, ...); the coordinator reads
+        # them from its image
+        self.overrides: Callable[[str], Mapping[str, str]] = lambda group_id: {}
+
+    def session_timeout_for(self, group_id: str) -> int:
+        """The group's ``share.session.timeout.ms``, else group.share.session.timeout.ms."""
+        value = self.overrides(group_id).get("share.session.timeout.ms")
+        return self.session_timeout_ms if value is None else int(value)
 
     def heartbeat(
         self, req: ShareHeartbeat, resolve: TopicResolver, now_ms: int
@@ -184,10 +193,11 @@ class ShareGroups:
         """Remove members whose session timed out; returns ``(group, member)`` removed."""
         removed: list[tuple[str, str]] = []
         for group in self.groups.values():
+            timeout_ms = self.session_timeout_for(group.group_id)
             gone = [
                 m
                 for m, member in group.members.items()
-                if now_ms - member.last_seen_ms > self.session_timeout_ms
+                if now_ms - member.last_seen_ms > timeout_ms
             ]
             for member_id in gone:
                 del group.members[member_id]

@@ -22,7 +22,15 @@ import pytest
 
 pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
 
+from sparklog.client.connection import KafkaConnection
 from tests.integration.ck_helpers import create_topic, make_producer
 from tests.integration.conftest import NodeFactory, unique_topic
 from tests.integration.node_harness import Node
@@ -172,3 +180,51 @@ def test_kip848_static_member_comes_back_to_its_partitions(node_factory: NodeFac
         wanted |= produce(node, topic, BATCH, BATCH)
         assert settle(members, delivered)[0] == first
         poll_until(members, wanted, delivered)
+
+
+def test_group_configs_set_the_heartbeat_interval_of_one_group(node: Node) -> None:
+    """consumer.heartbeat.interval.ms set on a GROUP (kafka-configs --entity-type groups)
+    is what ConsumerGroupHeartbeat hands that group's members; other groups keep the
+    broker's group.consumer.heartbeat.interval.ms."""
+    topic = unique_topic("kip848c")
+    create_topic(node, topic, 1)
+    tuned, plain = unique_topic("g"), unique_topic("g")
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    entry = ConfigEntry(
+        "consumer.heartbeat.interval.ms", "7000", incremental_operation=AlterConfigOpType.SET
+    )
+    resource = ConfigResource(ResourceType.GROUP, tuned, incremental_configs=[entry])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=30)
+    broker_default = int(node.properties.get("group.consumer.heartbeat.interval.ms", "5000"))
+
+    def first_heartbeat(connection: KafkaConnection, group: str) -> Any:
+        body = {
+            "group_id": group,
+            "member_id": f"member-of-{group}",
+            "member_epoch": 0,
+            "instance_id": None,
+            "rack_id": None,
+            "rebalance_timeout_ms": 30000,
+            "subscribed_topic_names": [topic],
+            "subscribed_topic_regex": None,
+            "server_assignor": None,
+            "topic_partitions": [],
+        }
+        deadline = time.monotonic() + DEADLINE_S
+        # Retried while __consumer_offsets is created and loaded (COORDINATOR_* errors) and
+        # until the controller's config record reaches the broker's image.
+        while True:
+            connection.request("FindCoordinator", {"key_type": 0, "coordinator_keys": [group]})
+            response = connection.request("ConsumerGroupHeartbeat", body)
+            assert response["error_code"] in (0, 14, 15, 16), response
+            if response["error_code"] == 0 and (
+                group != tuned or response["heartbeat_interval_ms"] == 7000
+            ):
+                return response
+            assert time.monotonic() < deadline, response
+            time.sleep(0.2)
+
+    with KafkaConnection(node.host, node.port) as connection:
+        assert first_heartbeat(connection, tuned)["heartbeat_interval_ms"] == 7000
+        assert first_heartbeat(connection, plain)["heartbeat_interval_ms"] == broker_default

@@ -9,7 +9,8 @@ import pytest
 
 from sparklog.broker.config_describe import GROUP_CONFIG, describe_group_configs
 from sparklog.config import ServerConfig
-from sparklog.controller.group_configs import RESOURCE_GROUP, validate_group_configs
+from sparklog.controller.group_configs import validate_group_configs
+from sparklog.metadata.image import RESOURCE_GROUP
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.message_types import IncrementalAlterConfigsRequestResources
 from tests.unit.controller.test_quorum_controller import Node, alter, op

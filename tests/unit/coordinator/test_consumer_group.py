@@ -189,6 +189,24 @@ def test_epochs_fencing_leave_and_timeout() -> None:
     assert groups.groups["g"].state == "Empty" and fx.records
 
 
+def test_group_overrides_set_session_timeout_and_heartbeat_interval() -> None:
+    """KIP-848 group configs (kafka-configs --entity-type groups) win over the broker's."""
+    clock = Clock()
+    overrides = {
+        "g": {"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"}
+    }
+    config = ConsumerConfig(session_timeout_ms=45000, heartbeat_interval_ms=5000)
+    groups = ConsumerGroups(config, clock, lambda group_id: overrides.get(group_id, {}))
+    tuned = _hb(groups, "a", 0, {}, subscribed_topic_names=("t1",))
+    other = HeartbeatRequest("other", "b", 0, owned={}, subscribed_topic_names=("t1",))
+    plain = groups.heartbeat(other, resolve, Effects())
+    assert (tuned.heartbeat_interval_ms, plain.heartbeat_interval_ms) == (6000, 5000)
+    clock.now += 46_000
+    assert groups.tick(Effects()) == ["b"]
+    clock.now += 4_001
+    assert groups.tick(Effects()) == ["a"]
+
+
 def test_static_member_replacement_keeps_partitions() -> None:
     groups = ConsumerGroups(ConsumerConfig(), Clock())
     a = _hb(groups, "a", 0, {}, subscribed_topic_names=("t1",), instance_id="i1")
