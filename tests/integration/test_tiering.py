@@ -22,7 +22,6 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pytest
 
-from tests.conftest import MotoS3
 from tests.integration.ck_helpers import create_topic
 from tests.integration.conftest import NodeFactory, unique_topic
 from tests.integration.node_harness import REPO_ROOT, Node
@@ -33,21 +32,18 @@ from tests.integration.tiering_support import (
     LATEST_TIERED,
     Rec,
     StoreView,
+    backend_store,
     check_manifest_matches_store,
     check_records,
     consume_confluent,
     consume_kafka_python,
-    file_store,
-    fully_tiered,
     list_offset,
     make_records,
     node_overrides,
     now_ms,
     produce,
-    s3_store,
-    tiering_state,
     topic_configs,
-    wait_until,
+    wait_fully_tiered,
 )
 
 pytestmark = pytest.mark.integration
@@ -70,12 +66,7 @@ def tiered(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TieredRun]:
     root = tmp_path_factory.mktemp(f"tiering-{request.param}")
-    moto: MotoS3 | None = None
-    if request.param == "s3":
-        moto = request.getfixturevalue("moto_s3")
-        store = s3_store(moto, f"s3://{moto.new_bucket()}/tiered")
-    else:
-        store = file_store(f"file://{root}/remote")
+    store, moto = backend_store(request.param, root, request)
     factory = NodeFactory(root)
     try:
         node = factory.create(node_overrides(store, moto))
@@ -84,19 +75,12 @@ def tiered(
         base_ts = now_ms() - 3_600_000
         records = make_records(RECORDS, base_ts, seed=405)
         produce(node, topic, records)
-        check_manifest_wait(node, store, topic)
+        wait_fully_tiered(
+            node, store, topic, "every closed segment to be tiered and deleted locally"
+        )
         yield TieredRun(node, store, topic, records, base_ts)
     finally:
         factory.close()
-
-
-def check_manifest_wait(node: Node, store: StoreView, topic: str) -> None:
-    wait_until(
-        "every closed segment to be tiered and deleted locally",
-        lambda: fully_tiered(node, store, topic),
-        120.0,
-        lambda: tiering_state(node, store, topic),
-    )
 
 
 def test_manifest_lists_segments_and_local_copies_are_gone(tiered: TieredRun) -> None:

@@ -25,7 +25,6 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ConfigResource,
 )
 
-from tests.conftest import MotoS3
 from tests.integration.ck_helpers import admin_for, create_topic, make_consumer
 from tests.integration.conftest import NodeFactory, unique_topic
 from tests.integration.node_harness import Node
@@ -34,19 +33,19 @@ from tests.integration.tiering_support import (
     EARLIEST_LOCAL,
     Rec,
     StoreView,
+    backend_store,
     check_manifest_matches_store,
     check_records,
     consume_confluent,
-    file_store,
     fully_tiered,
     list_offset,
     make_records,
     node_overrides,
     now_ms,
     produce,
-    s3_store,
     tiering_state,
     topic_configs,
+    wait_fully_tiered,
     wait_until,
 )
 
@@ -88,20 +87,11 @@ def started_log(node: Node) -> str:
     return text.rpartition(f"=== start #{node.starts} ")[2]
 
 
-def _store_for(
-    backend: str, node_factory: NodeFactory, request: pytest.FixtureRequest
-) -> tuple[StoreView, MotoS3 | None]:
-    if backend == "s3":
-        moto: MotoS3 = request.getfixturevalue("moto_s3")
-        return s3_store(moto, f"s3://{moto.new_bucket()}/tiered"), moto
-    return file_store(f"file://{node_factory.root}/remote"), None
-
-
 @pytest.mark.parametrize("backend", ["file", "s3"])
 def test_sigkill_during_uploads_loses_and_duplicates_nothing(
     backend: str, node_factory: NodeFactory, request: pytest.FixtureRequest
 ) -> None:
-    store, moto = _store_for(backend, node_factory, request)
+    store, moto = backend_store(backend, node_factory.root, request)
     node = node_factory.create(node_overrides(store, moto))
     topic = unique_topic("tier-kill")
     create_topic(node, topic, 1, topic_configs())
@@ -142,11 +132,8 @@ def test_sigkill_during_uploads_loses_and_duplicates_nothing(
                 assert int(name[:20]) > last_end, f"round {round_}: stale object {name}"
 
     assert kills_mid_upload >= 1, "no kill landed while an upload was in flight"
-    wait_until(
-        "every closed segment to be tiered after the last restart",
-        lambda: fully_tiered(node, store, topic),
-        120.0,
-        lambda: tiering_state(node, store, topic),
+    wait_fully_tiered(
+        node, store, topic, "every closed segment to be tiered after the last restart"
     )
     _named, unnamed = check_manifest_matches_store(store, topic)
     assert not unnamed, f"objects the manifest does not name: {unnamed}"
@@ -183,7 +170,7 @@ def _set_topic_config(node: Node, topic: str, name: str, value: int) -> None:
 def test_retention_ms_deletes_remote_segments_and_moves_earliest(
     backend: str, node_factory: NodeFactory, request: pytest.FixtureRequest
 ) -> None:
-    store, moto = _store_for(backend, node_factory, request)
+    store, moto = backend_store(backend, node_factory.root, request)
     node = node_factory.create(node_overrides(store, moto))
     topic = unique_topic("tier-retention")
     create_topic(node, topic, 1, topic_configs())
@@ -191,12 +178,7 @@ def test_retention_ms_deletes_remote_segments_and_moves_earliest(
     new_ts = now_ms() - 60_000
     new = make_records(30_000, new_ts, seed=2, first=len(old))
     produce(node, topic, old + new)
-    wait_until(
-        "every closed segment to be tiered",
-        lambda: fully_tiered(node, store, topic),
-        120.0,
-        lambda: tiering_state(node, store, topic),
-    )
+    wait_fully_tiered(node, store, topic)
     before = store.finished(topic)
     doomed = [s for s in before if s["max_timestamp"] < new_ts]
     kept = [s for s in before if s["max_timestamp"] >= new_ts]

@@ -15,11 +15,13 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from confluent_kafka import TopicPartition
 
 from sparklog.client.connection import KafkaConnection
@@ -302,6 +304,17 @@ def s3_store(moto: MotoS3, url: str) -> StoreView:
     return StoreView(url, moto.options(), env)
 
 
+def backend_store(
+    backend: str, root: Path, request: pytest.FixtureRequest
+) -> tuple[StoreView, MotoS3 | None]:
+    """The store of ``backend``: ``"s3"``, a new bucket of the ``moto_s3`` fixture (returned
+    too, for :func:`node_overrides`), else a ``file://`` store under ``root``."""
+    if backend == "s3":
+        moto: MotoS3 = request.getfixturevalue("moto_s3")
+        return s3_store(moto, f"s3://{moto.new_bucket()}/tiered"), moto
+    return file_store(f"file://{root}/remote"), None
+
+
 def node_overrides(store: StoreView, moto: MotoS3 | None) -> dict[str, object]:
     props: dict[str, object] = {
         "remote.log.storage.system.enable": "true",
@@ -348,6 +361,19 @@ def tiering_state(node: Node, store: StoreView, topic: str) -> str:
     finished = store.finished(topic)
     last = finished[-1]["end_offset"] if finished else None
     return f"local segments {local_bases(node, topic)}; {len(finished)} tiered, last end {last}"
+
+
+def wait_fully_tiered(
+    node: Node, store: StoreView, topic: str, what: str = "every closed segment to be tiered"
+) -> None:
+    """Wait (up to 120 s) until :func:`fully_tiered`; on timeout the error shows the
+    :func:`tiering_state`."""
+    wait_until(
+        what,
+        lambda: fully_tiered(node, store, topic),
+        120.0,
+        lambda: tiering_state(node, store, topic),
+    )
 
 
 def check_manifest_matches_store(store: StoreView, topic: str) -> tuple[set[str], set[str]]:
