@@ -272,7 +272,7 @@ class Elections:
     def handle_vote_response(
         self, now_ms: int, response: rpc.InboundResponse, sent: Inflight
     ) -> None:
-        p = rpc.partition_of(response.body)
+        p = rpc.vote_response_partition(response.body)
         if response.body.get("error_code", 0) or p is None:
             return
         if self.observe_leader(now_ms, int(p["leader_epoch"]), int(p["leader_id"])):
@@ -334,7 +334,7 @@ class Elections:
         )
 
     def handle_epoch_response(self, now_ms: int, response: rpc.InboundResponse) -> None:
-        p = rpc.partition_of(response.body)
+        p = rpc.epoch_response_partition(response.body)
         if response.body.get("error_code", 0) or p is None:
             return
         if self.observe_leader(now_ms, int(p["leader_epoch"]), int(p["leader_id"])):

@@ -36,10 +36,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.message_types import DescribeQuorumResponseTopicsPartitionsCurrentVoters
+from sparklog.protocol.message_types import (
+    DescribeQuorumResponseTopicsPartitionsCurrentVoters,
+    FetchResponseResponsesPartitions,
+    FetchSnapshotResponseTopicsPartitions,
+)
 from sparklog.protocol.record_codec import RecordInput
 from sparklog.protocol.records import iter_batches
 from sparklog.raft import rpc
@@ -54,6 +58,11 @@ from sparklog.raft.voters import ReplicaKey
 
 _log = logging.getLogger(__name__)
 _CLUSTER_ID_LOG_INTERVAL_MS = 60_000
+
+# The partition of a Fetch or a FetchSnapshot answer (both carry current_leader).
+_Answer = TypeVar(
+    "_Answer", FetchResponseResponsesPartitions, FetchSnapshotResponseTopicsPartitions
+)
 
 
 class LeaderReplication:
@@ -420,7 +429,8 @@ class FollowerFetcher:
                 SnapshotId(int(snapshot["end_offset"]), int(snapshot["epoch"]))
             )
             return
-        records = p.get("records")
+        # decoded, a memoryview; built by rpc.fetch_response (the simulator), bytes
+        records = cast("bytes | memoryview | None", p.get("records"))
         if records:
             data = bytes(records)
             infos = log.append_as_follower(data) if self._starts_at_end(data) else []
@@ -443,13 +453,13 @@ class FollowerFetcher:
     def handle_fetch_snapshot_response(
         self, now_ms: int, response: rpc.InboundResponse, sent_epoch: int
     ) -> None:
-        p = self._usable_partition(now_ms, response.body, rpc.partition_of(response.body))
+        p = self._usable_partition(
+            now_ms, response.body, rpc.fetch_snapshot_response_partition(response.body)
+        )
         if p is not None:
             self._snapshot_sync.receive_chunk(now_ms, response.source_id, sent_epoch, p)
 
-    def _usable_partition(
-        self, now_ms: int, body: rpc.Body, p: Mapping[str, Any] | None
-    ) -> Mapping[str, Any] | None:
+    def _usable_partition(self, now_ms: int, body: rpc.Body, p: _Answer | None) -> _Answer | None:
         """The partition of a Fetch or FetchSnapshot response when it is worth reading on.
 
         None after a top-level error or a missing partition (the next request waits out the

@@ -27,11 +27,13 @@ from sparklog.protocol.message_types import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochRequestTopicsPartitions,
     BeginQuorumEpochResponse,
+    BeginQuorumEpochResponseTopicsPartitions,
     DescribeQuorumResponse,
     DescribeQuorumResponseTopicsPartitions,
     DescribeQuorumResponseTopicsPartitionsCurrentVoters,
     EndQuorumEpochRequest,
     EndQuorumEpochRequestTopicsPartitions,
+    EndQuorumEpochResponseTopicsPartitions,
     FetchRequest,
     FetchRequestTopicsPartitions,
     FetchResponse,
@@ -39,6 +41,7 @@ from sparklog.protocol.message_types import (
     FetchSnapshotRequest,
     FetchSnapshotRequestTopicsPartitions,
     FetchSnapshotResponse,
+    FetchSnapshotResponseTopicsPartitions,
     UpdateRaftVoterResponse,
     VoteRequest,
     VoteRequestTopicsPartitions,
@@ -381,8 +384,30 @@ def fetch_response(
     }
 
 
-def fetch_partition(body: Body) -> Mapping[str, Any] | None:
-    return partition_of(body, "responses")
+# The partition of an inbound response, typed as the partition of the response declaration of
+# the API the request was sent for (the same dispatch by api key as for requests).
+
+
+def fetch_partition(body: Body) -> FetchResponseResponsesPartitions | None:
+    return cast("FetchResponseResponsesPartitions | None", partition_of(body, "responses"))
+
+
+def vote_response_partition(body: Body) -> VoteResponseTopicsPartitions | None:
+    return cast("VoteResponseTopicsPartitions | None", partition_of(body))
+
+
+def epoch_response_partition(
+    body: Body,
+) -> BeginQuorumEpochResponseTopicsPartitions | EndQuorumEpochResponseTopicsPartitions | None:
+    """BeginQuorumEpoch's or EndQuorumEpoch's answer (the same partition fields)."""
+    return cast(
+        "BeginQuorumEpochResponseTopicsPartitions | EndQuorumEpochResponseTopicsPartitions | None",
+        partition_of(body),
+    )
+
+
+def fetch_snapshot_response_partition(body: Body) -> FetchSnapshotResponseTopicsPartitions | None:
+    return cast("FetchSnapshotResponseTopicsPartitions | None", partition_of(body))
 
 
 # -- FetchSnapshot ---------------------------------------------------------------------------

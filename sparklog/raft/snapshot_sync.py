@@ -35,11 +35,12 @@ leader's replication asks it which snapshot a fetcher must load
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import FetchSnapshotResponseTopicsPartitions
 from sparklog.protocol.records import iter_batches
 from sparklog.raft import rpc
 from sparklog.raft.replica_state import Messenger, ReplicaState
@@ -322,7 +323,7 @@ class SnapshotSync:
         )
 
     def receive_chunk(
-        self, now_ms: int, source_id: int, sent_epoch: int, p: Mapping[str, Any]
+        self, now_ms: int, source_id: int, sent_epoch: int, p: FetchSnapshotResponseTopicsPartitions
     ) -> None:
         """A usable FetchSnapshot answer from ``source_id`` to a request sent in ``sent_epoch``:
         append its chunk to the download; install the snapshot once it is whole."""
@@ -342,7 +343,8 @@ class SnapshotSync:
             int(wanted.get("end_offset", -1)) == download.snapshot_id.end_offset
             and int(wanted.get("epoch", -1)) == download.snapshot_id.epoch
         )
-        chunk = bytes(p.get("unaligned_records") or b"")
+        # decoded, a memoryview; built by rpc.fetch_snapshot_response (the simulator), bytes
+        chunk = bytes(cast("bytes | memoryview | None", p.get("unaligned_records")) or b"")
         size = int(p.get("size", -1))
         if (
             p.get("error_code", 0)
