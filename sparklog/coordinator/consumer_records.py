@@ -19,7 +19,7 @@ and the value/partition-list helpers (:func:`encode_value`, :func:`decode_value`
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -177,7 +177,8 @@ def wire_partitions(assignment: Assignment) -> list[dict[str, Any]]:
     ]
 
 
-def from_wire_partitions(items: list[dict[str, Any]]) -> Assignment:
+def from_wire_partitions(items: Iterable[Mapping[str, Any]]) -> Assignment:
+    """An assignment from records' ``{topic_id, partitions}`` entries (any record type's)."""
     out: Assignment = {}
     for item in items:
         parts = frozenset(item["partitions"])

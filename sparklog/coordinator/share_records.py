@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from sparklog.coordinator.consumer_group import STABLE
 from sparklog.coordinator.consumer_records import (
@@ -47,6 +47,14 @@ from sparklog.coordinator.consumer_records import (
     encode_value,
     from_wire_partitions,
     wire_partitions,
+)
+from sparklog.coordinator.record_types import (
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataValue,
+    ShareGroupCurrentMemberAssignmentValue,
+    ShareGroupMemberMetadataValue,
+    ShareGroupMetadataValue,
+    ShareGroupStatePartitionMetadataValue,
 )
 from sparklog.coordinator.records import CoordinatorRecordError
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
@@ -219,6 +227,8 @@ def replay_share_record(images: dict[str, Image], key: bytes, value: bytes | Non
 
 
 def _decoded(key: bytes, value: bytes) -> tuple[int, str | None, dict[str, Any]]:
+    """``(record type, member id or None, value)``: the value is the codec's plain dict of the
+    type's declaration, which the caller narrows to its record type by ``kind``."""
     kind = record_type(key)
     specs = {
         SHARE_MEMBER_METADATA: _MEMBER_VALUE,
@@ -237,23 +247,29 @@ def rebuild_group(group_id: str, image: Mapping[bytes, bytes], now_ms: int) -> S
     member's session starts at ``now_ms``. Raises CoordinatorRecordError on a bad record."""
     group = ShareGroup(group_id)
     found = False
-    metadata: dict[str, dict[str, Any]] = {}
-    current: dict[str, dict[str, Any]] = {}
+    metadata: dict[str, ShareGroupMemberMetadataValue] = {}
+    current: dict[str, ShareGroupCurrentMemberAssignmentValue] = {}
     initialized: dict[str, int] = {}
     for key, value in image.items():
         kind, member_id, v = _decoded(key, value)
         if kind == SHARE_GROUP_METADATA:
-            group.group_epoch, found = v["epoch"], True
-            group.metadata_hash = v["metadata_hash"]
+            group_value = cast("ShareGroupMetadataValue", v)
+            group.group_epoch, found = group_value["epoch"], True
+            group.metadata_hash = group_value["metadata_hash"]
         elif kind == SHARE_TARGET_METADATA:
-            group.assignment_epoch = v["assignment_epoch"]
+            target = cast("ConsumerGroupTargetAssignmentMetadataValue", v)
+            group.assignment_epoch = target["assignment_epoch"]
         elif kind == SHARE_STATE_PARTITION_METADATA:
-            for topic in (*v["initializing_topics"], *v["initialized_topics"]):
+            states = cast("ShareGroupStatePartitionMetadataValue", v)
+            for topic in (*states["initializing_topics"], *states["initialized_topics"]):
                 initialized[topic["topic_name"]] = len(topic["partitions"])
         elif member_id is not None and kind == SHARE_TARGET_MEMBER:
-            group.target[member_id] = from_wire_partitions(v["topic_partitions"])
+            member_target = cast("ConsumerGroupTargetAssignmentMemberValue", v)
+            group.target[member_id] = from_wire_partitions(member_target["topic_partitions"])
+        elif member_id is not None and kind == SHARE_MEMBER_METADATA:
+            metadata[member_id] = cast("ShareGroupMemberMetadataValue", v)
         elif member_id is not None:
-            (metadata if kind == SHARE_MEMBER_METADATA else current)[member_id] = v
+            current[member_id] = cast("ShareGroupCurrentMemberAssignmentValue", v)
     if not found:
         return None
     for member_id, meta in metadata.items():

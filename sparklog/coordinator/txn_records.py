@@ -17,11 +17,16 @@ from __future__ import annotations
 import enum
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from sparklog.coordinator.record_types import (
+    TransactionLogKey,
+    TransactionLogValue,
+    TransactionLogValueTransactionPartitions,
+)
 from sparklog.protocol.codec import decode_from, encode_bytes
 from sparklog.protocol.errors import ProtocolError
-from sparklog.protocol.schema import array, field, message
+from sparklog.protocol.schema import MessageSpec, array, field, message
 from sparklog.protocol.types import Reader
 
 TXN_KEY_VERSION = 0
@@ -111,12 +116,12 @@ def txn_value(value: TxnLogValue) -> bytes:
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(value.partitions):
         by_topic.setdefault(topic, []).append(partition)
-    partitions: list[dict[str, Any]] | None = (
+    partitions: list[TransactionLogValueTransactionPartitions] | None = (
         None
         if value.state is TxnState.EMPTY
         else [{"topic": t, "partition_ids": ids} for t, ids in by_topic.items()]
     )
-    body = {
+    body: TransactionLogValue = {
         "producer_id": value.producer_id,
         "previous_producer_id": value.previous_producer_id,
         "next_producer_id": value.next_producer_id,
@@ -133,7 +138,9 @@ def txn_value(value: TxnLogValue) -> bytes:
     )
 
 
-def _decode(spec_name: str, data: bytes, spec: Any, versions: range) -> dict[str, Any]:
+def _decode(spec_name: str, data: bytes, spec: MessageSpec, versions: range) -> dict[str, Any]:
+    """``data`` (a version prefix, then the body) decoded from ``spec``: the codec's plain dict,
+    which the callers narrow to ``spec``'s record type."""
     if len(data) < 2:
         raise TxnRecordError(f"{spec_name}: {len(data)} bytes, no version")
     (version,) = _VERSION.unpack_from(data)
@@ -153,12 +160,14 @@ def decode_txn_record(key: bytes | None, value: bytes | None) -> tuple[str, TxnL
     """The transactional id of a record and its metadata (None for a tombstone)."""
     if key is None:
         raise TxnRecordError("record without a key")
-    transactional_id: str = _decode("TransactionLogKey", key, TRANSACTION_LOG_KEY, range(1))[
-        "transactional_id"
-    ]
+    decoded_key = _decode("TransactionLogKey", key, TRANSACTION_LOG_KEY, range(1))
+    transactional_id = cast("TransactionLogKey", decoded_key)["transactional_id"]
     if value is None:
         return transactional_id, None
-    v = _decode("TransactionLogValue", value, TRANSACTION_LOG_VALUE, range(2))
+    v = cast(
+        "TransactionLogValue",
+        _decode("TransactionLogValue", value, TRANSACTION_LOG_VALUE, range(2)),
+    )
     try:
         state = TxnState(v["transaction_status"])
     except ValueError as exc:
