@@ -377,26 +377,17 @@ def _zigzag(raw: Int64s) -> Int64s:
 
 def _short_varints(u8: Bytes, pos: Int64s) -> tuple[Int64s, Int64s] | None:
     """:func:`_varints` when every varint is one or two bytes (what producers write for
-    lengths, deltas and counts of ordinary records), else ``None``. Both bytes of each come
-    from one gather of 16-bit words at any byte offset (an overlapping view of ``u8``), and
-    the arithmetic is int32: about three times faster than two byte gathers in int64. A
-    position past the last word reads the last byte alone (a varint continuing past the end
-    then ends outside the region, which the callers' end checks reject)."""
-    last = len(u8) - 2
-    words = np.ndarray((last + 1,), dtype="<u2", buffer=u8, strides=(1,))
-    at = np.clip(pos, 0, last)
-    pair = words[at].astype(np.int32)
-    past = np.flatnonzero(pos > last)
-    if len(past):
-        pair[past] = int(u8[-1])
-    long_first = (pair & 0x80) != 0
+    lengths, deltas and counts of ordinary records), else ``None``; int32 arithmetic."""
+    first = u8.take(pos, mode="clip").astype(np.int32)
+    long_first = first >= 0x80
     if not _count(long_first):
-        raw = pair & 0xFF
+        raw = first
         after = pos + 1
     else:
-        if _count(long_first & (pair >= 0x8000)):
+        second = u8.take(pos + 1, mode="clip").astype(np.int32)
+        if _count(long_first & (second >= 0x80)):
             return None
-        raw = np.where(long_first, (pair & 0x7F) | ((pair >> 1) & 0x3F80), pair & 0xFF)
+        raw = np.where(long_first, (first & 0x7F) | (second << 7), first)
         after = pos + 1 + long_first
     values: Int64s = ((raw >> 1) ^ -(raw & 1)).astype(np.int64)
     return values, after
@@ -405,10 +396,9 @@ def _short_varints(u8: Bytes, pos: Int64s) -> tuple[Int64s, Int64s] | None:
 def _varints(u8: Bytes, pos: Int64s, max_bytes: int) -> tuple[Int64s, Int64s] | None:
     """Zigzag varints starting at ``pos`` (positions may be garbage; reads are clipped):
     values and the positions after them, or ``None`` if one is longer than ``max_bytes``."""
-    if len(u8) >= 2:
-        short = _short_varints(u8, pos)
-        if short is not None:
-            return short
+    short = _short_varints(u8, pos)
+    if short is not None:
+        return short
     first = u8.take(pos, mode="clip").astype(np.int64)
     long_first = first >= 0x80
     if not _count(long_first):
@@ -427,6 +417,16 @@ def _varints(u8: Bytes, pos: Int64s, max_bytes: int) -> tuple[Int64s, Int64s] | 
     parts[_COLUMNS[:max_bytes] > last[:, None]] = 0
     raw64 = parts.sum(axis=1, dtype=np.uint64).astype(np.int64)
     return _zigzag(raw64), pos + 1 + last
+
+
+def _may_overflow(bases: list[int], deltas: Int64s) -> bool:
+    """Whether some ``bases[i] + deltas[j]`` could leave int64: a bound from the extremes
+    (two passes over ``deltas``), so :func:`_overflowed` runs only when one is near."""
+    if not len(deltas):
+        return False
+    return (
+        max(bases) + int(deltas.max()) > _INT64_MAX or min(bases) + int(deltas.min()) < _INT64_MIN
+    )
 
 
 def _overflowed(left: Int64s, right: Int64s, total: Int64s) -> bool:
@@ -515,23 +515,29 @@ def _vector(
     def each(values: list[int]) -> Int64s:
         return np.repeat(np.array(values, dtype=np.int64), per_batch)
 
-    bases = each([b.base_offset for b in batches])
+    base_offsets = [b.base_offset for b in batches]
+    bases = each(base_offsets)
     offsets = bases + offset_deltas
-    if _overflowed(bases, offset_deltas, offsets):
+    if _may_overflow(base_offsets, offset_deltas) and _overflowed(bases, offset_deltas, offsets):
         return None
-    base_timestamps = each([b.max_timestamp if b.log_append else b.base_timestamp for b in batches])
+    base_values = [b.max_timestamp if b.log_append else b.base_timestamp for b in batches]
+    base_timestamps = each(base_values)
     if any(b.log_append for b in batches):
         ts_deltas = np.where(each([b.log_append for b in batches]) != 0, 0, ts_deltas)
     timestamps = base_timestamps + ts_deltas
-    if _overflowed(base_timestamps, ts_deltas, timestamps):
+    if _may_overflow(base_values, ts_deltas) and _overflowed(
+        base_timestamps, ts_deltas, timestamps
+    ):
         return None
-    batch_index = np.repeat(np.arange(len(batches), dtype=np.int64), per_batch)
+    batch_rows = per_batch
     if any(b.low is not None or b.high is not None for b in batches):
         lows = each([_INT64_MIN if b.low is None else b.low for b in batches])
         highs = each([_INT64_MAX if b.high is None else b.high for b in batches])
         keep = (offsets >= lows) & (offsets < highs)
         if _count(keep) != count:
-            offsets, timestamps, batch_index = offsets[keep], timestamps[keep], batch_index[keep]
+            batch_index = np.repeat(np.arange(len(batches), dtype=np.int64), per_batch)[keep]
+            batch_rows = np.bincount(batch_index, minlength=len(batches)).astype(np.int64)
+            offsets, timestamps = offsets[keep], timestamps[keep]
             key_lengths, key_starts = key_lengths[keep], key_starts[keep]
             value_lengths, value_starts = value_lengths[keep], value_starts[keep]
             if header_lists is not None:
@@ -540,7 +546,7 @@ def _vector(
         header_lists = pa.nulls(len(offsets), headers_type)
     return RecordArrays(
         rows=len(offsets),
-        batch_rows=np.bincount(batch_index, minlength=len(batches)).astype(np.int64),
+        batch_rows=batch_rows,
         offsets=offsets,
         timestamps=timestamps,
         keys=(view_array if views else binary_array)(region, key_starts, key_lengths),

@@ -39,8 +39,8 @@ from sparklog.protocol.records import (
     BatchHeader,
     Buffer,
     CorruptRecordError,
+    check_framed_batch,
     iter_batches,
-    validate_batch,
 )
 
 from .batch_decode import BatchRecords, RecordArrays, decode_records
@@ -351,9 +351,10 @@ def _transcode_into(
         while pending.rows >= row_group_rows:
             writer.write_table(pending.take(row_group_rows), row_group_size=row_group_rows)
 
+    view = memoryview(buf)
     try:
-        for position, _ in iter_batches(buf):
-            header = validate_batch(buf, position)
+        for position, framed in iter_batches(buf):
+            header = check_framed_batch(buf, position, framed)
             if batch_count == 0:
                 base_offset = header.base_offset
             batch_count += 1
@@ -366,14 +367,12 @@ def _transcode_into(
                 aborted = _is_aborted(header, aborted_ranges)
                 records = None
                 if header.compression == codecs.ZSTD:
-                    with memoryview(buf) as view:
-                        compressed = view[position + RECORDS_OFFSET : batch_end]
+                    with view[position + RECORDS_OFFSET : batch_end] as compressed:
                         size = codecs.zstd_content_size(compressed)
                         if 0 <= size <= codecs.DEFAULT_MAX_DECOMPRESSED_BYTES:
                             if not run.fits(size + 1):
                                 flush()
                             records = run.decompress_into(compressed, size, header)
-                        compressed.release()
                 if records is None:
                     records = _batch_records(buf, position, batch_end, header)
                     if header.compression:
@@ -391,6 +390,8 @@ def _transcode_into(
             flush()
     except CorruptRecordError as exc:
         raise TranscodeError(f"segment is corrupt at byte {position}: {exc}") from exc
+    finally:
+        view.release()
     if position != len(buf):
         raise TranscodeError(
             f"segment has {len(buf) - position} trailing bytes at byte {position} that are not"

@@ -264,7 +264,13 @@ def check_batch_counts(header: BatchHeader) -> None:
 
 def validate_batch(buf: Buffer, pos: int = 0) -> BatchHeader:
     """Check the batch at ``pos``: whole, magic 2, CRC, coherent counts. Returns its header."""
-    header = check_batch_frame(buf, pos)
+    return check_framed_batch(buf, pos, check_batch_frame(buf, pos))
+
+
+def check_framed_batch(buf: Buffer, pos: int, header: BatchHeader) -> BatchHeader:
+    """:func:`validate_batch` of a batch whose frame is already known whole (``header`` as
+    :func:`iter_batches` yields it): magic 2, CRC, coherent counts, without decoding the
+    header a second time. Returns ``header``."""
     if header.magic != MAGIC_V2:
         raise CorruptRecordError(
             f"Record batch at position {pos} has magic {header.magic}; only magic 2 is supported"
