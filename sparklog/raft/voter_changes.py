@@ -28,9 +28,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import (
+    AddRaftVoterRequest,
+    RemoveRaftVoterRequest,
+    UpdateRaftVoterRequest,
+)
 from sparklog.raft import rpc
 from sparklog.raft.replica_state import Messenger, ReplicaState
 from sparklog.raft.state import Leader
@@ -83,7 +88,10 @@ class VoterChanges:
     ) -> tuple[ErrorCode | None, str | None]:
         state = self._state
         role = state.quorum.role
-        body = request.body
+        # dispatched by key: the body is one of the three voter-change requests
+        body = cast(
+            "AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateRaftVoterRequest", request.body
+        )
         if not isinstance(role, Leader):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, "this replica is not the leader"
         if state.kraft_version < 1:
@@ -93,19 +101,16 @@ class VoterChanges:
             return ErrorCode.REQUEST_TIMED_OUT, "another voter change is in progress"
         key = ReplicaKey(int(body["voter_id"]), rpc.directory_id(body.get("voter_directory_id")))
         latest = state.voters.latest
-        endpoints = tuple(
-            Endpoint(str(e["name"]), str(e["host"]), int(e["port"]))
-            for e in body.get("listeners") or ()
-        )
         if request.api_key == rpc.ADD_RAFT_VOTER:
+            add = cast("AddRaftVoterRequest", body)
             if key.id in latest.ids:
                 return ErrorCode.DUPLICATE_VOTER, f"voter {key.id} is already in the voter set"
-            timeout = int(body.get("timeout_ms", state.config.request_timeout_ms))
+            timeout = int(add.get("timeout_ms", state.config.request_timeout_ms))
             self.pending = PendingChange(
                 request,
-                VoterNode(key, endpoints),
+                VoterNode(key, _endpoints(add)),
                 now_ms + timeout,
-                bool(body.get("ack_when_committed", True)),
+                bool(add.get("ack_when_committed", True)),
             )
             return None, None
         node = latest.node(key.id)
@@ -115,12 +120,13 @@ class VoterChanges:
             new_set = latest.without_voter(key)
             updated = node
         else:
-            feature = body.get("kraft_version_feature") or {}
+            update = cast("UpdateRaftVoterRequest", body)
+            feature = update.get("kraft_version_feature") or {}
             low = int(feature.get("min_supported_version", 0))
             high = int(feature.get("max_supported_version", 0))
             if not low <= state.kraft_version <= high:
                 return ErrorCode.INVALID_REQUEST, "the voter does not support kraft.version"
-            updated = VoterNode(key, endpoints or node.endpoints, low, high)
+            updated = VoterNode(key, _endpoints(update) or node.endpoints, low, high)
             new_set = latest.with_updated(updated)
         deadline = now_ms + state.config.request_timeout_ms
         self.pending = PendingChange(request, updated, deadline)
@@ -179,3 +185,11 @@ class VoterChanges:
         ):
             # Our removal is committed: hand leadership to the remaining voters.
             self._resign(now_ms, role)
+
+
+def _endpoints(body: AddRaftVoterRequest | UpdateRaftVoterRequest) -> tuple[Endpoint, ...]:
+    """The listeners an AddRaftVoter or UpdateRaftVoter request names for the voter."""
+    return tuple(
+        Endpoint(str(e["name"]), str(e["host"]), int(e["port"]))
+        for e in body.get("listeners") or ()
+    )
