@@ -20,12 +20,20 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 from sparklog.client.connection import KafkaConnection
 from sparklog.config import ServerConfig, controller_endpoints
 from sparklog.protocol.errors import ErrorCode, ProtocolError
 from sparklog.protocol.kafka_uuid import uuid_from_str, uuid_to_str
+from sparklog.protocol.message_types import (
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+    DescribeQuorumResponseTopicsPartitions,
+    DescribeQuorumResponseTopicsPartitionsCurrentVoters,
+    DescribeQuorumResponseTopicsPartitionsObservers,
+)
 from sparklog.storage.meta_properties import read_meta_properties
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -40,7 +48,7 @@ def _code_name(code: int) -> str:
     return ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
 
 
-def _describe_body() -> dict[str, Any]:
+def _describe_body() -> DescribeQuorumRequest:
     return {"topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]}
 
 
@@ -89,14 +97,15 @@ class QuorumClient:
             return str(response["cluster_id"])
         raise QuorumCommandError(f"could not describe the cluster: {last}")
 
-    def _on(self, address: tuple[str, int], api: str, body: dict[str, Any]) -> dict[str, Any]:
+    def _on(self, address: tuple[str, int], api: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """``api``'s answer from ``address``: the decoded dict, which callers narrow."""
         with KafkaConnection(*address, timeout_s=30.0) as conn:
             response: dict[str, Any] = conn.request(api, body)
             return response
 
     def describe(
         self, attempts: int = _ATTEMPTS
-    ) -> tuple[dict[str, Any], dict[int, list[str]], tuple[str, int]]:
+    ) -> tuple[DescribeQuorumResponseTopicsPartitions, dict[int, list[str]], tuple[str, int]]:
         """The leader's DescribeQuorum partition, the voters' endpoints, the leader address."""
         address = self._seed()
         last_error = "no answer"
@@ -104,7 +113,8 @@ class QuorumClient:
         hops = 0
         while failures < attempts:
             try:
-                response = self._on(address, "DescribeQuorum", _describe_body())
+                answer = self._on(address, "DescribeQuorum", _describe_body())
+                response = cast("DescribeQuorumResponse", answer)
             except (OSError, ConnectionError) as exc:
                 last_error = str(exc)
                 address = self._seed()
@@ -160,9 +170,14 @@ class QuorumClient:
 
 
 _ZERO_UUID = bytes(16)
+# A voter or an observer of DescribeQuorum's answer (the same fields).
+_Replica = (
+    DescribeQuorumResponseTopicsPartitionsCurrentVoters
+    | DescribeQuorumResponseTopicsPartitionsObservers
+)
 
 
-def _voter_text(replica: dict[str, Any], nodes: dict[int, list[str]]) -> str:
+def _voter_text(replica: _Replica, nodes: dict[int, list[str]]) -> str:
     """MetadataQuorumCommand's Node.toString: ``{"id": 1, "directoryId": "..." (null for the
     zero uuid), "endpoints": [...]}`` (endpoints only when DescribeQuorum's nodes has them)."""
     directory = bytes(replica["replica_directory_id"])
@@ -175,14 +190,14 @@ def _voter_text(replica: dict[str, Any], nodes: dict[int, list[str]]) -> str:
     return json.dumps(entry)
 
 
-def _leader_end(partition: dict[str, Any]) -> int:
+def _leader_end(partition: DescribeQuorumResponseTopicsPartitions) -> int:
     leader_id = int(partition["leader_id"])
     leader = next((v for v in partition["current_voters"] if v["replica_id"] == leader_id), None)
     return int(leader["log_end_offset"]) if leader else int(partition["high_watermark"])
 
 
 def status_lines(
-    partition: dict[str, Any], nodes: dict[int, list[str]], cluster_id: str
+    partition: DescribeQuorumResponseTopicsPartitions, nodes: dict[int, list[str]], cluster_id: str
 ) -> list[str]:
     """MetadataQuorumCommand.handleDescribeStatus: the max-lag follower is the first voter
     with the smallest log end offset (the leader itself when none is behind: lag time 0)."""
@@ -213,7 +228,7 @@ def status_lines(
     return [f"{name + ':':<24}{value}" for name, value in rows]
 
 
-def replication_lines(partition: dict[str, Any]) -> list[str]:
+def replication_lines(partition: DescribeQuorumResponseTopicsPartitions) -> list[str]:
     """MetadataQuorumCommand.handleDescribeReplication through ToolsUtils.prettyPrintTable:
     the leader, the other voters, then the observers; every cell padded to its column's width
     and followed by a tab."""

@@ -42,6 +42,7 @@ from sparklog.cli.group_tool_args import (
 )
 from sparklog.client.groups import list_groups, node_id_of, state_name
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import ListGroupsResponseGroups
 
 
 def add_share_groups_parser(sub: Any) -> None:
@@ -68,7 +69,9 @@ def add_share_groups_parser(sub: Any) -> None:
     parser.set_defaults(run=run_share_groups)
 
 
-def _share_groups(admin: AdminClient, states: list[str] | None = None) -> list[dict[str, Any]]:
+def _share_groups(
+    admin: AdminClient, states: list[str] | None = None
+) -> list[ListGroupsResponseGroups]:
     listed = list_groups(admin, states, ["share"])
     return sorted(
         (g for g in listed if str(g.get("group_type", "")).lower() == "share"),

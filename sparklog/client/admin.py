@@ -13,12 +13,13 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from sparklog.client.connection import KafkaConnection
 from sparklog.client.pool import ConnectionPool
 from sparklog.config_keys import ConfigError
 from sparklog.protocol.errors import error_name
+from sparklog.protocol.message_types import MetadataResponse, MetadataResponseTopicsPartitions
 from sparklog.security.client_security import ClientSecurity, client_security_from_properties
 
 TopicPartition = tuple[str, int]
@@ -95,7 +96,7 @@ class AdminClient:
             )
         return conn
 
-    def request(self, api_name: str, body: dict[str, Any], version: int | None = None) -> Any:
+    def request(self, api_name: str, body: Mapping[str, Any], version: int | None = None) -> Any:
         return self.conn.request(api_name, body, version)
 
     def broker(self, node_id: int) -> KafkaConnection:
@@ -115,12 +116,15 @@ class AdminClient:
             },
         )
 
-    def topic_partitions(self, topics: Iterable[str] | None) -> dict[str, list[dict[str, Any]]]:
+    def topic_partitions(
+        self, topics: Iterable[str] | None
+    ) -> dict[str, list[MetadataResponseTopicsPartitions]]:
         """Existing topics -> their partitions (Metadata's entries, sorted by index)."""
-        out: dict[str, list[dict[str, Any]]] = {}
-        for topic in self.metadata(topics)["topics"]:
-            if topic["error_code"] == 0:
-                out[topic["name"]] = sorted(topic["partitions"], key=lambda p: p["partition_index"])
+        out: dict[str, list[MetadataResponseTopicsPartitions]] = {}
+        for topic in cast("MetadataResponse", self.metadata(topics))["topics"]:
+            name = topic["name"]  # null only for a topic asked for by id, which we never do
+            if topic["error_code"] == 0 and name is not None:
+                out[name] = sorted(topic["partitions"], key=lambda p: p["partition_index"])
         return out
 
     def coordinator(self, key: str, key_type: int = 0) -> KafkaConnection:

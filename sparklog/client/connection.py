@@ -14,7 +14,7 @@ import itertools
 import socket
 import ssl
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sparklog.protocol.errors import ProtocolError
@@ -94,7 +94,7 @@ class KafkaConnection:
             raise ProtocolError(f"no common version of {api.name}")
         return high
 
-    def request(self, api_name: str, body: dict[str, Any], version: int | None = None) -> Any:
+    def request(self, api_name: str, body: Mapping[str, Any], version: int | None = None) -> Any:
         api = API_BY_NAME[api_name]
         if version is None:
             version = self.version_for(api)

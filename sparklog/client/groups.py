@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 from sparklog.client.admin import AdminClient, AdminError, TopicPartition, kafka_error
 from sparklog.client.connection import KafkaConnection
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import ListGroupsResponse, ListGroupsResponseGroups
 
 _STATE_NAMES = {
     name.lower(): name
@@ -61,13 +62,14 @@ class GroupDescription:
 
 def list_groups(
     admin: AdminClient, states: list[str] | None = None, types: list[str] | None = None
-) -> list[dict[str, Any]]:
+) -> list[ListGroupsResponseGroups]:
     """Every broker's groups: each lists only those it coordinates, as in Kafka's admin."""
-    groups: list[dict[str, Any]] = []
+    groups: list[ListGroupsResponseGroups] = []
     for broker in sorted(admin.metadata([])["brokers"], key=lambda b: b["node_id"]):
-        response = admin.broker(broker["node_id"]).request(
+        answer = admin.broker(broker["node_id"]).request(
             "ListGroups", {"states_filter": states or [], "types_filter": types or []}
         )
+        response = cast("ListGroupsResponse", answer)
         if response["error_code"]:
             raise AdminError(
                 f"listing groups on broker {broker['node_id']} failed: "

@@ -28,10 +28,14 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from sparklog.protocol import compression as codecs
 from sparklog.protocol.errors import ErrorCode, retriable
+from sparklog.protocol.message_types import (
+    ProduceResponse,
+    ProduceResponseResponsesPartitionResponses,
+)
 from sparklog.protocol.record_codec import RecordInput, build_batch
 from sparklog.security.client_security import ClientSecurity
 
@@ -367,11 +371,11 @@ class Producer:
         }
         try:
             conn = self._connection(address)
-            response = conn.request("Produce", body)
+            response = cast("ProduceResponse", conn.request("Produce", body))
         except (OSError, ConnectionError) as exc:
             self._drop(address)
             return [(b, int(ErrorCode.NETWORK_EXCEPTION), f"{address}: {exc}") for b in group]
-        results: dict[tuple[str, int], dict[str, Any]] = {}
+        results: dict[tuple[str, int], ProduceResponseResponsesPartitionResponses] = {}
         id_to_name = {self._topics[t].topic_id: t for t in topics if t in self._topics}
         for topic in response["responses"]:
             name = topic.get("name") or id_to_name.get(bytes(topic.get("topic_id") or b""), "")
