@@ -9,13 +9,23 @@ from typing import Any
 from sparklog.broker.fetch_session import FetchPartition, FetchSessionCache
 from sparklog.broker.fetch_session_handler import FetchRequestData, FetchSessionHandler
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import FetchRequestTopicsPartitions
 
 Key = tuple[bytes, int]
 T = b"t" * 16
 
 
-def data(offset: int) -> dict[str, Any]:
-    return {"fetch_offset": offset, "partition_max_bytes": 100}
+def data(offset: int) -> FetchRequestTopicsPartitions:
+    return {
+        "partition": 0,
+        "current_leader_epoch": -1,
+        "fetch_offset": offset,
+        "last_fetched_epoch": -1,
+        "log_start_offset": -1,
+        "partition_max_bytes": 100,
+        "replica_directory_id": bytes(16),
+        "high_watermark": -1,
+    }
 
 
 def test_requests_follow_the_session() -> None:

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from sparklog.cli.metadata_quorum_tool import replication_lines, status_lines
 from sparklog.protocol.kafka_uuid import uuid_from_str
+from sparklog.protocol.message_types import (
+    DescribeQuorumResponseTopicsPartitions,
+    DescribeQuorumResponseTopicsPartitionsCurrentVoters,
+)
 
 DIR = "YuW8IfIj3i9_Pip1xMwppA"
 
 
-def replica(node_id: int, end: int, caught_up: int) -> dict[str, object]:
+def replica(
+    node_id: int, end: int, caught_up: int
+) -> DescribeQuorumResponseTopicsPartitionsCurrentVoters:
     return {
         "replica_id": node_id,
         "replica_directory_id": uuid_from_str(DIR),
@@ -18,7 +24,7 @@ def replica(node_id: int, end: int, caught_up: int) -> dict[str, object]:
     }
 
 
-PARTITION = {
+PARTITION: DescribeQuorumResponseTopicsPartitions = {
     "leader_id": 2,
     "leader_epoch": 7,
     "high_watermark": 100,

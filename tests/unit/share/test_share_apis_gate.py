@@ -135,7 +135,9 @@ REQUESTS: dict[int, dict[str, Any]] = {
 def test_disabled_answer_is_unsupported_version_everywhere(key: int) -> None:
     api = SERVED[key]
     header = RequestHeader(key, api.max_version, 1, "c")
-    body = share_disabled_response(Request(header, api, REQUESTS.get(key, {"group_id": "g"})))
+    # the answer of whichever API ``key`` is: read by its fields' names
+    answer = share_disabled_response(Request(header, api, REQUESTS.get(key, {"group_id": "g"})))
+    body: dict[str, Any] = dict(answer)
     encode_bytes(api.response, api.max_version, body)  # a complete answer of the API
     codes = [body.get("error_code")]
     for group in body.get("groups", ()):
