@@ -15,10 +15,21 @@ import re
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from sparklog.cli.admin_client import AdminClient, CliError, add_tool_parser, open_admin
 from sparklog.protocol.errors import ErrorCode, ProtocolError
+from sparklog.protocol.message_types import (
+    CreateTopicsRequest,
+    CreateTopicsRequestTopicsConfigs,
+    DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsResponseNextCursor,
+    DescribeTopicPartitionsResponseTopicsPartitions,
+    ListPartitionReassignmentsResponse,
+    ListPartitionReassignmentsResponseTopicsPartitions,
+    MetadataResponse,
+    MetadataResponseTopics,
+)
 
 
 class TopicCommandError(Exception):
@@ -31,8 +42,8 @@ def _check(code: int, message: str | None, what: str) -> None:
         raise TopicCommandError(message or f"{what} failed: {name}")
 
 
-def _configs(items: list[str]) -> list[dict[str, Any]]:
-    configs = []
+def _configs(items: list[str]) -> list[CreateTopicsRequestTopicsConfigs]:
+    configs: list[CreateTopicsRequestTopicsConfigs] = []
     for item in items:
         if "=" not in item:
             raise TopicCommandError(f"--config expects key=value, got {item!r}")
@@ -77,7 +88,7 @@ def _create(admin: AdminClient, args: argparse.Namespace) -> None:
             file=sys.stderr,
             flush=True,
         )
-    body = {
+    body: CreateTopicsRequest = {
         "topics": [
             {
                 "name": args.topic,
@@ -119,26 +130,33 @@ def _wait_for_leaders(admin: AdminClient, topic: str, count: int) -> None:
         time.sleep(1.0)
 
 
-def _matching(admin: AdminClient, args: argparse.Namespace) -> list[dict[str, Any]]:
+def _name(topic: MetadataResponseTopics) -> str:
+    """A listed topic's name (null only for a topic asked for by id, which this tool never
+    does)."""
+    return topic["name"] or ""
+
+
+def _matching(admin: AdminClient, args: argparse.Namespace) -> list[MetadataResponseTopics]:
     """Metadata of the topics ``--topic`` names (a regular expression, as in Kafka's
     TopicFilter.IncludeList), all topics without it; internal ones dropped on request."""
-    topics = [t for t in admin.metadata(None)["topics"] if t["error_code"] == 0]
+    metadata = cast("MetadataResponse", admin.metadata(None))
+    topics = [t for t in metadata["topics"] if t["error_code"] == 0]
     if args.topic:
         try:
             pattern = re.compile(args.topic)
         except re.error as exc:
             raise TopicCommandError(f"--topic {args.topic!r} is not a valid regex: {exc}") from None
-        topics = [t for t in topics if pattern.fullmatch(t["name"])]
+        topics = [t for t in topics if pattern.fullmatch(_name(t))]
     if args.exclude_internal:
         topics = [t for t in topics if not t.get("is_internal")]
     if args.topic and not topics and not args.if_exists and not args.list:
         raise TopicCommandError(f"Topic '{args.topic}' does not exist as expected")
-    return sorted(topics, key=lambda t: t["name"])
+    return sorted(topics, key=_name)
 
 
 def _list(admin: AdminClient, args: argparse.Namespace) -> None:
     for topic in _matching(admin, args):
-        print(topic["name"])
+        print(_name(topic))
 
 
 _DEFAULT_CONFIG = 5  # DescribeConfigs config_source: ConfigEntry.isDefault() in Kafka's admin
@@ -176,12 +194,15 @@ def _topic_configs(admin: AdminClient, names: list[str]) -> dict[str, tuple[str,
     return out
 
 
-def _partitions_with_elr(admin: AdminClient, names: list[str]) -> dict[str, list[dict[str, Any]]]:
+_Partition = DescribeTopicPartitionsResponseTopicsPartitions
+
+
+def _partitions_with_elr(admin: AdminClient, names: list[str]) -> dict[str, list[_Partition]]:
     """DescribeTopicPartitions (paged by its cursor) as Kafka's admin uses it: the ELR fields."""
-    out: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-    cursor: dict[str, Any] | None = None
+    out: dict[str, list[_Partition]] = {name: [] for name in names}
+    cursor: DescribeTopicPartitionsResponseNextCursor | None = None
     while True:
-        response = admin.request(
+        answer = admin.request(
             "DescribeTopicPartitions",
             {
                 "topics": [{"name": name} for name in names],
@@ -189,6 +210,7 @@ def _partitions_with_elr(admin: AdminClient, names: list[str]) -> dict[str, list
                 "cursor": cursor,
             },
         )
+        response = cast("DescribeTopicPartitionsResponse", answer)
         for topic in response["topics"]:
             if topic["error_code"] == 0 and topic["name"] in out:
                 out[topic["name"]].extend(topic["partitions"])
@@ -197,8 +219,11 @@ def _partitions_with_elr(admin: AdminClient, names: list[str]) -> dict[str, list
             return out
 
 
-def _reassignments(admin: AdminClient) -> dict[tuple[str, int], dict[str, Any]]:
-    response = admin.request("ListPartitionReassignments", {"timeout_ms": 30000, "topics": None})
+def _reassignments(
+    admin: AdminClient,
+) -> dict[tuple[str, int], ListPartitionReassignmentsResponseTopicsPartitions]:
+    answer = admin.request("ListPartitionReassignments", {"timeout_ms": 30000, "topics": None})
+    response = cast("ListPartitionReassignmentsResponse", answer)
     if response["error_code"]:
         return {}  # TopicCommand, too, describes without them when it cannot list them
     return {
@@ -221,7 +246,7 @@ def _describe(admin: AdminClient, args: argparse.Namespace) -> None:
     topics = _matching(admin, args)
     if not topics:
         return
-    names = [topic["name"] for topic in topics]
+    names = [_name(topic) for topic in topics]
     configs = _topic_configs(admin, names)
     live = {b["node_id"] for b in admin.metadata([])["brokers"]}
     filters = (
@@ -235,11 +260,12 @@ def _describe(admin: AdminClient, args: argparse.Namespace) -> None:
     with_elr = (
         _partitions_with_elr(admin, names)
         if admin.conn.versions.get(75) is not None
-        else {t["name"]: t["partitions"] for t in topics}
+        # Metadata's partitions: the same fields but the ELR ones (read as absent: N/A)
+        else {_name(t): cast("list[_Partition]", t["partitions"]) for t in topics}
     )
     moving = _reassignments(admin)
     for topic in topics:
-        name = topic["name"]
+        name = _name(topic)
         partitions = sorted(with_elr[name], key=lambda p: p["partition_index"])
         first = moving.get((name, partitions[0]["partition_index"])) if partitions else None
         rf = len(partitions[0]["replica_nodes"]) if partitions else 0
@@ -266,18 +292,17 @@ def _describe(admin: AdminClient, args: argparse.Namespace) -> None:
                     f"\tAdding Replicas: {_ids(move['adding_replicas'])}"
                     f"\tRemoving Replicas: {_ids(move['removing_replicas'])}"
                 )
-            for label, key in (
-                ("Elr", "eligible_leader_replicas"),
-                ("LastKnownElr", "last_known_elr"),
+            for label, value in (
+                ("Elr", p.get("eligible_leader_replicas")),
+                ("LastKnownElr", p.get("last_known_elr")),
             ):
-                value = p.get(key)
                 line += f"\t{label}: {'N/A' if value is None else _ids(value)}"
             print(line)
 
 
 def _selected(
-    partition: dict[str, Any],
-    move: dict[str, Any] | None,
+    partition: _Partition,
+    move: ListPartitionReassignmentsResponseTopicsPartitions | None,
     min_isr: int,
     live: set[int],
     filters: tuple[bool, bool, bool, bool],
@@ -297,7 +322,7 @@ def _selected(
 
 def _delete(admin: AdminClient, args: argparse.Namespace) -> None:
     for topic in _matching(admin, args):
-        name = topic["name"]
+        name = _name(topic)
         response = admin.request(
             "DeleteTopics",
             {"topic_names": [name], "topics": [{"name": name}], "timeout_ms": 30000},
@@ -318,7 +343,7 @@ def _alter(admin: AdminClient, args: argparse.Namespace) -> None:
         response = admin.request(
             "CreatePartitions",
             {
-                "topics": [{"name": topic["name"], "count": args.partitions, "assignments": None}],
+                "topics": [{"name": _name(topic), "count": args.partitions, "assignments": None}],
                 "timeout_ms": 30000,
                 "validate_only": False,
             },
