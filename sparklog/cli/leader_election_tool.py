@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Any, cast
 
 from sparklog.cli.admin_client import (
     CliError,
@@ -25,6 +25,11 @@ from sparklog.cli.admin_client import (
 )
 from sparklog.client.connection import KafkaConnection
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import (
+    ElectLeadersRequest,
+    ElectLeadersRequestTopicPartitions,
+    ElectLeadersResponse,
+)
 
 ELECTION_TYPES = {"PREFERRED": 0, "UNCLEAN": 1}
 
@@ -57,7 +62,7 @@ def add_leader_election_parser(sub: Any) -> None:
     parser.set_defaults(run=run_leader_election)
 
 
-def _targets(args: argparse.Namespace) -> list[dict[str, Any]] | None:
+def _targets(args: argparse.Namespace) -> list[ElectLeadersRequestTopicPartitions] | None:
     chosen = [
         bool(args.all_topic_partitions),
         args.topic is not None,
@@ -79,7 +84,7 @@ def _targets(args: argparse.Namespace) -> list[dict[str, Any]] | None:
     return _read_json_targets(args.path_to_json_file)
 
 
-def _read_json_targets(path: str) -> list[dict[str, Any]]:
+def _read_json_targets(path: str) -> list[ElectLeadersRequestTopicPartitions]:
     try:
         with open(path, encoding="utf-8") as handle:
             document = json.load(handle)
@@ -114,16 +119,18 @@ def _error_name(code: int, message: str | None) -> str:
     return f"{name}: {message}" if message else name
 
 
-def elect(conn: KafkaConnection, election_type: str, targets: list[dict[str, Any]] | None) -> int:
+def elect(
+    conn: KafkaConnection,
+    election_type: str,
+    targets: list[ElectLeadersRequestTopicPartitions] | None,
+) -> int:
     """Send ElectLeaders and print the outcome as Kafka's tool does; the failure count."""
-    response = conn.request(
-        "ElectLeaders",
-        {
-            "election_type": ELECTION_TYPES[election_type],
-            "topic_partitions": targets,
-            "timeout_ms": 30000,
-        },
-    )
+    request: ElectLeadersRequest = {
+        "election_type": ELECTION_TYPES[election_type],
+        "topic_partitions": targets,
+        "timeout_ms": 30000,
+    }
+    response = cast("ElectLeadersResponse", conn.request("ElectLeaders", request))
     if response.get("error_code", 0):
         raise LeaderElectionError(
             f"Leader election failed: {_error_name(response['error_code'], None)}"

@@ -27,10 +27,16 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from typing import Any, cast
 
 from sparklog.cli.admin_client import AdminClient, CliError, kafka_error
 from sparklog.client.connection import KafkaConnection
+from sparklog.protocol.message_types import (
+    DescribeProducersResponse,
+    DescribeProducersResponseTopicsPartitionsActiveProducers,
+)
+
+_Producer = DescribeProducersResponseTopicsPartitionsActiveProducers
 
 PRODUCERS_HEADERS = (
     "ProducerId",
@@ -94,25 +100,26 @@ def _leader(admin: AdminClient, topic: str, partition: int) -> int:
 
 def _producers(
     conn: KafkaConnection, partitions: list[tuple[str, int]]
-) -> dict[tuple[str, int], list[dict[str, Any]]]:
+) -> dict[tuple[str, int], list[_Producer]]:
     """DescribeProducers of ``partitions`` on one broker; a partition error raises."""
     by_topic: dict[str, list[int]] = {}
     for topic, partition in partitions:
         by_topic.setdefault(topic, []).append(partition)
-    response = conn.request(
+    answer = conn.request(
         "DescribeProducers",
         {"topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]},
     )
-    out: dict[tuple[str, int], list[dict[str, Any]]] = {}
-    for topic in response["topics"]:
-        for p in topic["partitions"]:
+    response = cast("DescribeProducersResponse", answer)
+    out: dict[tuple[str, int], list[_Producer]] = {}
+    for answered in response["topics"]:
+        for p in answered["partitions"]:
             if p["error_code"]:
                 raise CliError(kafka_error(p["error_code"], p.get("error_message")))
-            out[(topic["name"], p["partition_index"])] = list(p["active_producers"])
+            out[(answered["name"], p["partition_index"])] = list(p["active_producers"])
     return out
 
 
-def _start(state: dict[str, Any]) -> int:
+def _start(state: _Producer) -> int:
     return int(state["current_txn_start_offset"])
 
 
@@ -207,7 +214,7 @@ def find_hanging(admin: AdminClient, args: argparse.Namespace) -> list[list[str]
     if args.partition is not None and args.topic is None:
         raise CliError("The --partition argument requires --topic to be provided")
     max_ms = args.max_transaction_timeout * 60_000
-    candidates: list[tuple[tuple[str, int], dict[str, Any]]] = []
+    candidates: list[tuple[tuple[str, int], _Producer]] = []
     for broker, partitions in _in_scope(admin, args).items():
         try:
             states = _producers(admin.broker(broker), partitions)
