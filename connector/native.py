@@ -11,7 +11,11 @@ Contract of the plan:
   (finished segments, clipped at the log start offset and the requested range), projected and
   cast to the Kafka schema (``topic`` a literal, ``timestamp`` is ``timestamp_millis`` of the
   stored ms, ``timestampType`` an int). The filter-free objects (below) of all of a topic's
-  partitions are one scan whose ``partition`` is a ``CASE`` over each file's size
+  partitions are one scan. Under a ``local`` master with local files (a ``file://`` store, hot
+  tail files) its ``partition`` comes from ``partition=N`` directories of links to the files
+  (:mod:`.local_layout`: Spark's partition discovery, a constant per file, so ``count()``
+  reads nothing; a ``CASE`` over ``_metadata`` makes Spark build the metadata struct for every
+  row). Otherwise ``partition`` is a ``CASE`` over each file's size
   (``_metadata.file_size``, which Spark fills per file without reading it), and over its name
   (``_metadata.file_name``) for the files whose size another partition's object shares (when
   those names are unique); otherwise, and for the filtered objects, one scan per partition
@@ -24,9 +28,9 @@ Contract of the plan:
   without counts) get ``offset`` bounds and ``NOT is_control`` (``NOT aborted`` under
   read_committed), which Spark pushes into the Parquet reader (row groups are skipped on their
   statistics). User filters on ``partition`` drop whole per-partition scans (the literal
-  folds) and prune the shared scan's files before they are opened (a filter on file metadata
-  only: the scan's ``numFiles`` metric shows it); those on ``offset`` and ``timestamp`` are
-  pushed into every scan.
+  folds) and prune the shared scan's files before they are opened (a partition filter, or one
+  on file metadata only: the scan's ``numFiles`` metric shows it); those on ``offset`` and
+  ``timestamp`` are pushed into every scan.
 - Hot pieces: with a ``local`` master and a small hot tail, read on the driver once and
   written as Parquet files in the tier's columns (:mod:`.hot_tail`: a Python data source query
   costs more than Spark's whole scan of the tier), which are planned like filter-free tier
@@ -56,6 +60,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from .local_layout import local_path, partition_layout
 from .options import SourceOptions, parse_options
 from .planning import (
     ColdObject,
@@ -189,9 +194,16 @@ def _load(spark: SparkSession, raw: Mapping[str, str]) -> DataFrame:
     if cold:
         # One reader for every scan: its schema and options cross to the JVM once.
         reader = spark.read.schema(_TIER_SCHEMA).options(**_hadoop_options(options))
+        layout_reader = None
+        if _local_master(spark):
+            layout_reader = spark.read.schema(f"{_TIER_SCHEMA}, partition INT").options(
+                **_hadoop_options(options)
+            )
         for topic in sorted({t for t, _ in cold}):
             by_partition = {p: objects for (t, p), objects in sorted(cold.items()) if t == topic}
-            frames.extend(_topic_frames(reader, options, base_url, topic, by_partition))
+            frames.extend(
+                _topic_frames(reader, layout_reader, options, base_url, topic, by_partition)
+            )
     if hot:
         frames.append(_hot_frame(spark, raw, options, hot))
     if not frames:
@@ -306,25 +318,40 @@ def _partition_case(free: Mapping[int, Sequence[ColdObject]]) -> str | None:
 
 def _topic_frames(
     reader: DataFrameReader,
+    layout_reader: DataFrameReader | None,
     options: SourceOptions,
     base_url: str | None,
     topic: str,
     by_partition: Mapping[int, Sequence[ColdObject]],
 ) -> list[DataFrame]:
-    """One topic's scans: the filter-free objects of all its partitions in one scan when
-    :func:`_partition_case` can name their partitions (one scan costs Spark far less than one per
-    partition: a ``count()`` of 4 partitions took twice parquet's CPU), else one per partition;
-    the objects that need a filter, one scan per partition."""
+    """One topic's scans: the filter-free objects of all its partitions in one scan (one scan
+    costs Spark far less than one per partition: a ``count()`` of 4 partitions took twice
+    parquet's CPU), its ``partition`` from ``partition=N`` directories of links when the files
+    are local and ``layout_reader`` is given (a local master: :mod:`.local_layout`), else from
+    :func:`_partition_case`, else one scan per partition; the objects that need a filter, one
+    scan per partition."""
     free = {p: [o for o in objects if o.filter_free] for p, objects in by_partition.items()}
     free = {p: objects for p, objects in free.items() if objects}
-    case = _partition_case(free)
     frames = []
-    if case is not None:
+    shared = False
+    if layout_reader is not None and len(free) >= 2:
+        local = {p: [local_path(_url(base_url, o)) for o in objects] for p, objects in free.items()}
+        if all(path is not None for paths in local.values() for path in paths):
+            base, links = partition_layout(
+                {p: [path for path in paths if path is not None] for p, paths in local.items()}
+            )
+            scan = layout_reader.option("basePath", base).parquet(*links)
+            frames.append(
+                scan.selectExpr(*_kafka_exprs(topic, "partition", options.include_headers))
+            )
+            shared = True
+    if not shared and (case := _partition_case(free)) is not None:
         exprs = _kafka_exprs(topic, case, options.include_headers)
         paths = [_url(base_url, o) for objects in free.values() for o in objects]
         frames.append(reader.parquet(*paths).selectExpr(*exprs))
+        shared = True
     for partition, objects in by_partition.items():
-        wanted = [o for o in objects if not (case is not None and o.filter_free)]
+        wanted = [o for o in objects if not (shared and o.filter_free)]
         frames.extend(_cold_frames(reader, options, base_url, topic, partition, wanted))
     return frames
 

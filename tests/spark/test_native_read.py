@@ -222,8 +222,9 @@ def test_brokers_only_is_the_hot_tail_alone(env: Env) -> None:
         "includeHeaders": "true",
     }
     native = env.native(**options)
-    plan = _plan(native)
-    assert "/sparklog-hot-tail-" in plan and "/topics/" not in plan, plan
+    # The scan may name the tail files through links (connector/local_layout.py).
+    files = [os.path.realpath(url.removeprefix("file://")) for url in native.inputFiles()]
+    assert files and all("/sparklog-hot-tail-" in f and "/topics/" not in f for f in files), files
     assert spark_rows(native) == env.reference["read_committed"]
 
 
@@ -262,13 +263,8 @@ def test_count_reads_no_value_and_filters_reach_the_files(env: Env) -> None:
     assert f"GreaterThanOrEqual(offset,{cut})" in plan, plan
     assert "FileScan parquet" in _plan(df.where("partition = 0"))
     # Partition 1 is hot only: its rows come from the hot tail's Parquet (materialised on the
-    # driver, local master), and no scan of the tier's objects is left in the plan.
-    tier_scans = [
-        line
-        for line in _plan(df.where("partition = 1")).splitlines()
-        if "FileScan" in line and "/topics/" in line
-    ]
-    assert not tier_scans, "partition 0 files read"
+    # driver, local master), the one file read; no tier object is.
+    assert _scan_files(df.where("partition = 1")) == [1]
     want = [r[1] for r in env.reference["read_uncommitted"] if r[0] == 0 and r[1] >= cut]
     assert [r["offset"] for r in pruned.orderBy("offset").collect()] == want
 
