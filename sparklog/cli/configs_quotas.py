@@ -20,9 +20,14 @@ users in the cluster.``
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import cast
 
 from sparklog.cli.admin_client import AdminClient, CliError, kafka_error
+from sparklog.protocol.message_types import (
+    DescribeClientQuotasRequestComponents,
+    DescribeClientQuotasResponse,
+    DescribeClientQuotasResponseEntries,
+)
 
 QUOTA_ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
 _LABEL = {"user": "user-principal", "client-id": "client-id", "ip": "ip"}
@@ -64,14 +69,19 @@ def quota_entity(args: argparse.Namespace) -> Entity | None:
     return sorted(entity, key=lambda e: ["users", "clients", "ips"].index(e[0]))
 
 
-def _components(entity: Entity) -> list[dict[str, Any]]:
-    components = []
+def _components(entity: Entity) -> list[DescribeClientQuotasRequestComponents]:
+    components: list[DescribeClientQuotasRequestComponents] = []
     for kind, name in entity:
         entity_type = QUOTA_ENTITY_TYPES[kind]
+        # match: the declared default (null) unless an exact name is matched
         if name is None:
-            components.append({"entity_type": entity_type, "match_type": MATCH_SPECIFIED})
+            components.append(
+                {"entity_type": entity_type, "match_type": MATCH_SPECIFIED, "match": None}
+            )
         elif name == "":
-            components.append({"entity_type": entity_type, "match_type": MATCH_DEFAULT})
+            components.append(
+                {"entity_type": entity_type, "match_type": MATCH_DEFAULT, "match": None}
+            )
         else:
             components.append(
                 {"entity_type": entity_type, "match_type": MATCH_EXACT, "match": name}
@@ -79,10 +89,13 @@ def _components(entity: Entity) -> list[dict[str, Any]]:
     return components
 
 
-def _describe_entries(admin: AdminClient, entity: Entity) -> list[dict[str, Any]]:
-    response = admin.request(
+def _describe_entries(
+    admin: AdminClient, entity: Entity
+) -> list[DescribeClientQuotasResponseEntries]:
+    answer = admin.request(
         "DescribeClientQuotas", {"components": _components(entity), "strict": True}
     )
+    response = cast("DescribeClientQuotasResponse", answer)
     if response["error_code"]:
         raise CliError(kafka_error(response["error_code"], response.get("error_message")))
     return list(response["entries"] or ())

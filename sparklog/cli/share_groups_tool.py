@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, cast
 
 from sparklog.cli.admin_client import (
     EARLIEST,
@@ -42,7 +42,13 @@ from sparklog.cli.group_tool_args import (
 )
 from sparklog.client.groups import list_groups, node_id_of, state_name
 from sparklog.protocol.errors import ErrorCode
-from sparklog.protocol.message_types import ListGroupsResponseGroups
+from sparklog.protocol.message_types import (
+    DescribeShareGroupOffsetsRequestGroupsTopics,
+    DescribeShareGroupOffsetsResponse,
+    ListGroupsResponseGroups,
+    ShareGroupDescribeResponse,
+    ShareGroupDescribeResponseGroups,
+)
 
 
 def add_share_groups_parser(sub: Any) -> None:
@@ -92,11 +98,11 @@ def _list(admin: AdminClient, args: argparse.Namespace) -> None:
         print(f"{g['group_id']:<{width}} {state_name(g.get('group_state', ''))}")
 
 
-def _describe_group(admin: AdminClient, group_id: str) -> dict[str, Any] | None:
-    response = admin.coordinator(group_id).request(
+def _describe_group(admin: AdminClient, group_id: str) -> ShareGroupDescribeResponseGroups | None:
+    answer = admin.coordinator(group_id).request(
         "ShareGroupDescribe", {"group_ids": [group_id], "include_authorized_operations": False}
     )
-    group: dict[str, Any] = response["groups"][0]
+    group = cast("ShareGroupDescribeResponse", answer)["groups"][0]
     if group["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND:
         return None
     if group["error_code"]:
@@ -109,17 +115,17 @@ def start_offsets(
 ) -> dict[TopicPartition, tuple[int, int, int]]:
     """(start offset, leader epoch, lag) per share-partition the group has state for; the lag
     is -1 when the coordinator answered none (DescribeShareGroupOffsets v0 has no lag)."""
-    wanted: list[dict[str, Any]] | None = None
+    wanted: list[DescribeShareGroupOffsetsRequestGroupsTopics] | None = None
     if topics is not None:
         layout = admin.topic_partitions(topics)
         wanted = [
             {"topic_name": t, "partitions": [p["partition_index"] for p in layout.get(t, [])]}
             for t in topics
         ]
-    response = admin.coordinator(group_id).request(
+    answer = admin.coordinator(group_id).request(
         "DescribeShareGroupOffsets", {"groups": [{"group_id": group_id, "topics": wanted}]}
     )
-    group = response["groups"][0]
+    group = cast("DescribeShareGroupOffsetsResponse", answer)["groups"][0]
     if group["error_code"]:
         raise CliError(f"describing offsets of {group_id}: {kafka_error(group['error_code'])}")
     return {
@@ -152,7 +158,7 @@ def _describe_offsets(admin: AdminClient, group_id: str) -> None:
     _print_table(header, rows, {})
 
 
-def _describe_members(group: dict[str, Any], verbose: bool) -> None:
+def _describe_members(group: ShareGroupDescribeResponseGroups, verbose: bool) -> None:
     header = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
     header += ["MEMBER-EPOCH"] if verbose else []
     header += ["ASSIGNMENT"]
