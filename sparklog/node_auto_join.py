@@ -25,11 +25,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Any
+from typing import Any, cast
 
 from sparklog.config import ServerConfig, controller_endpoints
 from sparklog.node_plane import MetadataPlane
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import AddRaftVoterRequest, AddRaftVoterResponse
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.raft.rpc import ADD_RAFT_VOTER
 from sparklog.raft.state import Follower
@@ -77,14 +78,17 @@ class AutoJoin:
             return False
         return True
 
-    def request_body(self) -> dict[str, Any]:
+    def request_body(self) -> AddRaftVoterRequest:
         replica = self._plane.replica
         return {
             "cluster_id": self._cluster_id,
             "timeout_ms": self.interval_ms,
             "voter_id": replica.node_id,
             "voter_directory_id": replica.local.directory_id,
-            "listeners": controller_endpoints(self._config),
+            "listeners": [
+                {"name": e["name"], "host": e["host"], "port": e["port"]}
+                for e in controller_endpoints(self._config)
+            ],
             "ack_when_committed": True,
         }
 
@@ -96,7 +100,8 @@ class AutoJoin:
             return False
         self.attempts += 1
         api = API_BY_KEY[ADD_RAFT_VOTER]
-        response = await self._send(ADD_RAFT_VOTER, api.max_version, self.request_body())
+        answer = await self._send(ADD_RAFT_VOTER, api.max_version, self.request_body())
+        response = cast("AddRaftVoterResponse", answer)
         code = int(response.get("error_code", 0))
         if code in (ErrorCode.NONE, ErrorCode.DUPLICATE_VOTER):
             log.info("Controller %d joined the voters (auto-join)", self._plane.replica.node_id)
