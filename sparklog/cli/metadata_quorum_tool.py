@@ -28,11 +28,13 @@ from sparklog.config import ServerConfig, controller_endpoints
 from sparklog.protocol.errors import ErrorCode, ProtocolError
 from sparklog.protocol.kafka_uuid import uuid_from_str, uuid_to_str
 from sparklog.protocol.message_types import (
+    AddRaftVoterRequest,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
     DescribeQuorumResponseTopicsPartitions,
     DescribeQuorumResponseTopicsPartitionsCurrentVoters,
     DescribeQuorumResponseTopicsPartitionsObservers,
+    RemoveRaftVoterRequest,
 )
 from sparklog.storage.meta_properties import read_meta_properties
 
@@ -154,7 +156,8 @@ class QuorumClient:
                 time.sleep(0.5)
         raise QuorumCommandError(f"could not describe the quorum: {last_error}")
 
-    def leader_request(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
+    def leader_request(self, api: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """``api`` (a voter change) sent to the KRaft leader: its decoded answer."""
         last = ""
         for _ in range(_ATTEMPTS):
             _, _, address = self.describe()
@@ -266,7 +269,7 @@ def replication_lines(partition: DescribeQuorumResponseTopicsPartitions) -> list
     ]
 
 
-def _add_controller_body(config_path: str) -> dict[str, Any]:
+def _add_controller_body(config_path: str) -> AddRaftVoterRequest:
     config = ServerConfig.from_file(config_path)
     if not config.is_controller:
         raise QuorumCommandError(f"{config_path} does not describe a controller (process.roles)")
@@ -285,7 +288,7 @@ def _add_controller_body(config_path: str) -> dict[str, Any]:
         "timeout_ms": 30000,
         "voter_id": config.node_id,
         "voter_directory_id": uuid_from_str(meta.directory_id),
-        "listeners": listeners,
+        "listeners": [{"name": e["name"], "host": e["host"], "port": e["port"]} for e in listeners],
         "ack_when_committed": True,
     }
 
@@ -312,14 +315,12 @@ def run_metadata_quorum(args: argparse.Namespace) -> int:
                 + ", ".join(f"{e['name']}://{e['host']}:{e['port']}" for e in body["listeners"])
             )
         else:
-            client.leader_request(
-                "RemoveRaftVoter",
-                {
-                    "cluster_id": None,
-                    "voter_id": args.controller_id,
-                    "voter_directory_id": uuid_from_str(args.controller_directory_id),
-                },
-            )
+            remove: RemoveRaftVoterRequest = {
+                "cluster_id": None,
+                "voter_id": args.controller_id,
+                "voter_directory_id": uuid_from_str(args.controller_directory_id),
+            }
+            client.leader_request("RemoveRaftVoter", remove)
             print(
                 f"Removed KRaft controller {args.controller_id} with directory id "
                 f"{args.controller_directory_id}"
