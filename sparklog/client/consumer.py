@@ -19,9 +19,15 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 from sparklog.protocol.errors import error_name, retriable
+from sparklog.protocol.kafka_uuid import ZERO_UUID
+from sparklog.protocol.message_types import (
+    FetchRequest,
+    FetchResponse,
+    FetchResponseResponsesPartitions,
+)
 from sparklog.protocol.record_codec import decode_batch
 from sparklog.protocol.records import iter_batches
 from sparklog.security.client_security import ClientSecurity
@@ -31,6 +37,7 @@ from .pool import ConnectionPool
 
 TopicPartition = tuple[str, int]
 _FETCH_VERSION = 12
+_UNKNOWN_HIGH_WATERMARK = (1 << 63) - 1  # v18's declared default, not sent at v12
 _OFFSET_OUT_OF_RANGE = 1
 
 
@@ -167,9 +174,10 @@ class PartitionReader:
         out: list[ConsumedRecord] = []
         for address, tps in by_leader.items():
             try:
-                response = self._pool.get(address).request(
+                answer = self._pool.get(address).request(
                     "Fetch", self._fetch_body(tps), _FETCH_VERSION
                 )
+                response = cast("FetchResponse", answer)
             except (OSError, ConnectionError):
                 self._pool.drop(address)
                 self._leaders = {k: v for k, v in self._leaders.items() if v != address}
@@ -180,12 +188,15 @@ class PartitionReader:
                     out += self._take((topic["topic"], p["partition_index"]), p)
         return out
 
-    def _fetch_body(self, tps: list[TopicPartition]) -> dict[str, Any]:
+    def _fetch_body(self, tps: list[TopicPartition]) -> FetchRequest:
         by_topic: dict[str, list[int]] = {}
         for topic, index in tps:
             by_topic.setdefault(topic, []).append(index)
+        # v12: the later versions' fields at their declared defaults, not sent
         return {
+            "cluster_id": None,
             "replica_id": -1,
+            "replica_state": None,
             "max_wait_ms": self.max_wait_ms,
             "min_bytes": 1,
             "max_bytes": 50 << 20,
@@ -195,6 +206,7 @@ class PartitionReader:
             "topics": [
                 {
                     "topic": topic,
+                    "topic_id": ZERO_UUID,
                     "partitions": [
                         {
                             "partition": index,
@@ -203,6 +215,8 @@ class PartitionReader:
                             "last_fetched_epoch": -1,
                             "log_start_offset": -1,
                             "partition_max_bytes": self.partition_max_bytes,
+                            "replica_directory_id": ZERO_UUID,
+                            "high_watermark": _UNKNOWN_HIGH_WATERMARK,
                         }
                         for index in indexes
                     ],
@@ -213,7 +227,9 @@ class PartitionReader:
             "rack_id": "",
         }
 
-    def _take(self, tp: TopicPartition, p: Mapping[str, Any]) -> list[ConsumedRecord]:
+    def _take(
+        self, tp: TopicPartition, p: FetchResponseResponsesPartitions
+    ) -> list[ConsumedRecord]:
         code = p["error_code"]
         if code == _OFFSET_OUT_OF_RANGE:
             raise FetchError(
@@ -225,7 +241,7 @@ class PartitionReader:
                 self._leaders.pop(tp, None)
                 return []
             raise FetchError(f"fetching {tp[0]}-{tp[1]}: {error_name(code)}")
-        data = bytes(p.get("records") or b"")
+        data = bytes(cast("memoryview | None", p.get("records")) or b"")  # decoded: a view
         aborted = sorted(
             (a["first_offset"], a["producer_id"]) for a in p.get("aborted_transactions") or []
         )
