@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import Any, cast
 
 from sparklog.cli.admin_client import (
     CliError,
@@ -35,6 +35,11 @@ from sparklog.cli.admin_client import (
 )
 from sparklog.client.connection import KafkaConnection
 from sparklog.protocol.errors import ErrorCode
+from sparklog.protocol.message_types import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsRequestTopicsPartitions,
+    AlterPartitionReassignmentsResponse,
+)
 
 TopicPartition = tuple[str, int]
 
@@ -195,16 +200,16 @@ def ongoing(
 
 def alter(conn: KafkaConnection, targets: dict[TopicPartition, list[int] | None]) -> list[str]:
     """Send AlterPartitionReassignments; the ``t-p: reason`` of every refused partition."""
-    grouped: dict[str, list[dict[str, Any]]] = {}
+    grouped: dict[str, list[AlterPartitionReassignmentsRequestTopicsPartitions]] = {}
     for (topic, partition), replicas in targets.items():
         grouped.setdefault(topic, []).append({"partition_index": partition, "replicas": replicas})
-    response = conn.request(
-        "AlterPartitionReassignments",
-        {
-            "timeout_ms": 30000,
-            "topics": [{"name": t, "partitions": ps} for t, ps in grouped.items()],
-        },
-    )
+    request: AlterPartitionReassignmentsRequest = {
+        "timeout_ms": 30000,
+        "allow_replication_factor_change": True,  # the declared default
+        "topics": [{"name": t, "partitions": ps} for t, ps in grouped.items()],
+    }
+    answer = conn.request("AlterPartitionReassignments", request)
+    response = cast("AlterPartitionReassignmentsResponse", answer)
     if response["error_code"]:
         raise ReassignError(_error(response["error_code"], response.get("error_message")))
     return [
