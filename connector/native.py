@@ -337,10 +337,12 @@ def _topic_frames(
     if layout_reader is not None and len(free) >= 2:
         local = {p: [local_path(_url(base_url, o)) for o in objects] for p, objects in free.items()}
         if all(path is not None for paths in local.values() for path in paths):
-            base, links = partition_layout(
+            base, _ = partition_layout(
                 {p: [path for path in paths if path is not None] for p, paths in local.items()}
             )
-            scan = layout_reader.option("basePath", base).parquet(*links)
+            # The directory, not its files: Spark lists more than 32 paths
+            # (spark.sql.sources.parallelPartitionDiscovery.threshold) with a Spark job.
+            scan = layout_reader.option("basePath", base).parquet(base)
             frames.append(
                 scan.selectExpr(*_kafka_exprs(topic, "partition", options.include_headers))
             )
