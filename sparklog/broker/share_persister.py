@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, cast
 
 from sparklog.broker.context import BrokerContext
 from sparklog.coordinator.share_state_apis import (
@@ -37,6 +37,10 @@ from sparklog.coordinator.share_state_apis import (
 )
 from sparklog.net.client import KafkaClientConnection
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
+from sparklog.protocol.message_types import (
+    ReadShareGroupStateResponseResultsPartitions,
+    ReadShareGroupStateSummaryResponseResultsPartitions,
+)
 from sparklog.protocol.messages.api_versions import API_VERSIONS
 from sparklog.protocol.messages.delete_share_group_state import DELETE_SHARE_GROUP_STATE
 from sparklog.protocol.messages.initialize_share_group_state import (
@@ -176,20 +180,26 @@ class SharePersister:
             # the peer may come back another version: ask its ApiVersions again
             self._versions.pop(registration.leader, None)
             return ErrorCode.NETWORK_EXCEPTION, None
+        # the op's API answers one partition; every one of them carries error_code
         answer = response["results"][0]["partitions"][0]
         code = ErrorCode(answer["error_code"])
         if op not in ("read", "summary") or code != ErrorCode.NONE or answer["state_epoch"] < 0:
             return code, None
-        batches = tuple(
-            (b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
-            for b in answer.get("state_batches", ())
-        )
-        epoch = answer.get("leader_epoch", args.get("leader_epoch", -1))
-        completed = answer.get("delivery_complete_count", -1)
-        state = ShareState(
-            answer["state_epoch"], epoch, answer["start_offset"], batches, 0, completed
-        )
-        return code, state
+        if op == "read":  # the batches; no leader epoch or completed count
+            read = cast("ReadShareGroupStateResponseResultsPartitions", answer)
+            batches = tuple(
+                (b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
+                for b in read.get("state_batches", ())
+            )
+            epoch, completed = args.get("leader_epoch", -1), -1
+            start = read["start_offset"]
+        else:  # the summary: a leader epoch and completed count, no batches
+            summary = cast("ReadShareGroupStateSummaryResponseResultsPartitions", answer)
+            batches = ()
+            epoch = summary.get("leader_epoch", args.get("leader_epoch", -1))
+            completed = summary.get("delivery_complete_count", -1)
+            start = summary["start_offset"]
+        return code, ShareState(answer["state_epoch"], epoch, start, batches, 0, completed)
 
     async def latest_offsets(
         self, partitions: list[tuple[str, int]]
