@@ -432,7 +432,9 @@ class RemoteLogManager:
 
     async def _fetch(
         self, partition: Partition, offset: int, max_bytes: int
-    ) -> tuple[bytes, RemoteLogSegmentMetadata]:
+    ) -> tuple[bytes, RemoteLogSegmentMetadata, int]:
+        """The batches, their segment and the offset after the last one (-1 when none): the
+        batches are walked once for both the prefetch and a read_committed reader's bound."""
         tip = await self._read_tip(partition)
         metadata = self.rlmm.remote_log_segment_metadata(tip, offset)
         if metadata is None:
@@ -448,22 +450,22 @@ class RemoteLogManager:
             self.metrics.fetch_errors.mark()
             raise
         self.metrics.fetch_bytes.mark(len(records))
-        self._prefetch_next(partition, tip, metadata, records, max_bytes)
-        return records, metadata
+        following = _next_offset(records, -1)
+        self._prefetch_next(partition, tip, metadata, following, max_bytes)
+        return records, metadata, following
 
     def _prefetch_next(
         self,
         partition: Partition,
         tip: TopicIdPartition,
         metadata: RemoteLogSegmentMetadata,
-        records: bytes,
+        following: int,
         max_bytes: int,
     ) -> None:
         """A reader whose fetch reached the end of a remote segment asks for the next offset
         next: when that is in the next remote segment (and not served locally), start
         encoding that fetch now, so the request finds its batches ready instead of waiting
         for the object to be read and re-encoded."""
-        following = _next_offset(records, -1)
         if following <= metadata.end_offset or following >= partition.log.segments[0].base_offset:
             return
         segment = self.rlmm.remote_log_segment_metadata(tip, following)
@@ -477,10 +479,10 @@ class RemoteLogManager:
         hook): the batches and, when ``read_committed``, the aborted transactions from
         ``offset`` up to the end of the last returned batch (Kafka bounds them the same way,
         by the fetched range; the client matches them to batches itself)."""
-        records, metadata = await self._fetch(partition, offset, max_bytes)
+        records, metadata, following = await self._fetch(partition, offset, max_bytes)
         if not read_committed or not records:
             return RemoteRead(records)
-        upper = _next_offset(records, metadata.end_offset + 1)
+        upper = following if following >= 0 else metadata.end_offset + 1
         aborted = await self.aborted_transactions(partition, offset, upper)
         pairs = dict.fromkeys((t.producer_id, t.first_offset) for t in aborted)
         return RemoteRead(records, tuple(sorted(pairs, key=lambda p: (p[1], p[0]))))
