@@ -162,7 +162,20 @@ def encode_batches(
     keys = rows.column("key").chunk(0).cast(pa.large_binary())
     values = rows.column("value").chunk(0).cast(pa.large_binary())
     key_sizes, value_sizes = _lengths(keys), _lengths(values)
-    header_bytes, header_sizes, header_counts = _headers_pieces(rows.column("headers").chunk(0))
+    # One zero byte per record: the attributes, and the header count of records without
+    # headers (varint 0).
+    zero_bytes = pa.Array.from_buffers(
+        pa.large_binary(),
+        count,
+        [None, pa.py_buffer(np.arange(count + 1, dtype=np.int64)), pa.py_buffer(bytes(count))],
+    )
+    header_column = rows.column("headers").chunk(0)
+    header_pieces: list[tuple[pa.Array, Int64s]]
+    if header_column.null_count == count:
+        header_pieces = [(zero_bytes, np.ones(count, dtype=np.int64))]
+    else:
+        header_bytes, header_sizes, header_counts = _headers_pieces(header_column)
+        header_pieces = [_varint_array(header_counts), (header_bytes, header_sizes)]
     pieces: list[tuple[pa.Array, Int64s]] = [
         _varint_array(timestamp_deltas),
         _varint_array(offset_deltas),
@@ -170,18 +183,13 @@ def encode_batches(
         (keys.fill_null(b""), np.maximum(key_sizes, 0)),
         _varint_array(value_sizes),
         (values.fill_null(b""), np.maximum(value_sizes, 0)),
-        _varint_array(header_counts),
-        (header_bytes, header_sizes),
+        *header_pieces,
     ]
     body_sizes = np.ones(count, dtype=np.int64)  # the attributes byte
     for _, sizes in pieces:
         body_sizes += sizes
     length_varints, _ = _varint_array(body_sizes)
-    attributes_bytes = pa.Array.from_buffers(
-        pa.large_binary(),
-        count,
-        [None, pa.py_buffer(np.arange(count + 1, dtype=np.int64)), pa.py_buffer(bytes(count))],
-    )
+    attributes_bytes = zero_bytes
     records = _join([length_varints, attributes_bytes, *[array for array, _ in pieces]])
     _, record_offsets, data = records.buffers()
     ends = np.frombuffer(record_offsets, dtype=np.int64)[
