@@ -81,7 +81,7 @@ def _storage(args: argparse.Namespace) -> int:
 
 
 def _server(args: argparse.Namespace) -> int:
-    from sparklog.node import run_node
+    from sparklog.server.node import run_node
 
     overrides = {}
     for item in args.override or []:

@@ -73,7 +73,7 @@ class ControllerDriver:
         self._changed = asyncio.Event()
         self._activated_epoch = -1
         self._activation: asyncio.Task[None] | None = None
-        # Metrics (sparklog.node_metrics): append-to-commit time of our own operations, and
+        # Metrics (sparklog.server.node_metrics): append-to-commit time of our own operations, and
         # brokers fenced because their session expired.
         self.commit_latency = LatencyWindow()
         self.timed_out_broker_heartbeats = 0

@@ -5,6 +5,8 @@
   deliberate edit here, not an accident. ``connector/`` and ``tiering/`` (installed as
   ``sparklog.connector`` / ``sparklog.tiering``) are checked too. Relative imports are
   resolved; imports under ``if TYPE_CHECKING:`` count (a type-only import still couples).
+- ``server`` is the composition root: it may import every package below it, and only ``cli``
+  may import it (declared so in :data:`ALLOWED`, and checked on the tree).
 - The graph of package dependencies has no cycle, except through the edges listed in
   :data:`KNOWN_BREAKS`, each with the issue that removes it; a listed break that no longer
   exists fails too, so every fix is locked in by deleting its line.
@@ -13,7 +15,8 @@
   or threading imports (threading only where :data:`THREAD_SAFETY` says why), and no
   ``time.sleep``.
 - The checker itself is tested on a synthetic tree (an upward import, a relative one, an I/O
-  import, a cycle), so it cannot silently pass by scanning nothing.
+  import, a cycle, an import of ``server`` from below), so it cannot silently pass by scanning
+  nothing.
 """
 
 from __future__ import annotations
@@ -35,10 +38,10 @@ THREAD_SAFETY = {
     "sparklog/protocol/compression.py": "a zstd context per thread (threading.local)",
     "sparklog/storage/handles.py": "the handle pool's lock: tiering threads read segments",
 }
-_NODE_WIRING = {
-    "node_plane", "node_metrics", "node_faults", "node_limits", "node_auto_join", "node_duties",
-}  # fmt: skip
-_BELOW_NODE = {
+# The composition root (sparklog/server/) builds a node from every package below it; only the
+# CLI (``sparklog server start``) imports it.
+SERVER = "server"
+_BELOW_SERVER = {
     "protocol", "metrics", "fault", "configdef", "config_keys", "config", "storage", "replication",
     "share",
     "client", "raft", "security", "metadata", "controller", "tiering", "net", "broker",
@@ -77,9 +80,8 @@ ALLOWED: dict[str, set[str]] = {
     "readservice": {"protocol", "storage", "config", "broker", "security", "readservice_wire"},
     "connector": {"protocol", "client", "tiering", "readservice_wire", "security", "configdef"},
     "console": {"protocol", "client", "metadata", "metrics"},
-    **{wiring: _BELOW_NODE | _NODE_WIRING for wiring in _NODE_WIRING},
-    "node": _BELOW_NODE | _NODE_WIRING,
-    "cli": _BELOW_NODE | _NODE_WIRING | {"node"},
+    SERVER: _BELOW_SERVER,
+    "cli": _BELOW_SERVER | {SERVER},
 }  # fmt: skip
 
 # (importer, imported) -> why it is still there and what removes it
@@ -234,6 +236,17 @@ def test_no_dependency_cycles_between_packages() -> None:
     assert not found, "package cycles:\n" + "\n".join(" -> ".join(c) for c in found)
 
 
+def test_only_the_cli_imports_the_composition_root() -> None:
+    declared = sorted(a for a, allowed in ALLOWED.items() if SERVER in allowed)
+    assert declared == ["cli"], f"only cli may declare {SERVER!r}, not {declared}"
+    edges = package_edges(ROOT)
+    assert ("cli", SERVER) in edges, "the CLI no longer starts the node through sparklog.server"
+    wrong = [
+        w for (a, b), where in sorted(edges.items()) if b == SERVER and a != "cli" for w in where
+    ]
+    assert not wrong, f"only cli may import {SERVER}, not:\n" + "\n".join(wrong)
+
+
 def test_sans_io_cores_do_no_io() -> None:
     offenders = io_offenders(ROOT, SANS_IO)
     assert not offenders, "sans-IO layer does I/O:\n" + "\n".join(offenders)
@@ -274,3 +287,15 @@ def test_the_guard_fails_on_an_upward_import(broken_tree: Path) -> None:
     io = io_offenders(broken_tree, ("protocol", "storage"))
     assert any("imports asyncio" in o for o in io)
     assert any("time.sleep" in o for o in io)
+
+
+def test_the_guard_fails_on_an_import_of_the_composition_root(tmp_path: Path) -> None:
+    _write(tmp_path, "sparklog/__init__.py", "")
+    _write(tmp_path, "sparklog/server/__init__.py", "")
+    _write(tmp_path, "sparklog/server/node.py", "from sparklog.broker import apis\n")
+    _write(tmp_path, "sparklog/broker/__init__.py", "")
+    _write(tmp_path, "sparklog/broker/apis.py", "from ..server import node\n")
+    offenders = unlisted_edges(package_edges(tmp_path), ALLOWED)
+    assert offenders == [
+        "sparklog/broker/apis.py:1: broker imports server (not in ALLOWED['broker'])"
+    ]

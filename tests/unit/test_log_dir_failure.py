@@ -23,14 +23,14 @@ from sparklog.fault import supervise
 from sparklog.metrics import MetricName, MetricsRegistry
 from sparklog.net.raft_driver import RaftDriver, wall_clock_ms
 from sparklog.net.raft_flush import OffloadedFlushLog
-from sparklog.node_faults import NodeFaults
-from sparklog.node_metrics import register_replica_metrics
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import uuid_from_str
 from sparklog.protocol.records import validate_batch
 from sparklog.raft.core import RaftConfig, RaftReplica
 from sparklog.raft.quorum_state import QuorumStateStore
 from sparklog.raft.voters import Endpoint, ReplicaKey, VoterNode, VoterSet
+from sparklog.server.faults import NodeFaults
+from sparklog.server.node_metrics import register_replica_metrics
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
 from sparklog.storage.log_durability import FlushPlan

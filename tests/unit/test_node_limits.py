@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from sparklog.config import ConfigError, ServerConfig
-from sparklog.node_limits import raise_open_files_limit, settle_open_files
+from sparklog.server.limits import raise_open_files_limit, settle_open_files
 from sparklog.storage.handles import default_pool
 from tests.unit.test_config import BASE
 

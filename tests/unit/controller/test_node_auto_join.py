@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from sparklog.cli.storage_tool import check_formatted, format_storage
-from sparklog.node_auto_join import AutoJoin, auto_join_enabled
-from sparklog.node_plane import MetadataPlane
+from sparklog.server.auto_join import AutoJoin, auto_join_enabled
+from sparklog.server.plane import MetadataPlane
 from tests.unit.controller.test_node_plane import CLUSTER_ID, _until_active, config_for
 
 AUTO = {"controller.quorum.auto.join.enable": "true"}

@@ -13,9 +13,9 @@ import pytest
 from sparklog.cli.storage_tool import check_formatted, format_storage
 from sparklog.config import ServerConfig
 from sparklog.metadata.image import MetadataImage
-from sparklog.node_plane import FIRST_BOOTSTRAP_ID, MetadataPlane, quorum_setup
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.message_types import BrokerHeartbeatRequest
+from sparklog.server.plane import FIRST_BOOTSTRAP_ID, MetadataPlane, quorum_setup
 from tests.unit.controller.test_quorum_controller import create_request, topic
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"

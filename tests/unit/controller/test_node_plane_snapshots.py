@@ -16,11 +16,11 @@ from sparklog.cli.storage_tool import check_formatted, format_storage
 from sparklog.config import ServerConfig
 from sparklog.metrics import MetricsRegistry
 from sparklog.net.raft_flush import OffloadedFlushLog
-from sparklog.node_metrics import register_node_metrics
-from sparklog.node_plane import MetadataPlane
 from sparklog.protocol.message_types import IncrementalAlterConfigsRequest
 from sparklog.protocol.record_codec import RecordInput, build_batch
 from sparklog.raft.metadata_log import snapshot_store
+from sparklog.server.node_metrics import register_node_metrics
+from sparklog.server.plane import MetadataPlane
 from sparklog.storage.config import LogConfig
 from sparklog.storage.log import Log
 from sparklog.storage.log_durability import FlushPlan

@@ -1,6 +1,6 @@
 """A running node: the metadata plane, the broker and their listeners on one event loop.
 
-Every ``process.roles`` runs the same KRaft code (:mod:`sparklog.node_plane`): a controller
+Every ``process.roles`` runs the same KRaft code (:mod:`sparklog.server.plane`): a controller
 is a voter of the quorum (when the voter set names it) with a QuorumController that is active
 only on the raft leader; a broker-only node is an observer that fetches ``__cluster_metadata``
 from the leader.
@@ -13,21 +13,21 @@ the active controller and wait until it unfences us (caught up with the metadata
 open the client listeners. Admin writes a broker receives go to the active controller over the
 controller listener (:class:`~sparklog.broker.controller_channel.ControllerClient`).
 
-Every node registers its metrics (:mod:`sparklog.node_metrics`, Kafka's names) and, with
+Every node registers its metrics (:mod:`sparklog.server.node_metrics`, Kafka's names) and, with
 ``sparklog.metrics.listener=host:port``, serves them over HTTP
 (:mod:`sparklog.net.metrics_http`); a controller with ``controller.quorum.auto.join.enable``
-adds itself to the voters once caught up (:mod:`sparklog.node_auto_join`).
+adds itself to the voters once caught up (:mod:`sparklog.server.auto_join`).
 
 Shutdown reverses it: a controlled shutdown first (the controller moves our leaderships away),
 stop accepting, let in-flight requests finish, flush and checkpoint every log, resign the raft
 leadership, write the clean-shutdown markers.
 
-Background duties run as periodic tasks on the loop (:mod:`sparklog.node_duties`): the flush
+Background duties run as periodic tasks on the loop (:mod:`sparklog.server.duties`): the flush
 scheduler (``log.flush.scheduler.interval.ms``), retention
 (``log.retention.check.interval.ms``), the log cleaner and the checkpoint of recovery points,
 log start offsets and high watermarks.
 
-Faults (:mod:`sparklog.node_faults`, :mod:`sparklog.fault`): every task above is supervised
+Faults (:mod:`sparklog.server.faults`, :mod:`sparklog.fault`): every task above is supervised
 (an exception escaping one halts the running node, logged with its traceback), the loop logs
 any error nothing else retrieved, and a data log dir with an I/O error goes offline as in
 Kafka (its partitions answer KAFKA_STORAGE_ERROR; the node halts when no data log dir is left
@@ -74,16 +74,6 @@ from sparklog.net.connection_quotas import ConnectionQuotas, parse_ip_overrides
 from sparklog.net.metrics_http import MetricsListenerError, MetricsServer, start_metrics_server
 from sparklog.net.request_metrics import RequestMetrics
 from sparklog.net.server import KafkaServer
-from sparklog.node_auto_join import AutoJoin, auto_join_enabled
-from sparklog.node_duties import NodeDuties, now_ms
-from sparklog.node_faults import NodeFaults
-from sparklog.node_limits import settle_open_files
-from sparklog.node_metrics import (
-    register_fetch_session_metrics,
-    register_node_metrics,
-    register_replica_metrics,
-)
-from sparklog.node_plane import MetadataPlane, MetadataPlaneError
 from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import uuid_from_str
 from sparklog.readservice.server import ReadService, start_read_service
@@ -91,6 +81,16 @@ from sparklog.security.authorizer import StandardAuthorizer
 from sparklog.security.client_security import controller_security, inter_broker_security
 from sparklog.security.listener_runtime import listener_runtime
 from sparklog.security.scram import ScramCredential
+from sparklog.server.auto_join import AutoJoin, auto_join_enabled
+from sparklog.server.duties import NodeDuties, now_ms
+from sparklog.server.faults import NodeFaults
+from sparklog.server.limits import settle_open_files
+from sparklog.server.node_metrics import (
+    register_fetch_session_metrics,
+    register_node_metrics,
+    register_replica_metrics,
+)
+from sparklog.server.plane import MetadataPlane, MetadataPlaneError
 from sparklog.storage.manager import LogManager
 from sparklog.storage.meta_properties import MetaPropertiesError
 from sparklog.tiering.config import TieringConfig

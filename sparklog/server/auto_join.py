@@ -28,12 +28,12 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, cast
 
 from sparklog.config import ServerConfig, controller_endpoints
-from sparklog.node_plane import MetadataPlane
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.message_types import AddRaftVoterRequest, AddRaftVoterResponse
 from sparklog.protocol.messages import API_BY_KEY
 from sparklog.raft.rpc import ADD_RAFT_VOTER
 from sparklog.raft.state import Follower
+from sparklog.server.plane import MetadataPlane
 
 log = logging.getLogger(__name__)
 

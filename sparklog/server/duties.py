@@ -11,7 +11,7 @@ Contract:
   offsets and high watermarks.
 - Compaction writes on one cleaner thread (Kafka's ``log.cleaner.threads=1``); planning and
   the segment swap stay on the loop. An I/O error of retention or cleaning goes to the
-  node's fault handling (:class:`~sparklog.node_faults.NodeFaults`), which takes the log
+  node's fault handling (:class:`~sparklog.server.faults.NodeFaults`), which takes the log
   dir offline. :meth:`NodeDuties.close` waits for a pass being written (its files are swept
   at the next start, never installed), so no segment it reads is closed under it.
 """
@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from sparklog.broker.log_dir_failure import log_dir_of
 from sparklog.broker.replica_manager import ReplicaManager
 from sparklog.config import ServerConfig
-from sparklog.node_faults import NodeFaults
+from sparklog.server.faults import NodeFaults
 from sparklog.storage.manager import LogManager
 
 __all__ = ["CHECKPOINT_INTERVAL_S", "NodeDuties", "now_ms"]

@@ -1,7 +1,7 @@
 """The metrics a node reports, with Apache Kafka's names (seed 000), as gauges over live state.
 
 :func:`register_node_metrics` fills a :class:`~sparklog.metrics.MetricsRegistry` from a
-:class:`~sparklog.node_plane.MetadataPlane` (and the broker's lifecycle state on a broker).
+:class:`~sparklog.server.plane.MetadataPlane` (and the broker's lifecycle state on a broker).
 Every gauge reads the current state when scraped; nothing is sampled in the background.
 
 On every node (the KRaft replica, voter or observer), ``kafka.server:type=raft-metrics``:
@@ -51,8 +51,8 @@ from typing import TYPE_CHECKING
 from sparklog.controller.replication_control import imbalanced_partitions, offline_partitions_count
 from sparklog.metadata.image import MetadataImage
 from sparklog.metrics import MetricName, MetricsRegistry, MetricValue
-from sparklog.node_plane import MetadataPlane
 from sparklog.raft.state import Follower, Leader, Unattached
+from sparklog.server.plane import MetadataPlane
 
 if TYPE_CHECKING:
     from sparklog.broker.fetch_session import FetchSessionCache
