@@ -14,6 +14,7 @@ Modules: :mod:`~sparklog.server.node` (a running node: start-up and shutdown ord
 writes it), :mod:`~sparklog.server.duties` (periodic background duties),
 :mod:`~sparklog.server.faults` (failed tasks and offline log dirs),
 :mod:`~sparklog.server.limits` (the file descriptor budget),
+:mod:`~sparklog.server.metadata_log` (where this node keeps ``__cluster_metadata-0``),
 :mod:`~sparklog.server.node_metrics` (the metrics a node reports, Kafka's names) and
 :mod:`~sparklog.server.auto_join` (a controller adding itself to the voters).
 """

@@ -55,10 +55,10 @@ from sparklog.net.raft_flush import OffloadedFlushLog
 from sparklog.protocol.kafka_uuid import ZERO_UUID, uuid_from_str
 from sparklog.raft.client import LeaderAndEpoch
 from sparklog.raft.core import RaftConfig, RaftReplica
-from sparklog.raft.metadata_log import open_metadata_log, quorum_state_store, snapshot_store
 from sparklog.raft.state import Resigned, Unattached
 from sparklog.raft.voters import Endpoint, ReplicaKey, VoterNode, VoterSet
 from sparklog.security.client_security import controller_security
+from sparklog.server.metadata_log import open_metadata_log, quorum_state_store, snapshot_store
 from sparklog.storage.log import Log
 
 SECURITY_PROTOCOL_CODES = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}

@@ -61,7 +61,7 @@ ALLOWED: dict[str, set[str]] = {
     "replication": {"protocol"},
     "share": {"protocol", "config_keys"},
     "client": {"protocol", "security", "config_keys"},
-    "raft": {"protocol", "storage", "config"},
+    "raft": {"protocol", "storage"},
     "config": {"configdef", "config_keys", "security", "storage"},
     "security": {"protocol", "config_keys"},
     "metadata": {"protocol", "raft", "config", "security"},

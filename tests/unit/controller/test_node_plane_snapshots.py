@@ -18,7 +18,7 @@ from sparklog.metrics import MetricsRegistry
 from sparklog.net.raft_flush import OffloadedFlushLog
 from sparklog.protocol.message_types import IncrementalAlterConfigsRequest
 from sparklog.protocol.record_codec import RecordInput, build_batch
-from sparklog.raft.metadata_log import snapshot_store
+from sparklog.server.metadata_log import snapshot_store
 from sparklog.server.node_metrics import register_node_metrics
 from sparklog.server.plane import MetadataPlane
 from sparklog.storage.config import LogConfig

@@ -162,7 +162,7 @@ def test_quorum_state_store_round_trip_and_errors(tmp_path: Path) -> None:
 def test_metadata_log_helpers_open_the_partition_under_metadata_log_dir(tmp_path: Path) -> None:
     from sparklog.config import ServerConfig
     from sparklog.metadata.records import decode_record
-    from sparklog.raft.metadata_log import (
+    from sparklog.server.metadata_log import (
         metadata_partition_dir,
         open_metadata_log,
         quorum_state_store,

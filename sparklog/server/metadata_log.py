@@ -7,6 +7,10 @@ segments go only once a snapshot covers them (the raft core raises the log start
 its latest snapshot). Snapshots are ``{end_offset:020d}-{epoch:010d}.checkpoint`` files in the
 same directory (:func:`snapshot_store`). It is opened outside the LogManager, so topic
 retention and deletion never touch it.
+
+The raft core takes its log, quorum-state store and snapshot store as arguments and knows
+nothing of a node's config or directories; choosing them from ``ServerConfig`` and opening them
+on disk is wiring, so it lives here in the composition root (used by :mod:`~sparklog.server.plane`).
 """
 
 from __future__ import annotations
