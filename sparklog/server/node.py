@@ -85,6 +85,7 @@ from sparklog.server.auto_join import AutoJoin, auto_join_enabled
 from sparklog.server.duties import NodeDuties, now_ms
 from sparklog.server.faults import NodeFaults
 from sparklog.server.limits import settle_open_files
+from sparklog.server.memory import disable_transparent_huge_pages
 from sparklog.server.node_metrics import (
     register_fetch_session_metrics,
     register_node_metrics,
@@ -568,6 +569,7 @@ def run_node(config: ServerConfig, config_path: str = "server.properties") -> in
     except MetaPropertiesError as exc:
         log.error("%s", exc)
         return 1
+    disable_transparent_huge_pages()
     node = Node(config, cluster_id, directory_ids)
     try:
         asyncio.run(node.run())
