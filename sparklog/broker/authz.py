@@ -39,6 +39,7 @@ from sparklog.broker.authz_support import (
     ShapeBody,
     error_response,
     per_topic,
+    serve_allowed,
     split,
 )
 from sparklog.protocol.errors import ErrorCode
@@ -303,26 +304,21 @@ def _per_topic_named(operation: Op, rsp_topics: str, alt_create: bool = False) -
         names = list(body.get("topic_names") or ())
         allowed_names = [n for n in names if ok({"name": n})]
         denied += [{"name": n} for n in names if n not in allowed_names]
-        response: ShapeBody | None
-        if allowed or allowed_names or not denied:
-            served = await serve(
-                replace(request, body={**body, "topics": allowed, "topic_names": allowed_names})
-            )
-            response = cast("ShapeBody | None", served)
-        else:
-            response = {"throttle_time_ms": 0, rsp_topics: []}
-        if response is None:
-            return None
-        for topic in denied:
-            response.setdefault(rsp_topics, []).append(
+        return await serve_allowed(
+            request,
+            serve,
+            {"topics": allowed, "topic_names": allowed_names},
+            rsp_topics,
+            [
                 {
                     "name": topic.get("name"),
                     "topic_id": topic.get("topic_id") or bytes(16),
                     "error_code": int(TOPIC_DENIED),
                     "error_message": None,
                 }
-            )
-        return response
+                for topic in denied
+            ],
+        )
 
     return rule
 
@@ -352,16 +348,12 @@ def _configs_rule(operation: Op, rsp_key: str) -> Rule:
                 allowed.append(resource)
             else:
                 denied.append((resource, _CONFIG_DENIED[rtype]))
-        response: ShapeBody | None
-        if allowed or not denied:
-            served = await serve(replace(request, body={**body, "resources": allowed}))
-            response = cast("ShapeBody | None", served)
-        else:
-            response = {"throttle_time_ms": 0, rsp_key: []}
-        if response is None:
-            return None
-        for resource, code in denied:
-            response.setdefault(rsp_key, []).append(
+        return await serve_allowed(
+            request,
+            serve,
+            {"resources": allowed},
+            rsp_key,
+            [
                 {
                     "error_code": int(code),
                     "error_message": None,
@@ -369,8 +361,9 @@ def _configs_rule(operation: Op, rsp_key: str) -> Rule:
                     "resource_name": resource["resource_name"],
                     "configs": [],
                 }
-            )
-        return response
+                for resource, code in denied
+            ],
+        )
 
     return rule
 
