@@ -26,13 +26,14 @@ API are those of Kafka 4.x's ``KafkaApis`` / ``AuthHelper`` (see the tables belo
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, cast
 
 from sparklog.broker.authz_groups import GROUP_RULES
 from sparklog.broker.authz_share import SHARE_RULES
 from sparklog.broker.authz_support import (
     Check,
+    ClusterRule,
     Rule,
     Serve,
     Served,
@@ -47,8 +48,6 @@ from sparklog.protocol.headers import TypedRequest
 from sparklog.protocol.message_types import (
     DescribeClusterRequest,
     DescribeClusterResponse,
-    DescribeLogDirsRequest,
-    DescribeLogDirsResponse,
     DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
     DescribeTopicPartitionsResponseTopics,
@@ -71,18 +70,6 @@ from sparklog.security.principal import SessionContext
 
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-
-
-@dataclass(frozen=True, slots=True)
-class _Simple:
-    """The whole request needs ``operation`` on the cluster."""
-
-    operation: Op
-
-    async def __call__(self, check: Check, request: TypedRequest[Any], serve: Serve) -> Served:
-        if check.cluster(self.operation):
-            return await serve(request)
-        return error_response(request, CLUSTER_DENIED)
 
 
 async def _produce(check: Check, request: TypedRequest[ProduceRequest], serve: Serve) -> Served:
@@ -138,6 +125,7 @@ def is_replica_fetch(body: FetchRequest) -> bool:
     return state is not None and int(state.get("replica_id", -1)) >= 0
 
 
+_REPLICA_FETCH = ClusterRule(Op.CLUSTER_ACTION, listed="responses")
 # Kafka sends empty records, not null, with an error: librdkafka rejects a null set.
 _DENIED_FETCH_PARTITION: FetchResponseResponsesPartitions = {
     "high_watermark": -1,
@@ -150,14 +138,7 @@ _DENIED_FETCH_PARTITION: FetchResponseResponsesPartitions = {
 
 async def _fetch(check: Check, request: TypedRequest[FetchRequest], serve: Serve) -> Served:
     if is_replica_fetch(request.body):
-        if check.cluster(Op.CLUSTER_ACTION):
-            return await serve(request)
-        denied: FetchResponse = {
-            "throttle_time_ms": 0,
-            "error_code": int(CLUSTER_DENIED),
-            "responses": [],
-        }
-        return denied
+        return await _REPLICA_FETCH(check, request, serve)
     served = await per_topic(
         check,
         request,
@@ -368,19 +349,6 @@ def _configs_rule(operation: Op, rsp_key: str) -> Rule:
     return rule
 
 
-async def _describe_log_dirs(
-    check: Check, request: TypedRequest[DescribeLogDirsRequest], serve: Serve
-) -> Served:
-    if check.cluster(Op.DESCRIBE):
-        return await serve(request)
-    denied: DescribeLogDirsResponse = {
-        "throttle_time_ms": 0,
-        "error_code": int(CLUSTER_DENIED),
-        "results": [],
-    }
-    return denied
-
-
 async def _unrestricted(check: Check, request: TypedRequest[Any], serve: Serve) -> Served:
     return await serve(request)
 
@@ -411,27 +379,27 @@ RULES: dict[int, Rule] = {
     20: _per_topic_named(Op.DELETE, "responses"),
     21: _topic_partitions_rule(Op.DELETE, "partitions", "partition_index", "partition_index"),
     23: _offset_for_leader_epoch,
-    27: _Simple(Op.CLUSTER_ACTION),
-    29: _Simple(Op.DESCRIBE),
-    30: _Simple(Op.ALTER),
-    31: _Simple(Op.ALTER),
+    27: ClusterRule(Op.CLUSTER_ACTION),
+    29: ClusterRule(Op.DESCRIBE),
+    30: ClusterRule(Op.ALTER),
+    31: ClusterRule(Op.ALTER),
     32: _configs_rule(Op.DESCRIBE_CONFIGS, "results"),
     33: _configs_rule(Op.ALTER_CONFIGS, "responses"),
-    35: _describe_log_dirs,
+    35: ClusterRule(Op.DESCRIBE, listed="results"),
     37: _per_topic_named(Op.ALTER, "results"),
-    43: _Simple(Op.ALTER),
+    43: ClusterRule(Op.ALTER),
     44: _configs_rule(Op.ALTER_CONFIGS, "responses"),
-    45: _Simple(Op.ALTER),
-    46: _Simple(Op.DESCRIBE),
-    48: _Simple(Op.DESCRIBE_CONFIGS),
-    49: _Simple(Op.ALTER_CONFIGS),
-    55: _Simple(Op.DESCRIBE),
+    45: ClusterRule(Op.ALTER),
+    46: ClusterRule(Op.DESCRIBE),
+    48: ClusterRule(Op.DESCRIBE_CONFIGS),
+    49: ClusterRule(Op.ALTER_CONFIGS),
+    55: ClusterRule(Op.DESCRIBE),
     60: _describe_cluster,
     61: _topic_partitions_rule(Op.READ, "partition_indexes", None, "partition_index"),
-    74: _Simple(Op.DESCRIBE_CONFIGS),
+    74: ClusterRule(Op.DESCRIBE_CONFIGS),
     75: _describe_topic_partitions,
-    80: _Simple(Op.ALTER),
-    81: _Simple(Op.ALTER),
+    80: ClusterRule(Op.ALTER),
+    81: ClusterRule(Op.ALTER),
     # SaslHandshake, SaslAuthenticate, ApiVersions: before or without authorization.
     17: _unrestricted,
     36: _unrestricted,
@@ -439,7 +407,7 @@ RULES: dict[int, Rule] = {
 }
 RULES.update(GROUP_RULES)
 RULES.update(SHARE_RULES)
-_FAIL_CLOSED = _Simple(Op.ALTER)
+_FAIL_CLOSED = ClusterRule(Op.ALTER)
 
 
 async def authorized_call(

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from sparklog.broker.authz_groups import consumer_group_heartbeat, per_group
 from sparklog.broker.authz_support import (
     Check,
+    ClusterRule,
     Rule,
     Serve,
     Served,
@@ -33,8 +34,6 @@ from sparklog.protocol.message_types import (
     DeleteShareGroupStateRequest,
     DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsResponseGroups,
-    DescribeUserScramCredentialsRequest,
-    DescribeUserScramCredentialsResponse,
     InitializeShareGroupStateRequest,
     ReadShareGroupStateRequest,
     ReadShareGroupStateSummaryRequest,
@@ -129,19 +128,6 @@ async def _cluster_action_state(
     }
 
 
-async def _describe_scram(
-    check: Check, request: TypedRequest[DescribeUserScramCredentialsRequest], serve: Serve
-) -> Served:
-    if check.cluster(Op.DESCRIBE):
-        return await serve(request)
-    response: DescribeUserScramCredentialsResponse = {
-        "throttle_time_ms": 0,
-        "error_code": int(CLUSTER_DENIED),
-        "results": [],
-    }
-    return response
-
-
 async def _alter_scram(
     check: Check, request: TypedRequest[AlterUserScramCredentialsRequest], serve: Serve
 ) -> Served:
@@ -161,7 +147,7 @@ async def _alter_scram(
 
 
 SHARE_RULES: dict[int, Rule] = {
-    50: _describe_scram,
+    50: ClusterRule(Op.DESCRIBE, listed="results"),
     51: _alter_scram,
     76: consumer_group_heartbeat,
     77: per_group(Op.DESCRIBE, "group_ids", "groups"),

@@ -5,6 +5,8 @@
 - :func:`per_topic` is the common "topics with partitions" shape: unauthorized topics leave the
   request and come back in the response with the denial code on each of their partitions.
 - :func:`error_response` is a whole request refused with one code, in the place a client reads.
+- :class:`ClusterRule` is the rule of an API whose whole request needs one operation on the
+  cluster.
 - :func:`serve_allowed` is the common "list of resources" shape: the handler serves the
   allowed ones and the denied ones come back as entries of the response list.
 - Types: a rule for one API declares its request's and response's TypedDicts
@@ -79,6 +81,7 @@ SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
 }
 T = TypeVar("T")
 _NO_ID = bytes(16)
+_CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
 class Rule(Protocol):
@@ -153,6 +156,24 @@ class Check:
             if name is None:
                 return True
         return self.allowed(operation, ResourceType.TOPIC, name, quiet=quiet)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterRule:
+    """The whole request needs ``operation`` on the cluster. Refused, it is answered with
+    :func:`error_response`, or, given ``listed``, with CLUSTER_AUTHORIZATION_FAILED at the top
+    level, no error message and an empty ``listed`` list (DescribeLogDirs,
+    DescribeUserScramCredentials, a replica's Fetch: Kafka's answers)."""
+
+    operation: AclOperation
+    listed: str | None = None
+
+    async def __call__(self, check: Check, request: TypedRequest[Any], serve: Serve) -> Served:
+        if check.cluster(self.operation):
+            return await serve(request)
+        if self.listed is None:
+            return error_response(request, _CLUSTER_DENIED)
+        return {"throttle_time_ms": 0, "error_code": int(_CLUSTER_DENIED), self.listed: []}
 
 
 def split(items: list[T], ok: Callable[[T], bool]) -> tuple[list[T], list[T]]:
