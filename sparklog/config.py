@@ -6,9 +6,11 @@ Contract:
   ``#``/``!`` comments, ``\\`` line continuations); :meth:`ServerConfig.from_props` takes a dict of
   strings. Every key must be a Kafka broker/controller key this node knows (see ``DEFS`` and
   ``ACCEPTED`` in :mod:`sparklog.config_keys`) or one of our own ``sparklog.*`` keys. Values are
-  parsed by the one framework, :mod:`sparklog.configdef`. An unknown key is an error that names
-  the key and suggests the closest known one; a bad value is an error that names the key, the
-  value and the expected type. Errors are :class:`ConfigError` (a ``ValueError``).
+  parsed by the one framework, :mod:`sparklog.configdef`, a listener-prefixed key
+  (``listener.name.<listener>.ssl.keystore.password``) with its un-prefixed key's definition,
+  whichever listener it names. An unknown key is an error that names the key and suggests the
+  closest known one; a bad value is an error that names the key, the value and the expected
+  type. Errors are :class:`ConfigError` (a ``ValueError``).
 - Defaults are Kafka's, except ``log.dirs`` (``/tmp/kraft-combined-logs``, the value Kafka ships
   in its sample ``server.properties``).
 - Precedence follows Kafka: ``log.dirs`` over ``log.dir``; ``log.roll.ms`` over
@@ -42,8 +44,10 @@ from typing import Any
 from sparklog.config_keys import (
     ACCEPTED,
     DEFS,
+    LISTENER_PREFIX,
     MULTI_SYNONYMS,
     ConfigError,
+    listener_def,
 )
 from sparklog.configdef import did_you_mean, format_value
 from sparklog.security.server_config import unsupported_key_message, validate_security
@@ -184,13 +188,15 @@ class ServerConfig:
         rlmm_prefix = str(props.get(RLMM_PREFIX_KEY) or RLMM_PREFIX_DEFAULT)
         values: dict[str, Any] = {}
         for key, raw in props.items():
-            definition = DEFS.get(key)
+            definition = DEFS.get(key) or listener_def(key)
             if definition is None:
                 refused = unsupported_key_message(key)
                 if refused is not None:
                     raise ConfigError(refused)
-                if key in ACCEPTED or key.startswith("listener.name."):
+                if key in ACCEPTED:
                     continue
+                if key.startswith(LISTENER_PREFIX):
+                    continue  # validate_security refuses it, naming the per-listener keys
                 if key == RLMM_PREFIX_KEY or key.startswith(rlmm_prefix):
                     continue
                 hint = did_you_mean(key, DEFS.keys() | ACCEPTED)
@@ -206,7 +212,8 @@ class ServerConfig:
         return config
 
     def get(self, key: str) -> Any:
-        """The typed value of a key we define (its default when unset)."""
+        """The typed value of a key we define (its default when unset), or of a
+        listener-prefixed key that is set (:func:`sparklog.config_keys.listener_def`)."""
         if key not in self._values:
             raise KeyError(key)
         return self._values[key]

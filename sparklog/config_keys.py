@@ -16,23 +16,36 @@ Contract:
   in Kafka's order of precedence (ServerTopicConfigSynonyms; the first key set wins); every
   broker key named there is in ``DEFS``. The direct synonyms are the ``synonym`` fields of the
   topic table (:data:`sparklog.storage.config.CONFIG_DEFS`).
-- :class:`ConfigError` is re-exported from :mod:`sparklog.configdef` for the modules that
-  raise it about server settings.
+- A key of :data:`LISTENER_KEYS` may also be set for one listener as
+  ``listener.name.<listener>.<key>`` (Kafka's listener prefix, the listener's name lower-cased),
+  and ``listener.name.<listener>.<mechanism>.sasl.jaas.config`` gives a listener's SASL logins.
+  :func:`listener_def` declares such a key: the un-prefixed key's type, default and check under
+  the full name (a login module is Kafka's PASSWORD type), so it is parsed, refused and, a
+  password, hidden exactly as the key itself. Which listener it names is not checked here.
+- :class:`ConfigError` and :func:`~sparklog.configdef.did_you_mean` are re-exported from
+  :mod:`sparklog.configdef` for the modules that raise it about server settings.
 
 Nothing here reads files or checks keys against each other; that is :mod:`sparklog.config`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from sparklog.configdef import AtLeast, ConfigDef, ConfigError, OneOf
+from sparklog.configdef import AtLeast, ConfigDef, ConfigError, OneOf, did_you_mean
 
 __all__ = [
     "ACCEPTED",
     "DEFS",
+    "JAAS_SUFFIX",
+    "LISTENER_KEYS",
+    "LISTENER_PREFIX",
     "MULTI_SYNONYMS",
     "ConfigError",
+    "did_you_mean",
+    "listener_def",
+    "split_listener_key",
 ]
 
 _LONG_MAX = 2**63 - 1
@@ -267,6 +280,59 @@ DEFS: dict[str, ConfigDef] = {
         _d("ssl.principal.mapping.rules", "string", "DEFAULT"),
     )
 }
+
+LISTENER_PREFIX = "listener.name."
+# The keys a listener may set for itself (listener.name.<listener>.<key>): its TLS and SASL
+# settings (sparklog.security.server_config) and connection limits (sparklog.net).
+LISTENER_KEYS = frozenset(
+    {
+        "ssl.protocol",
+        "ssl.enabled.protocols",
+        "ssl.keystore.type",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.key.password",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        "ssl.truststore.type",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.certificates",
+        "ssl.client.auth",
+        "ssl.principal.mapping.rules",
+        "ssl.endpoint.identification.algorithm",
+        "sasl.enabled.mechanisms",
+        "connections.max.reauth.ms",
+        "max.connections",
+        "max.connection.creation.rate",
+    }
+)
+# listener.name.<listener>.<mechanism> + JAAS_SUFFIX: the listener's login module for that SASL
+# mechanism (which mechanisms are served: sparklog.security.server_config).
+JAAS_SUFFIX = ".sasl.jaas.config"
+
+
+def split_listener_key(key: str) -> tuple[str, str] | None:
+    """``(listener, key)`` of ``listener.name.<listener>.<key>``; None for any other key."""
+    if not key.startswith(LISTENER_PREFIX):
+        return None
+    listener, _, suffix = key[len(LISTENER_PREFIX) :].partition(".")
+    return listener, suffix
+
+
+def listener_def(key: str) -> ConfigDef | None:
+    """The definition of a listener-prefixed ``key`` (see the module docstring); None when
+    ``key`` is not listener-prefixed or names nothing a listener may set."""
+    split = split_listener_key(key)
+    if split is None:
+        return None
+    suffix = split[1]
+    if suffix in LISTENER_KEYS:
+        return dataclasses.replace(DEFS[suffix], name=key)
+    if suffix.endswith(JAAS_SUFFIX) and len(suffix) > len(JAAS_SUFFIX):
+        return ConfigDef(key, "password")
+    return None
+
 
 # Kafka keys accepted so a real Kafka server.properties loads, but not used by this node yet.
 _ACCEPTED_TEXT = """

@@ -18,7 +18,8 @@ Contract:
   :class:`ConfigError` naming the key, the raw value (never a password's) and what was expected.
 - :func:`format_value` is the inverse for DescribeConfigs and property files:
   ``format_value(parse_value(d, s))`` parses back to the same value.
-- :func:`did_you_mean` is the single "unknown key" hint: the closest known key, if any is close.
+- :func:`did_you_mean` is the single "unknown key" hint: the closest known key, if any is close
+  (for a listener-prefixed key, the closest per-listener key under the same prefix).
 
 Nothing here knows any key; the tables live with their domains. Nothing here does I/O.
 """
@@ -248,7 +249,11 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def did_you_mean(key: str, known: Iterable[str]) -> str:
-    """`` Did you mean 'x'?`` for the known key closest to ``key``, or ``""`` if none is close."""
+def did_you_mean(key: str, known: Iterable[str], *, prefix: str = "") -> str:
+    """`` Did you mean 'x'?`` for the known key closest to ``key``, or ``""`` if none is close.
+
+    ``prefix`` (a listener's ``listener.name.<listener>.``) is put in front of the key named;
+    ``key`` and ``known`` are compared without it, since a long shared prefix would make every
+    key look close."""
     close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
-    return f" Did you mean {close[0]!r}?" if close else ""
+    return f" Did you mean {prefix + close[0]!r}?" if close else ""

@@ -26,19 +26,21 @@ API are those of Kafka 4.x's ``KafkaApis`` / ``AuthHelper`` (see the tables belo
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, cast
 
 from sparklog.broker.authz_groups import GROUP_RULES
 from sparklog.broker.authz_share import SHARE_RULES
 from sparklog.broker.authz_support import (
     Check,
+    ClusterRule,
     Rule,
     Serve,
     Served,
     ShapeBody,
     error_response,
     per_topic,
+    serve_allowed,
     split,
 )
 from sparklog.protocol.errors import ErrorCode
@@ -46,8 +48,6 @@ from sparklog.protocol.headers import TypedRequest
 from sparklog.protocol.message_types import (
     DescribeClusterRequest,
     DescribeClusterResponse,
-    DescribeLogDirsRequest,
-    DescribeLogDirsResponse,
     DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
     DescribeTopicPartitionsResponseTopics,
@@ -70,18 +70,6 @@ from sparklog.security.principal import SessionContext
 
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-
-
-@dataclass(frozen=True, slots=True)
-class _Simple:
-    """The whole request needs ``operation`` on the cluster."""
-
-    operation: Op
-
-    async def __call__(self, check: Check, request: TypedRequest[Any], serve: Serve) -> Served:
-        if check.cluster(self.operation):
-            return await serve(request)
-        return error_response(request, CLUSTER_DENIED)
 
 
 async def _produce(check: Check, request: TypedRequest[ProduceRequest], serve: Serve) -> Served:
@@ -137,6 +125,7 @@ def is_replica_fetch(body: FetchRequest) -> bool:
     return state is not None and int(state.get("replica_id", -1)) >= 0
 
 
+_REPLICA_FETCH = ClusterRule(Op.CLUSTER_ACTION, listed="responses")
 # Kafka sends empty records, not null, with an error: librdkafka rejects a null set.
 _DENIED_FETCH_PARTITION: FetchResponseResponsesPartitions = {
     "high_watermark": -1,
@@ -149,14 +138,7 @@ _DENIED_FETCH_PARTITION: FetchResponseResponsesPartitions = {
 
 async def _fetch(check: Check, request: TypedRequest[FetchRequest], serve: Serve) -> Served:
     if is_replica_fetch(request.body):
-        if check.cluster(Op.CLUSTER_ACTION):
-            return await serve(request)
-        denied: FetchResponse = {
-            "throttle_time_ms": 0,
-            "error_code": int(CLUSTER_DENIED),
-            "responses": [],
-        }
-        return denied
+        return await _REPLICA_FETCH(check, request, serve)
     served = await per_topic(
         check,
         request,
@@ -303,26 +285,21 @@ def _per_topic_named(operation: Op, rsp_topics: str, alt_create: bool = False) -
         names = list(body.get("topic_names") or ())
         allowed_names = [n for n in names if ok({"name": n})]
         denied += [{"name": n} for n in names if n not in allowed_names]
-        response: ShapeBody | None
-        if allowed or allowed_names or not denied:
-            served = await serve(
-                replace(request, body={**body, "topics": allowed, "topic_names": allowed_names})
-            )
-            response = cast("ShapeBody | None", served)
-        else:
-            response = {"throttle_time_ms": 0, rsp_topics: []}
-        if response is None:
-            return None
-        for topic in denied:
-            response.setdefault(rsp_topics, []).append(
+        return await serve_allowed(
+            request,
+            serve,
+            {"topics": allowed, "topic_names": allowed_names},
+            rsp_topics,
+            [
                 {
                     "name": topic.get("name"),
                     "topic_id": topic.get("topic_id") or bytes(16),
                     "error_code": int(TOPIC_DENIED),
                     "error_message": None,
                 }
-            )
-        return response
+                for topic in denied
+            ],
+        )
 
     return rule
 
@@ -352,16 +329,12 @@ def _configs_rule(operation: Op, rsp_key: str) -> Rule:
                 allowed.append(resource)
             else:
                 denied.append((resource, _CONFIG_DENIED[rtype]))
-        response: ShapeBody | None
-        if allowed or not denied:
-            served = await serve(replace(request, body={**body, "resources": allowed}))
-            response = cast("ShapeBody | None", served)
-        else:
-            response = {"throttle_time_ms": 0, rsp_key: []}
-        if response is None:
-            return None
-        for resource, code in denied:
-            response.setdefault(rsp_key, []).append(
+        return await serve_allowed(
+            request,
+            serve,
+            {"resources": allowed},
+            rsp_key,
+            [
                 {
                     "error_code": int(code),
                     "error_message": None,
@@ -369,23 +342,11 @@ def _configs_rule(operation: Op, rsp_key: str) -> Rule:
                     "resource_name": resource["resource_name"],
                     "configs": [],
                 }
-            )
-        return response
+                for resource, code in denied
+            ],
+        )
 
     return rule
-
-
-async def _describe_log_dirs(
-    check: Check, request: TypedRequest[DescribeLogDirsRequest], serve: Serve
-) -> Served:
-    if check.cluster(Op.DESCRIBE):
-        return await serve(request)
-    denied: DescribeLogDirsResponse = {
-        "throttle_time_ms": 0,
-        "error_code": int(CLUSTER_DENIED),
-        "results": [],
-    }
-    return denied
 
 
 async def _unrestricted(check: Check, request: TypedRequest[Any], serve: Serve) -> Served:
@@ -418,27 +379,27 @@ RULES: dict[int, Rule] = {
     20: _per_topic_named(Op.DELETE, "responses"),
     21: _topic_partitions_rule(Op.DELETE, "partitions", "partition_index", "partition_index"),
     23: _offset_for_leader_epoch,
-    27: _Simple(Op.CLUSTER_ACTION),
-    29: _Simple(Op.DESCRIBE),
-    30: _Simple(Op.ALTER),
-    31: _Simple(Op.ALTER),
+    27: ClusterRule(Op.CLUSTER_ACTION),
+    29: ClusterRule(Op.DESCRIBE),
+    30: ClusterRule(Op.ALTER),
+    31: ClusterRule(Op.ALTER),
     32: _configs_rule(Op.DESCRIBE_CONFIGS, "results"),
     33: _configs_rule(Op.ALTER_CONFIGS, "responses"),
-    35: _describe_log_dirs,
+    35: ClusterRule(Op.DESCRIBE, listed="results"),
     37: _per_topic_named(Op.ALTER, "results"),
-    43: _Simple(Op.ALTER),
+    43: ClusterRule(Op.ALTER),
     44: _configs_rule(Op.ALTER_CONFIGS, "responses"),
-    45: _Simple(Op.ALTER),
-    46: _Simple(Op.DESCRIBE),
-    48: _Simple(Op.DESCRIBE_CONFIGS),
-    49: _Simple(Op.ALTER_CONFIGS),
-    55: _Simple(Op.DESCRIBE),
+    45: ClusterRule(Op.ALTER),
+    46: ClusterRule(Op.DESCRIBE),
+    48: ClusterRule(Op.DESCRIBE_CONFIGS),
+    49: ClusterRule(Op.ALTER_CONFIGS),
+    55: ClusterRule(Op.DESCRIBE),
     60: _describe_cluster,
     61: _topic_partitions_rule(Op.READ, "partition_indexes", None, "partition_index"),
-    74: _Simple(Op.DESCRIBE_CONFIGS),
+    74: ClusterRule(Op.DESCRIBE_CONFIGS),
     75: _describe_topic_partitions,
-    80: _Simple(Op.ALTER),
-    81: _Simple(Op.ALTER),
+    80: ClusterRule(Op.ALTER),
+    81: ClusterRule(Op.ALTER),
     # SaslHandshake, SaslAuthenticate, ApiVersions: before or without authorization.
     17: _unrestricted,
     36: _unrestricted,
@@ -446,7 +407,7 @@ RULES: dict[int, Rule] = {
 }
 RULES.update(GROUP_RULES)
 RULES.update(SHARE_RULES)
-_FAIL_CLOSED = _Simple(Op.ALTER)
+_FAIL_CLOSED = ClusterRule(Op.ALTER)
 
 
 async def authorized_call(

@@ -18,7 +18,16 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, TypeVar, cast
 
-from sparklog.broker.authz_support import Check, Rule, Serve, Served, ShapeBody, per_topic, split
+from sparklog.broker.authz_support import (
+    Check,
+    Rule,
+    Serve,
+    Served,
+    ShapeBody,
+    per_topic,
+    serve_allowed,
+    split,
+)
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.headers import TypedRequest
 from sparklog.protocol.message_types import (
@@ -29,7 +38,7 @@ from sparklog.protocol.message_types import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     DescribeTransactionsRequest,
-    DescribeTransactionsResponse,
+    DescribeTransactionsResponseTransactionStates,
     EndTxnRequest,
     EndTxnResponse,
     FindCoordinatorRequest,
@@ -400,19 +409,13 @@ async def _describe_transactions(
     body = request.body
     ids = list(body.get("transactional_ids") or ())
     allowed, denied = split(ids, lambda t: check.allowed(Op.DESCRIBE, Res.TRANSACTIONAL_ID, t))
-    response: DescribeTransactionsResponse | None
-    if allowed or not denied:
-        served = await serve(replace(request, body={**body, "transactional_ids": allowed}))
-        response = cast("DescribeTransactionsResponse | None", served)
-    else:
-        response = {"throttle_time_ms": 0, "transaction_states": []}
-    if response is None:
-        return None
-    for txn in denied:
-        response.setdefault("transaction_states", []).append(
-            {"transactional_id": txn, "error_code": int(TXN_DENIED), "producer_id": -1}
-        )
-    return response
+    refused: list[DescribeTransactionsResponseTransactionStates] = [
+        {"transactional_id": txn, "error_code": int(TXN_DENIED), "producer_id": -1}
+        for txn in denied
+    ]
+    return await serve_allowed(
+        request, serve, {"transactional_ids": allowed}, "transaction_states", refused
+    )
 
 
 async def _list_transactions(

@@ -12,11 +12,18 @@ AlterUserScramCredentials ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED per
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
-from typing import cast
 
 from sparklog.broker.authz_groups import consumer_group_heartbeat, per_group
-from sparklog.broker.authz_support import Check, Rule, Serve, Served, per_topic, split
+from sparklog.broker.authz_support import (
+    Check,
+    ClusterRule,
+    Rule,
+    Serve,
+    Served,
+    per_topic,
+    serve_allowed,
+    split,
+)
 from sparklog.protocol.errors import ErrorCode
 from sparklog.protocol.headers import TypedRequest
 from sparklog.protocol.message_types import (
@@ -26,9 +33,7 @@ from sparklog.protocol.message_types import (
     DeleteShareGroupOffsetsRequest,
     DeleteShareGroupStateRequest,
     DescribeShareGroupOffsetsRequest,
-    DescribeShareGroupOffsetsResponse,
-    DescribeUserScramCredentialsRequest,
-    DescribeUserScramCredentialsResponse,
+    DescribeShareGroupOffsetsResponseGroups,
     InitializeShareGroupStateRequest,
     ReadShareGroupStateRequest,
     ReadShareGroupStateSummaryRequest,
@@ -87,19 +92,11 @@ async def _describe_share_offsets(
     body = request.body
     groups = list(body.get("groups") or ())
     allowed, denied = split(groups, lambda g: check.allowed(Op.DESCRIBE, Res.GROUP, g["group_id"]))
-    response: DescribeShareGroupOffsetsResponse | None
-    if allowed or not denied:
-        served = await serve(replace(request, body={**body, "groups": allowed}))
-        response = cast("DescribeShareGroupOffsetsResponse | None", served)
-    else:
-        response = {"throttle_time_ms": 0, "groups": []}
-    if response is None:
-        return None
-    for group in denied:
-        response.setdefault("groups", []).append(
-            {"group_id": group["group_id"], "topics": [], "error_code": int(GROUP_DENIED)}
-        )
-    return response
+    refused: list[DescribeShareGroupOffsetsResponseGroups] = [
+        {"group_id": group["group_id"], "topics": [], "error_code": int(GROUP_DENIED)}
+        for group in denied
+    ]
+    return await serve_allowed(request, serve, {"groups": allowed}, "groups", refused)
 
 
 # The share-group state RPCs: each answers per partition of each topic id under "results".
@@ -131,19 +128,6 @@ async def _cluster_action_state(
     }
 
 
-async def _describe_scram(
-    check: Check, request: TypedRequest[DescribeUserScramCredentialsRequest], serve: Serve
-) -> Served:
-    if check.cluster(Op.DESCRIBE):
-        return await serve(request)
-    response: DescribeUserScramCredentialsResponse = {
-        "throttle_time_ms": 0,
-        "error_code": int(CLUSTER_DENIED),
-        "results": [],
-    }
-    return response
-
-
 async def _alter_scram(
     check: Check, request: TypedRequest[AlterUserScramCredentialsRequest], serve: Serve
 ) -> Served:
@@ -163,7 +147,7 @@ async def _alter_scram(
 
 
 SHARE_RULES: dict[int, Rule] = {
-    50: _describe_scram,
+    50: ClusterRule(Op.DESCRIBE, listed="results"),
     51: _alter_scram,
     76: consumer_group_heartbeat,
     77: per_group(Op.DESCRIBE, "group_ids", "groups"),

@@ -5,11 +5,16 @@
 - :func:`per_topic` is the common "topics with partitions" shape: unauthorized topics leave the
   request and come back in the response with the denial code on each of their partitions.
 - :func:`error_response` is a whole request refused with one code, in the place a client reads.
+- :class:`ClusterRule` is the rule of an API whose whole request needs one operation on the
+  cluster.
+- :func:`serve_allowed` is the common "list of resources" shape: the handler serves the
+  allowed ones and the denied ones come back as entries of the response list.
 - Types: a rule for one API declares its request's and response's TypedDicts
   (:mod:`sparklog.protocol.message_types`); :data:`Serve` answers the plain response dict of
   whichever API the rule table dispatched to, so a typed rule narrows it with ``cast``. The
-  shape-generic helpers (:func:`per_topic`, :func:`error_response`) address fields by key names
-  their callers pass, which no static type can check: they alone use :data:`ShapeBody`.
+  shape-generic helpers (:func:`per_topic`, :func:`error_response`, :func:`serve_allowed`)
+  address fields by key names their callers pass, which no static type can check: they alone
+  use :data:`ShapeBody`.
 - A refusal the client asked for (not a filter such as Metadata's topic list) is logged at INFO
   on the ``sparklog.authorizer`` logger in the shape of Kafka's ``kafka.authorizer.logger``:
   ``Principal = User:bob is Denied operation = WRITE from host = 10.0.0.7 on resource =
@@ -19,7 +24,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar, cast
 
@@ -76,6 +81,7 @@ SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
 }
 T = TypeVar("T")
 _NO_ID = bytes(16)
+_CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
 class Rule(Protocol):
@@ -152,6 +158,24 @@ class Check:
         return self.allowed(operation, ResourceType.TOPIC, name, quiet=quiet)
 
 
+@dataclass(frozen=True, slots=True)
+class ClusterRule:
+    """The whole request needs ``operation`` on the cluster. Refused, it is answered with
+    :func:`error_response`, or, given ``listed``, with CLUSTER_AUTHORIZATION_FAILED at the top
+    level, no error message and an empty ``listed`` list (DescribeLogDirs,
+    DescribeUserScramCredentials, a replica's Fetch: Kafka's answers)."""
+
+    operation: AclOperation
+    listed: str | None = None
+
+    async def __call__(self, check: Check, request: TypedRequest[Any], serve: Serve) -> Served:
+        if check.cluster(self.operation):
+            return await serve(request)
+        if self.listed is None:
+            return error_response(request, _CLUSTER_DENIED)
+        return {"throttle_time_ms": 0, "error_code": int(_CLUSTER_DENIED), self.listed: []}
+
+
 def split(items: list[T], ok: Callable[[T], bool]) -> tuple[list[T], list[T]]:
     allowed: list[T] = []
     denied: list[T] = []
@@ -183,6 +207,30 @@ def error_response(request: TypedRequest[Any], code: ErrorCode) -> Mapping[str, 
             ]
         }
     return error_body(request.api.key, body, code, "")
+
+
+async def serve_allowed(
+    request: TypedRequest[Any],
+    serve: Serve,
+    allowed: Mapping[str, list[Any]],
+    rsp_key: str,
+    denied: Sequence[Mapping[str, object]],
+) -> ShapeBody | None:
+    """Shape-generic: the handler serves ``request`` with its lists replaced by ``allowed``
+    (request key -> the items the principal may touch), then each of ``denied`` (the response
+    entries of the refused items) is added to the response's ``rsp_key`` list. When items were
+    refused and none is allowed, the handler is not asked: the answer is the refusals alone."""
+    response: ShapeBody | None
+    if any(allowed.values()) or not denied:
+        served = await serve(replace(request, body={**request.body, **allowed}))
+        response = cast("ShapeBody | None", served)
+    else:
+        response = {"throttle_time_ms": 0, rsp_key: []}
+    if response is None:
+        return None
+    if denied:
+        response.setdefault(rsp_key, []).extend(denied)
+    return response
 
 
 async def per_topic(

@@ -3,6 +3,8 @@
 A key of Kafka's PASSWORD type (``ssl.keystore.password``, ``ssl.keystore.key``, the S3 secret,
 ...) is sensitive: as in Kafka its value and its synonyms' values are ``None`` (null on the
 wire) and the entry says ``sensitive``, so no secret leaves the broker through DescribeConfigs.
+A listener-prefixed key (``listener.name.<listener>.ssl.keystore.password``) has the type of
+its un-prefixed key, so the same holds for it.
 
 Sources follow Kafka's DescribeConfigsResponse.ConfigSource: a topic override is
 TOPIC_CONFIG (1), a topic key whose broker-level synonym is set in server.properties is
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 
 from sparklog.config import ServerConfig
 from sparklog.config_keys import DEFS as BROKER_DEFS
+from sparklog.config_keys import listener_def, split_listener_key
 from sparklog.controller.group_configs import GROUP_CONFIGS
 from sparklog.storage.config import CONFIG_DEFS, LogConfig
 
@@ -99,22 +102,37 @@ def _broker_value(config: ServerConfig, name: str) -> str | None:
     return BROKER_DEFS[name].default_string
 
 
+def _broker_synonym(config: ServerConfig, name: str, sensitive: bool) -> Synonym:
+    source = STATIC_BROKER_CONFIG if config.is_set(name) else DEFAULT_CONFIG
+    return Synonym(name, None if sensitive else _broker_value(config, name), source)
+
+
 def describe_broker_configs(config: ServerConfig) -> list[ConfigEntry]:
+    """Every broker key, and each listener-prefixed key the file sets (Kafka lists those too),
+    whose synonyms are itself then its un-prefixed key."""
+    definitions = dict(BROKER_DEFS)
+    for name in config.props:
+        prefixed = listener_def(name)
+        if prefixed is not None:
+            definitions[name] = prefixed
     entries = []
-    for name, definition in sorted(BROKER_DEFS.items()):
-        source = STATIC_BROKER_CONFIG if config.is_set(name) else DEFAULT_CONFIG
+    for name, definition in sorted(definitions.items()):
         sensitive = definition.type == "password"
-        value = None if sensitive else _broker_value(config, name)
+        synonyms = [_broker_synonym(config, name, sensitive)]
+        if name not in BROKER_DEFS:
+            base = split_listener_key(name)
+            if base is not None and base[1] in BROKER_DEFS:
+                synonyms.append(_broker_synonym(config, base[1], sensitive))
         entries.append(
             ConfigEntry(
                 name=name,
-                value=value,
-                source=source,
+                value=synonyms[0].value,
+                source=synonyms[0].source,
                 # Nothing can be changed on a running node yet (no dynamic broker configs).
                 read_only=True,
                 config_type=_CONFIG_TYPES.get(definition.type, 0),
                 documentation=None,
-                synonyms=(Synonym(name, value, source),),
+                synonyms=tuple(synonyms),
                 sensitive=sensitive,
             )
         )

@@ -2,15 +2,18 @@
 
 Contract:
 - :func:`listener_security` resolves one listener's settings: ``listener.name.<name>.<key>``
-  (name lower-cased, as Kafka) overrides ``<key>``; SASL login modules come only from
+  (name lower-cased, as Kafka) overrides ``<key>``. The configuration parsed and checked the
+  prefixed key at load with ``<key>``'s own definition
+  (:func:`sparklog.config_keys.listener_def`); SASL login modules come only from
   ``listener.name.<name>.<mechanism>.sasl.jaas.config``. A SASL_SSL listener asks for client
   certificates only with a listener-prefixed ``ssl.client.auth`` (KIP-684).
 - :func:`validate_security` runs at configuration load (before anything touches disk) and
   raises :class:`ConfigError` naming the key for anything asked for that this node does not do:
   an SSL/SASL_SSL listener without a usable keystore, a JKS store, a SASL mechanism other than
   PLAIN/SCRAM-SHA-256/SCRAM-SHA-512, a PLAIN listener without users, TLS versions other than
-  1.2/1.3, and any ``listener.name.*`` key we do not read. A listener is therefore never served
-  with less protection than its protocol says.
+  1.2/1.3, and any ``listener.name.*`` key we do not read (with the closest per-listener key
+  for a typo). A listener is therefore never served with less protection than its protocol
+  says.
 - :func:`unsupported_key_message` names the Kafka security keys we refuse outright (Kerberos,
   OAUTHBEARER, delegation tokens, custom engine/callback/principal-builder classes...).
 - Error messages name keys, never values: values may be passwords or private keys.
@@ -21,7 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from sparklog.config_keys import DEFS, ConfigError
+from sparklog.config_keys import (
+    JAAS_SUFFIX,
+    LISTENER_KEYS,
+    LISTENER_PREFIX,
+    ConfigError,
+    did_you_mean,
+    split_listener_key,
+)
 from sparklog.security.jaas import JaasModule, parse_jaas_config
 
 if TYPE_CHECKING:
@@ -36,30 +46,6 @@ STORE_TYPES = ("PEM", "PKCS12")
 IMPLEMENTED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 # Protocols this node can also speak as a client (inter-broker and controller channels).
 IMPLEMENTED_CLIENT_PROTOCOLS = IMPLEMENTED_PROTOCOLS
-
-# Keys that may be set per listener (listener.name.<name>.<key>).
-LISTENER_SSL_KEYS = (
-    "ssl.protocol",
-    "ssl.enabled.protocols",
-    "ssl.keystore.type",
-    "ssl.keystore.location",
-    "ssl.keystore.password",
-    "ssl.key.password",
-    "ssl.keystore.certificate.chain",
-    "ssl.keystore.key",
-    "ssl.truststore.type",
-    "ssl.truststore.location",
-    "ssl.truststore.password",
-    "ssl.truststore.certificates",
-    "ssl.client.auth",
-    "ssl.principal.mapping.rules",
-    "ssl.endpoint.identification.algorithm",
-)
-LISTENER_KEYS = frozenset(
-    (*LISTENER_SSL_KEYS, "sasl.enabled.mechanisms", "connections.max.reauth.ms")
-)
-# Per-listener keys other parts of the node read (connection limits).
-OTHER_LISTENER_KEYS = frozenset({"max.connections", "max.connection.creation.rate"})
 
 _UNSUPPORTED_EXACT = frozenset(
     {
@@ -85,10 +71,8 @@ _UNSUPPORTED_PREFIXES = ("sasl.kerberos.", "sasl.oauthbearer.", "sasl.login.", "
 
 def unsupported_key_message(key: str) -> str | None:
     """Why a Kafka security key is refused, or None if it is not one we refuse."""
-    bare = key
-    if key.startswith("listener.name."):
-        parts = key.split(".", 3)
-        bare = parts[3] if len(parts) == 4 else ""
+    split = split_listener_key(key)
+    bare = key if split is None else split[1]
     if bare in _UNSUPPORTED_EXACT or bare.startswith(_UNSUPPORTED_PREFIXES):
         return (
             f"Configuration {key} is not supported by sparklog (TLS with PEM/PKCS12 stores and "
@@ -160,21 +144,10 @@ class ListenerSecurity:
 
 
 def _value(config: ServerSettings, listener: str, key: str) -> Any:
-    prefixed = f"listener.name.{listener.lower()}.{key}"
-    override = config.props.get(prefixed)
-    if override is None:
-        return config.get(key)
-    try:
-        return DEFS[key].parse(str(override))
-    except ConfigError as exc:
-        # The base key's definition parses the override; the message names the key as written.
-        shown = "[hidden]" if exc.value is None else exc.value
-        raise ConfigError(
-            f"Invalid value {shown} for configuration {prefixed}: {exc.problem}",
-            key=prefixed,
-            value=exc.value,
-            problem=exc.problem,
-        ) from None
+    """``listener.name.<listener>.<key>`` where it is set (parsed at load with ``key``'s own
+    definition), else ``key``."""
+    prefixed = f"{LISTENER_PREFIX}{listener.lower()}.{key}"
+    return config.get(prefixed if config.is_set(prefixed) else key)
 
 
 def ssl_settings_from(get: Any) -> SslSettings:
@@ -203,7 +176,7 @@ def listener_security(config: ServerSettings, name: str) -> ListenerSecurity:
     ssl = None
     if protocol in SSL_PROTOCOLS:
         ssl = ssl_settings_from(lambda key: _value(config, name, key))
-        prefixed_auth = f"listener.name.{name.lower()}.ssl.client.auth"
+        prefixed_auth = f"{LISTENER_PREFIX}{name.lower()}.ssl.client.auth"
         if protocol == "SASL_SSL" and prefixed_auth not in config.props:
             # KIP-684: SASL_SSL asks for client certificates only when the listener says so.
             ssl = replace(ssl, client_auth="none")
@@ -211,10 +184,10 @@ def listener_security(config: ServerSettings, name: str) -> ListenerSecurity:
     jaas: dict[str, JaasModule] = {}
     if protocol in SASL_PROTOCOLS:
         mechanisms = tuple(m.upper() for m in _value(config, name, "sasl.enabled.mechanisms"))
-        prefix = f"listener.name.{name.lower()}."
+        prefix = f"{LISTENER_PREFIX}{name.lower()}."
         for key, raw in config.props.items():
-            if key.startswith(prefix) and key.endswith(".sasl.jaas.config"):
-                mechanism = key[len(prefix) : -len(".sasl.jaas.config")].upper()
+            if key.startswith(prefix) and key.endswith(JAAS_SUFFIX):
+                mechanism = key[len(prefix) : -len(JAAS_SUFFIX)].upper()
                 try:
                     jaas[mechanism] = parse_jaas_config(str(raw))
                 except ValueError as exc:
@@ -231,22 +204,24 @@ def listener_security(config: ServerSettings, name: str) -> ListenerSecurity:
 
 
 def _check_listener_keys(config: ServerSettings) -> None:
+    jaas_keys = [m.lower() + JAAS_SUFFIX for m in SUPPORTED_MECHANISMS]
     for key in config.props:
-        if not key.startswith("listener.name."):
+        split = split_listener_key(key)
+        if split is None:
             continue
-        parts = key.split(".", 3)
-        suffix = parts[3] if len(parts) == 4 else ""
-        if suffix in LISTENER_KEYS or suffix in OTHER_LISTENER_KEYS:
+        listener, suffix = split
+        if suffix in LISTENER_KEYS:
             continue
-        mechanism = (
-            suffix[: -len(".sasl.jaas.config")] if suffix.endswith(".sasl.jaas.config") else None
-        )
+        mechanism = suffix[: -len(JAAS_SUFFIX)] if suffix.endswith(JAAS_SUFFIX) else None
         if mechanism and mechanism.upper() in SUPPORTED_MECHANISMS:
             continue
+        hint = did_you_mean(
+            suffix, [*LISTENER_KEYS, *jaas_keys], prefix=f"{LISTENER_PREFIX}{listener}."
+        )
         raise ConfigError(
             f"Configuration {key} is not supported by sparklog: per-listener keys are "
             f"{', '.join(sorted(LISTENER_KEYS))} and "
-            "<plain|scram-sha-256|scram-sha-512>.sasl.jaas.config"
+            f"<{'|'.join(m.lower() for m in SUPPORTED_MECHANISMS)}>{JAAS_SUFFIX}.{hint}"
         )
 
 

@@ -228,3 +228,28 @@ def test_authorized_operations_bit_fields() -> None:
         1 << int(op) for op in (Op.READ, Op.DESCRIBE, Op.DELETE, Op.DESCRIBE_CONFIGS,
                                 Op.ALTER_CONFIGS)
     )  # fmt: skip
+
+
+def test_listed_resources_partly_denied() -> None:
+    """The handler sees only the allowed ids; the refused ones are added to its answer, and a
+    request with nothing allowed is answered without the handler."""
+    txn_ids = {"transactional_ids": ["a", "b"]}
+    allowed = allow(ResourceType.TRANSACTIONAL_ID, "a", Op.DESCRIBE)
+    answer = {"transaction_states": [{"transactional_id": "a", "error_code": 0}]}
+    response, seen = run(65, txn_ids, allowed, answer=answer)
+    assert seen == [{"transactional_ids": ["a"]}]
+    states = [(s["transactional_id"], s["error_code"]) for s in response["transaction_states"]]
+    assert states == [("a", 0), ("b", ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)]
+    response, seen = run(65, txn_ids)
+    assert not seen and len(response["transaction_states"]) == 2
+    groups = {"groups": [{"group_id": "g"}, {"group_id": "h"}]}
+    response, seen = run(90, groups, allow(ResourceType.GROUP, "h", Op.DESCRIBE), answer={})
+    assert seen == [{"groups": [{"group_id": "h"}]}]
+    assert response["groups"] == [
+        {"group_id": "g", "topics": [], "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
+    ]
+    configs = {"resources": [{"resource_type": 2, "resource_name": n} for n in ("t", "u")]}
+    response, seen = run(32, configs, allow(ResourceType.TOPIC, "u", Op.DESCRIBE_CONFIGS))
+    assert [r["resource_name"] for r in seen[0]["resources"]] == ["u"]
+    assert response["results"][-1]["resource_name"] == "t"
+    assert response["results"][-1]["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED

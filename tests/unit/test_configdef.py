@@ -78,6 +78,11 @@ def test_did_you_mean_offers_only_a_close_key() -> None:
     known = ["retention.ms", "segment.bytes"]
     assert did_you_mean("retention.mss", known) == " Did you mean 'retention.ms'?"
     assert did_you_mean("zzz", known) == ""
+    # a listener's key: matched without the prefix, named with it
+    prefix = "listener.name.internal."
+    assert did_you_mean("retention.mss", known, prefix=prefix) == (
+        " Did you mean 'listener.name.internal.retention.ms'?"
+    )
 
 
 def test_default_string_is_kafkas_spelling() -> None:

@@ -46,6 +46,48 @@ def test_unknown_listener_prefixed_key_is_refused() -> None:
         load(**{"listener.name.plaintext.foo.bar": "1"})
 
 
+def test_listener_prefixed_typo_names_the_closest_key() -> None:
+    with pytest.raises(
+        ConfigError,
+        match=r"listener\.name\.internal\.ssl\.keystore\.locaton is not supported.*"
+        r"Did you mean 'listener\.name\.internal\.ssl\.keystore\.location'\?",
+    ):
+        load(**{"listener.name.internal.ssl.keystore.locaton": "/k.p12"})
+
+
+@pytest.mark.parametrize(
+    ("key", "raw", "expected"),
+    [
+        ("ssl.client.auth", "bogus", "Value must be one of none, requested, required"),
+        ("connections.max.reauth.ms", "soon", "expected a 64-bit integer >= 0"),
+        ("max.connections", "-1", "Value must be at least 0"),
+    ],
+)
+def test_listener_prefixed_keys_are_checked_at_load_as_the_key_itself(
+    key: str, raw: str, expected: str
+) -> None:
+    """Every listener's keys, served over TLS or not, and of a listener ``listeners`` does not
+    name: the prefixed key has the un-prefixed key's type and checks."""
+    for listener in ("plaintext", "internal"):
+        prefixed = f"listener.name.{listener}.{key}"
+        with pytest.raises(ConfigError) as info:
+            load(**{prefixed: raw})
+        assert str(info.value) == f"Invalid value {raw!r} for configuration {prefixed}: {expected}"
+
+
+def test_listener_prefixed_values_are_typed() -> None:
+    config = load(
+        **{
+            "listener.name.internal.ssl.enabled.protocols": "TLSv1.3",
+            "listener.name.internal.max.connections": "10",
+            "listener.name.internal.ssl.keystore.password": SECRET,
+        }
+    )
+    assert config.get("listener.name.internal.ssl.enabled.protocols") == ("TLSv1.3",)
+    assert config.get("listener.name.internal.max.connections") == 10
+    assert config.get("listener.name.internal.ssl.keystore.password") == SECRET
+
+
 def test_plaintext_config_with_security_keys_set_loads() -> None:
     config = load(**{"ssl.client.auth": "required", "sasl.enabled.mechanisms": "PLAIN"})
     assert config.get("ssl.client.auth") == "required"
