@@ -36,6 +36,8 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterator
 from typing import Final
 
+from .batch_encode import EncodedBatch
+
 __all__ = ["FetchCursor", "FetchCursors", "FetchedChunks"]
 
 _BASE_OFFSET: Final = struct.Struct(">q")
@@ -43,7 +45,7 @@ _LAST_OFFSET_DELTA: Final = struct.Struct(">i")
 _LAST_OFFSET_DELTA_AT: Final = 23
 
 
-def _next_offset(batch: bytes) -> int:
+def _next_offset(batch: EncodedBatch) -> int:
     """The offset after a v2 batch: base offset + lastOffsetDelta + 1."""
     (base,) = _BASE_OFFSET.unpack_from(batch, 0)
     (delta,) = _LAST_OFFSET_DELTA.unpack_from(batch, _LAST_OFFSET_DELTA_AT)
@@ -55,12 +57,12 @@ class FetchCursor:
     ``read_ahead`` and ``close`` take turns."""
 
     def __init__(
-        self, batches: Iterator[bytes], close: Callable[[], None], weight: int = 0
+        self, batches: Iterator[EncodedBatch], close: Callable[[], None], weight: int = 0
     ) -> None:
         self._batches = batches
         self.weight = weight
         self._close = close
-        self._ready: deque[bytes] = deque()  # encoded ahead of the next read, in order
+        self._ready: deque[EncodedBatch] = deque()  # encoded ahead of the next read, in order
         self._ready_bytes = 0
         self._error: Exception | None = None
         self._closed = False
@@ -69,7 +71,7 @@ class FetchCursor:
         self.next_offset = -1
         self.used_at = time.monotonic()
 
-    def _next(self) -> bytes | None:
+    def _next(self) -> EncodedBatch | None:
         if self._ready:
             batch = self._ready.popleft()
             self._ready_bytes -= len(batch)
@@ -78,8 +80,8 @@ class FetchCursor:
             raise self._error
         return next(self._batches, None)
 
-    def read(self, max_bytes: int) -> bytes:
-        out: list[bytes] = []
+    def read(self, max_bytes: int) -> EncodedBatch:
+        out: list[EncodedBatch] = []
         total = 0
         with self._lock:
             while True:
@@ -190,7 +192,7 @@ _BATCH_LENGTH: Final = struct.Struct(">i")
 _LOG_OVERHEAD: Final = 12  # baseOffset int64 + batchLength int32
 
 
-def _cut(records: bytes, max_bytes: int) -> bytes:
+def _cut(records: EncodedBatch, max_bytes: int) -> EncodedBatch:
     """The whole batches of ``records`` that fit in ``max_bytes`` (at least the first)."""
     if len(records) <= max_bytes:
         return records
@@ -227,7 +229,7 @@ class FetchedChunks:
         )
         self._lock = threading.Lock()
 
-    def get(self, path: str, offset: int, options: Hashable, max_bytes: int) -> bytes | None:
+    def get(self, path: str, offset: int, options: Hashable, max_bytes: int) -> EncodedBatch | None:
         with self._lock:
             entry = self._chunks.get((path, offset, options))
             if entry is None or (entry[1] is not None and entry[1] < max_bytes):
@@ -240,10 +242,12 @@ class FetchedChunks:
             return (path, offset, options) in self._chunks
 
     def put(
-        self, path: str, offset: int, options: Hashable, records: bytes, limit: int | None
+        self, path: str, offset: int, options: Hashable, records: EncodedBatch, limit: int | None
     ) -> None:
         if not records or len(records) > self._max_bytes:
             return
+        # A view pins the whole buffer it was framed in: keep only its bytes.
+        records = bytes(records)
         with self._lock:
             old = self._chunks.pop((path, offset, options), None)
             self._bytes += len(records) - (len(old[0]) if old is not None else 0)

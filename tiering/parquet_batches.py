@@ -16,8 +16,11 @@ Without those losses (CreateTime batches, no delete horizon) the rebuilt batches
 segment's byte for byte (the property tests check it).
 
 Batches are encoded a chunk of rows at a time by :mod:`.batch_encode`: the first
-``_CHUNK_ROWS`` rows, then twice as many each time up to ``_MAX_CHUNK_ROWS``, so a small fetch
-encodes few rows and a long read spreads the encoder's fixed cost. A read or decode failure of
+``_CHUNK_ROWS`` rows, then twice as many each time up to ``_MAX_CHUNK_ROWS``, each rounded up
+to whole batches, so a small fetch encodes few rows and a long read spreads the encoder's
+fixed cost; only a batch that a row group ends in the middle of is put together from two
+slices (a copy). Batches are ``bytes``, or ``memoryview`` where the encoder framed an
+uncompressed batch in place (:data:`.batch_encode.EncodedBatch`). A read or decode failure of
 the object raises :class:`~.transcode.TranscodeError`.
 """
 
@@ -31,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .batch_encode import encode_batches
+from .batch_encode import EncodedBatch, encode_batches
 from .segment_reader import RowGroupReader, parquet_file, read_row_group, row_groups
 from .transcode import ENCODED_COLUMNS, TranscodeError
 
@@ -83,7 +86,7 @@ def parquet_to_batches(
     codec levels (:data:`.batch_encode.FAST_LEVELS` for remote fetch; None, the libraries'
     defaults, rebuilds a segment of CreateTime batches written by this codec module byte for
     byte)."""
-    out: list[bytes] = []
+    out: list[EncodedBatch] = []
     total = 0
     batches = iter_parquet_batches(
         source,
@@ -105,18 +108,22 @@ def parquet_to_batches(
 
 def _row_chunks(
     tables: Iterator[tuple[pa.Table, bool]], from_offset: int
-) -> Iterator[tuple[pa.Table, bool]]:
+) -> Iterator[tuple[pa.Table, bool, bool]]:
     """Slices starting at the first batch that ends at or after ``from_offset``: the first
-    ``_CHUNK_ROWS`` rows, then twice as many each time up to ``_MAX_CHUNK_ROWS``, so a small
-    fetch encodes few rows and a long read spreads the vector encoder's fixed cost. Each with
+    ``_CHUNK_ROWS`` rows, then twice as many each time up to ``_MAX_CHUNK_ROWS``, each rounded
+    up to the end of the batch it ends in, so a slice holds whole batches except that the last
+    of a row group may go on in the next one. Each with whether it ends its row group and
     whether it is the last (no row follows it)."""
     size = _CHUNK_ROWS
     for table, last_table in tables:
+        rows = table.num_rows
         # Rows are sorted by offset, so rows of batches ending before from_offset lead.
         start = pc.sum(pc.less(table.column("batch_last_offset"), from_offset)).as_py() or 0
-        while start < table.num_rows:
-            yield table.slice(start, size), last_table and start + size >= table.num_rows
-            start += size
+        bases = table.column("batch_base_offset").to_numpy() if start < rows else None
+        while bases is not None and start < rows:
+            end = int(np.searchsorted(bases, bases[min(start + size, rows) - 1], side="right"))
+            yield table.slice(start, end - start), end == rows, last_table and end == rows
+            start = end
             size = min(2 * size, max(_MAX_CHUNK_ROWS, _CHUNK_ROWS))
 
 
@@ -128,25 +135,23 @@ def iter_parquet_batches(
     compression: int | None = None,
     read_row_group: RowGroupReader = read_row_group,
     levels: Mapping[int, int] | None = None,
-) -> Generator[bytes, None, None]:
+) -> Generator[EncodedBatch, None, None]:
     """The batches of :func:`parquet_to_batches`, one at a time, lazily, without a size
     bound."""
     pending: pa.Table | None = None
     try:
         tables = _row_group_tables(source, from_offset, ENCODED_COLUMNS, read_row_group)
-        for chunk, last in _row_chunks(tables, from_offset):
-            if pending is not None and pending.num_rows:
+        for chunk, table_end, last in _row_chunks(tables, from_offset):
+            if pending is not None:
                 chunk = pa.concat_tables([pending, chunk])
-            # The last batch of a chunk may continue in the next one, unless none follows (a
-            # segment of one row group in one chunk is then encoded in one step, not two).
-            bases = chunk.column("batch_base_offset").to_numpy()
-            if last:
-                tail = len(bases)
-            else:
-                tail = int(np.searchsorted(bases, bases[-1], side="left")) if len(bases) else 0
-            pending = chunk.slice(tail)
-            head = chunk.slice(0, tail)
-            for batch in _encode_rows(head, from_offset, to_offset, compression, levels):
+                pending = None
+            if table_end and not last and chunk.num_rows:
+                # The row group's last batch may continue in the next row group.
+                bases = chunk.column("batch_base_offset").to_numpy()
+                tail = int(np.searchsorted(bases, bases[-1], side="left"))
+                pending = chunk.slice(tail)
+                chunk = chunk.slice(0, tail)
+            for batch in _encode_rows(chunk, from_offset, to_offset, compression, levels):
                 if batch is None:
                     return
                 yield batch
@@ -165,7 +170,7 @@ def _encode_rows(
     to_offset: int | None,
     compression: int | None,
     levels: Mapping[int, int] | None,
-) -> Iterator[bytes | None]:
+) -> Iterator[EncodedBatch | None]:
     """Encoded batches of ``rows`` (whole batches); a None means "past to_offset, stop"."""
     stop = False
     if to_offset is not None and rows.num_rows:

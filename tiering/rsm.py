@@ -41,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .batch_encode import FAST_LEVELS
+from .batch_encode import FAST_LEVELS, EncodedBatch
 from .config import TieringConfig
 from .fetch_cursor import FetchCursor, FetchCursors, FetchedChunks
 from .layout import (
@@ -340,9 +340,10 @@ class RemoteStorageManager:
         *,
         to_offset: int | None = None,
         compression: int | None = None,
-    ) -> bytes:
+    ) -> EncodedBatch:
         """Kafka batches from the batch holding ``start_offset`` on, up to ``max_bytes`` (at
-        least one batch), stopping before batches at or after ``to_offset``."""
+        least one batch), stopping before batches at or after ``to_offset``: ``bytes``, or a
+        ``memoryview`` of one batch framed in place (:mod:`.batch_encode`)."""
         path = segment_object_paths(metadata)[PARQUET_SUFFIX]
         options = (to_offset, compression)
         chunk = self._chunks.get(path, start_offset, options, max_bytes)

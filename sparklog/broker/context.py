@@ -39,7 +39,7 @@ class RemoteRead:
     """Kafka record batches read from remote storage and, for a read_committed fetch, the
     ``(producer_id, first_offset)`` of the aborted transactions overlapping them."""
 
-    records: bytes
+    records: bytes | memoryview  # a memoryview: one batch framed in place (tiering.batch_encode)
     aborted_transactions: tuple[tuple[int, int], ...] = ()
 
 

@@ -186,7 +186,7 @@ async def _read_once(
             errored = True
             continue
         budget = min(want.max_bytes, remaining)
-        records: list[FileSlice] | bytes | None = None
+        records: list[FileSlice] | bytes | memoryview | None = None
         aborted: list[AbortedTxn] = []
         if budget > 0 or total == 0:
             try:

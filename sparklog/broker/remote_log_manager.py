@@ -66,6 +66,7 @@ from sparklog.protocol.errors import ErrorCode, KafkaApiError
 from sparklog.protocol.kafka_uuid import uuid_to_str
 from sparklog.protocol.records import iter_batches
 from sparklog.storage.log import Log
+from sparklog.tiering.batch_encode import EncodedBatch
 from sparklog.tiering.config import TieringConfig
 from sparklog.tiering.layout import PARQUET_SUFFIX
 from sparklog.tiering.metadata import (
@@ -105,7 +106,7 @@ def segment_aborted_txns(log_: Log, base_offset: int, next_offset: int) -> tuple
     )
 
 
-def _next_offset(records: bytes, default: int) -> int:
+def _next_offset(records: EncodedBatch, default: int) -> int:
     """The offset after the last whole batch of ``records``."""
     last = None
     for _, header in iter_batches(records):
@@ -428,11 +429,12 @@ class RemoteLogManager:
 
     async def fetch(self, partition: Partition, offset: int, max_bytes: int) -> bytes:
         """Kafka batches from remote storage, from the batch holding ``offset`` on."""
-        return (await self._fetch(partition, offset, max_bytes))[0]
+        records = (await self._fetch(partition, offset, max_bytes))[0]
+        return records if isinstance(records, bytes) else bytes(records)
 
     async def _fetch(
         self, partition: Partition, offset: int, max_bytes: int
-    ) -> tuple[bytes, RemoteLogSegmentMetadata, int]:
+    ) -> tuple[EncodedBatch, RemoteLogSegmentMetadata, int]:
         """The batches, their segment and the offset after the last one (-1 when none): the
         batches are walked once for both the prefetch and a read_committed reader's bound."""
         tip = await self._read_tip(partition)

@@ -22,7 +22,7 @@ from sparklog.tiering.store import open_store
 from .helpers import segment_metadata, write_segment
 
 
-def _last_offsets(records: bytes) -> list[int]:
+def _last_offsets(records: bytes | memoryview) -> list[int]:
     return [header.last_offset for _, header in iter_batches(records)]
 
 

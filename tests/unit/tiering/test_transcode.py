@@ -347,3 +347,18 @@ def test_objects_written_with_other_encodings_rebuild_alike() -> None:
     other = sink.getvalue().to_pybytes()
     assert parquet_to_batches(other, 0, 1 << 30) == parquet_to_batches(data, 0, 1 << 30)
     assert parquet_to_batches(other, 0, 1 << 30) == segment
+
+
+def test_uncompressed_batches_are_framed_in_place_in_the_joined_records() -> None:
+    """batch_encode leaves each batch's header place before its first record: an uncompressed
+    batch comes back as a view of the encoder's buffer, a compressed one as new bytes, both
+    byte for byte the batches of origin; views of one chunk do not overwrite each other."""
+    plain = [
+        build_batch([(b"k%d" % i, b"v%d" % i * 30) for i in range(n)], base_offset=base)
+        for base, n in ((0, 3), (3, 1), (4, 5))
+    ]
+    zstd = build_batch([(b"z", b"w" * 200)], base_offset=9, compression=4)
+    parquet, _ = segment_to_parquet(b"".join([*plain, zstd]), row_group_rows=100)
+    batches = list(parquet_batches.iter_parquet_batches(parquet))
+    assert [type(batch) for batch in batches] == [memoryview, memoryview, memoryview, bytes]
+    assert [bytes(batch) for batch in batches] == [*plain, zstd]
