@@ -3,7 +3,7 @@ Parquet -> Kafka batches re-encode behind a remote fetch, next to a local read o
 
 Run: ``.venv/bin/python tests/bench/bench_tiering.py [--records N] [--value-bytes B ...]
 [--codec 0-4] [--values hex|random|json] [--no-s3] [--no-node] [--consumer-records N]
-[--fetch-cache-bytes N]``. Not collected by pytest (file
+[--fetch-cache-bytes N] [--segment-bytes N]``. Not collected by pytest (file
 name ``bench_*.py``); it asserts no timing (only that consumers got every record) and prints one
 line per scenario. The library scenarios run in this thread and are timed in CPU time of the
 process, so their MB/s is per core even on a loaded machine; the consumer scenarios share the
@@ -30,15 +30,20 @@ values, which ``pyarrow write`` uses too):
 Then, end to end through a real node (unless --no-node): ``--consumer-records`` records of
 ``--value-bytes`` random bytes go to two topics on one node, a plain one and one with
 ``remote.storage.enable=true`` and ``local.retention.bytes=1`` (so all but the active segment
-is served by remote fetch); a confluent-kafka consumer then reads each from offset 0:
+is served by remote fetch), both with ``segment.bytes`` ``--segment-bytes`` (16 MiB by default,
+a 64th of Kafka's 1 GiB; 1 MiB, the minimum, shows the per-segment cost), followed by one
+segment of filler records so that every measured record is in a tiered segment; a
+confluent-kafka consumer then reads each from offset 0:
   consume local          the plain topic, local fetch (sendfile of segment slices)
   consume remote file:// the tiered topic, store on local disk
   consume remote s3 moto the same with the store on a moto S3 server (unless --no-s3)
-Five rounds interleave the topics. Round 1 is the first read of the tiered data (nothing
-rebuilt yet: every remote fetch reads Parquet and encodes batches); rounds 2-5 read the same
-range again, which ``sparklog.remote.storage.fetch.cache.bytes`` (``--fetch-cache-bytes``,
-256 MiB in this bench; the node's default is 0, off) may serve from rebuilt batches kept in
-memory. Each line shows
+Five rounds interleave the topics, after a warm-up read of one tiered segment of another
+topic (a running broker has served remote reads before). Round 1 is the first read of the
+tiered data (nothing of it rebuilt yet: every remote fetch reads Parquet and encodes
+batches); rounds 2-5 read the same range again, which
+``sparklog.remote.storage.fetch.cache.bytes`` (``--fetch-cache-bytes``: 0, off, by default as
+on a node; 268435456 shows reads served from rebuilt batches kept in memory, whose first read
+pays for filling that memory) may serve from rebuilt batches. Each line shows
 round 1 and the best of rounds 2-5 apart, with the node's CPU time (and per MB) in each, then
 the remote/local throughput ratio of the first read and of the repeat reads, both against the
 best local round (local fetches are served from the page cache in every round).
@@ -177,7 +182,13 @@ def main() -> None:
     parser.add_argument("--no-s3", action="store_true")
     parser.add_argument("--no-node", action="store_true", help="skip the consumer scenarios")
     parser.add_argument("--consumer-records", type=int, default=200_000)
-    parser.add_argument("--fetch-cache-bytes", type=int, default=256 << 20)
+    parser.add_argument("--fetch-cache-bytes", type=int, default=0)
+    parser.add_argument(
+        "--segment-bytes",
+        type=int,
+        default=16 << 20,
+        help="segment.bytes of the consumer scenarios' topics (Kafka's default is 1 GiB)",
+    )
     parser.add_argument(
         "--values",
         choices=("hex", "random", "json"),
@@ -191,7 +202,11 @@ def main() -> None:
         library_scenarios(records, value_bytes, args.codec, args.no_s3, args.values)
     if not args.no_node:
         consumer_scenarios(
-            args.consumer_records, args.value_bytes[0], args.no_s3, args.fetch_cache_bytes
+            args.consumer_records,
+            args.value_bytes[0],
+            args.no_s3,
+            args.fetch_cache_bytes,
+            args.segment_bytes,
         )
 
 
@@ -265,7 +280,7 @@ def library_scenarios(n: int, value_bytes: int, codec: int, no_s3: bool, kind: s
         timed("local read", size, local_read, n)
 
 
-def _next_offset(chunk: bytes) -> int:
+def _next_offset(chunk: bytes | memoryview) -> int:
     from sparklog.protocol.records import iter_batches
 
     last = -1
@@ -308,7 +323,9 @@ def s3_copy(
         timed("copy s3 moto", size, lambda: rsm.copy_log_segment_data(metadata, data), n)
 
 
-def consumer_scenarios(records: int, value_bytes: int, no_s3: bool, cache_bytes: int) -> None:
+def consumer_scenarios(
+    records: int, value_bytes: int, no_s3: bool, cache_bytes: int, segment_bytes: int
+) -> None:
     from tests.integration.tiering_support import file_store, s3_store
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -320,6 +337,7 @@ def consumer_scenarios(records: int, value_bytes: int, no_s3: bool, cache_bytes:
             records,
             value_bytes,
             cache_bytes,
+            segment_bytes,
             with_local=True,
         )
         if no_s3:
@@ -338,6 +356,7 @@ def consumer_scenarios(records: int, value_bytes: int, no_s3: bool, cache_bytes:
                 records,
                 value_bytes,
                 cache_bytes,
+                segment_bytes,
                 with_local=False,
             )
 
@@ -350,6 +369,7 @@ def consume_through_node(
     records: int,
     value_bytes: int,
     cache_bytes: int,
+    segment_bytes: int,
     with_local: bool,
 ) -> None:
     """Produce to a tiered topic (and a plain one), wait for tiering, time a consumer on each."""
@@ -362,16 +382,20 @@ def consume_through_node(
     node.start()
     try:
         rng = random.Random(7)
+        # The measured records, then one segment more, so that every measured record lies in
+        # a closed (tiered) segment and only the filler stays in the active one.
+        filler = segment_bytes // (value_bytes + 8) + 1
         data = [
-            ts.Rec(b"%08d" % i, rng.randbytes(value_bytes), (), ts.now_ms()) for i in range(records)
+            ts.Rec(b"%08d" % i, rng.randbytes(value_bytes), (), ts.now_ms())
+            for i in range(records + filler)
         ]
         payload = records * (8 + value_bytes)
         topics = [(f"consume remote {label}", "tiered")]
-        create_topic(node, "tiered", 1, ts.topic_configs())
+        create_topic(node, "tiered", 1, ts.topic_configs(**{"segment.bytes": str(segment_bytes)}))
         ts.produce(node, "tiered", data)
         if with_local:
             topics.insert(0, ("consume local", "plain"))
-            create_topic(node, "plain", 1, {"segment.bytes": str(ts.SEGMENT_BYTES)})
+            create_topic(node, "plain", 1, {"segment.bytes": str(segment_bytes)})
             ts.produce(node, "plain", data)
         ts.wait_until(
             "the tiered topic to be tiered",
@@ -380,11 +404,20 @@ def consume_through_node(
             lambda: ts.tiering_state(node, store, "tiered"),
         )
         # A first consumer makes the node create __consumer_offsets (librdkafka looks its group
-        # coordinator up): done here on a topic of its own, so that round 1 times the tiered
-        # data's first read, not the creation of 50 partitions.
-        create_topic(node, "warmup", 1, {})
-        ts.produce(node, "warmup", data[:1])
-        count_consumed(node, "warmup", 1)
+        # coordinator up), and reads one tiered segment of a topic of its own, as a running
+        # broker has served remote reads before: so round 1 times the first read of the tiered
+        # data (nothing of it decoded or cached yet), not the creation of 50 partitions or a
+        # fresh process's first remote fetch (its thread pools, imports and first allocations).
+        warmup = data[: 2 * filler]
+        create_topic(node, "warmup", 1, ts.topic_configs(**{"segment.bytes": str(segment_bytes)}))
+        ts.produce(node, "warmup", warmup)
+        ts.wait_until(
+            "the warm-up topic to be tiered",
+            lambda: ts.fully_tiered(node, store, "warmup"),
+            300.0,
+            lambda: ts.tiering_state(node, store, "warmup"),
+        )
+        count_consumed(node, "warmup", filler)
         # Rounds interleave the topics (the machine's load changes); best and worst are shown,
         # with the node's CPU time per round (less noisy than the wall time on a shared box).
         times: dict[str, list[float]] = {name: [] for name, _ in topics}
@@ -396,7 +429,10 @@ def consume_through_node(
                 times[name].append(time.perf_counter() - start)
                 cpu[name].append(node_cpu_s(node) - node_start)
                 assert got == records, f"{name}: consumed {got} of {records}"
-        print(f"consumer: {records} records of {value_bytes} B, {payload / MB:.0f} MB a round")
+        print(
+            f"consumer: {records} records of {value_bytes} B, {payload / MB:.0f} MB a round,"
+            f" segment.bytes {segment_bytes}"
+        )
         for name, _ in topics:
             first, again = times[name][0], min(times[name][1:])
             cpu_first, cpu_again = cpu[name][0], min(cpu[name][1:])
@@ -426,8 +462,9 @@ def consume_through_node(
 
 
 def count_consumed(node: Node, topic: str, records: int, deadline_s: float = 600.0) -> int:
-    """Read ``topic`` from offset 0 until ``records`` arrive; only counts (the Python loop is
-    kept minimal so the node's fetch path, not the test's bookkeeping, is what is measured)."""
+    """Read ``topic`` from offset 0 until its first ``records`` offsets arrive; only counts (the
+    Python loop is kept minimal so the node's fetch path, not the test's bookkeeping, is what is
+    measured). Records after them (the filler) are read but not counted."""
     from confluent_kafka import TopicPartition
 
     from tests.integration.ck_helpers import make_consumer
@@ -441,7 +478,7 @@ def count_consumed(node: Node, topic: str, records: int, deadline_s: float = 600
             for msg in consumer.consume(num_messages=10_000, timeout=0.5):
                 if msg.error() is not None:
                     raise RuntimeError(f"consumer error: {msg.error()}")
-                got += 1
+                got += msg.offset() < records
     finally:
         consumer.close()
     return got
