@@ -74,6 +74,31 @@ BROKER_DOWN_KINDS = frozenset({"kill_leader", "torn_tail", "disk_full"})
 SOFT_KINDS = frozenset({"pause", "partition"})
 
 
+
+def fill_until_full(filler: Path, limit: int = 1 << 30) -> int:
+    """Write zeros to ``filler`` until its file system is full (or ``limit`` bytes); the bytes
+    written. Unbuffered: a buffered file keeps what did not fit and fails again in close(),
+    outside the ENOSPC handling, which once left a full disk with no fault to heal it (the node
+    then crashed on every restart until the final heal). Any other error removes the file."""
+    written = 0
+    try:
+        with filler.open("wb", buffering=0) as handle:
+            try:
+                for size in (1 << 20, 4096):  # whole chunks, then the last partial one
+                    while written < limit:
+                        n = handle.write(b"\0" * size)
+                        if not n:
+                            break
+                        written += n
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            filler.unlink()
+        raise
+    return written
+
 @dataclass
 class Fault:
     kind: str
@@ -395,19 +420,7 @@ class Nemesis:
             return None
         node = self.rng.choice(candidates)
         filler = node.data_dir / FILLER_NAME
-        written = 0
-        chunk = b"\0" * (1 << 20)
-        with filler.open("wb") as handle:
-            try:
-                while written < (1 << 30):
-                    handle.write(chunk)
-                    handle.flush()
-                    written += len(chunk)
-            except OSError as exc:
-                if exc.errno != errno.ENOSPC:
-                    raise
-        with contextlib.suppress(OSError), filler.open("ab") as handle:
-            handle.write(b"\0" * 4096)  # the last partial chunk, as far as it goes
+        written = fill_until_full(filler)
         self._disk_full.add(node.node_id)
 
         def heal() -> dict[str, Any]:

@@ -103,3 +103,38 @@ def test_no_kind_runs_more_than_max_lead_ahead(nemesis: Nemesis) -> None:
     tried.clear()
     assert nemesis._inject_next() is None
     assert tried == ["torn_tail"]
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path: Path) -> Any:
+    """A 2 MiB tmpfs (root only, as the disk_full fault's)."""
+    import os
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mount = tmp_path / "tmpfs"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True
+    )
+    if done.returncode:
+        pytest.skip(f"mount tmpfs: {done.stderr.decode(errors='replace')}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_fill_until_full_fills_the_disk_and_returns(tiny_tmpfs: Path) -> None:
+    """The fill ends at ENOSPC without raising (it once raised from close(), leaving the disk
+    full with no fault to free it), the disk is then full, and deleting the filler frees it."""
+    filler = tiny_tmpfs / faults.FILLER_NAME
+    written = faults.fill_until_full(filler)
+    assert 2 * 1024 * 1024 - 8192 <= written <= 2 * 1024 * 1024
+    assert filler.stat().st_size == written
+    with pytest.raises(OSError) as full:
+        (tiny_tmpfs / "more").write_bytes(b"\0" * 8192)
+    assert full.value.errno == 28
+    filler.unlink()
+    (tiny_tmpfs / "more").write_bytes(b"\0" * 8192)
