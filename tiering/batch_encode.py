@@ -37,9 +37,12 @@ import pyarrow.compute as pc
 
 from sparklog.protocol import compression as codecs
 from sparklog.protocol.records import (
+    ATTRIBUTES_OFFSET,
     COMPRESSION_MASK,
     CONTROL_MASK,
+    LOG_OVERHEAD,
     MAGIC_V2,
+    RECORD_BATCH_OVERHEAD,
     TIMESTAMP_LOG_APPEND_TIME,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
@@ -58,8 +61,6 @@ FAST_LEVELS: Final[Mapping[int, int]] = {codecs.GZIP: 1, codecs.LZ4: 0, codecs.Z
 
 _AFTER_CRC: Final = struct.Struct(">hiqqqhii")
 _PREFIX: Final = struct.Struct(">qiibI")
-_HEADER_BYTES: Final = _PREFIX.size + _AFTER_CRC.size  # 61
-_LOG_OVERHEAD: Final = 12  # baseOffset and batchLength: not counted in batchLength
 _SHIFTS: Final = np.arange(0, 70, 7, dtype=np.uint64)
 _COLUMNS: Final = np.arange(10, dtype=np.int64)
 _EMPTY: Final = pa.scalar(b"", pa.large_binary())
@@ -198,15 +199,19 @@ def encode_batches(
         body_sizes += sizes
     length_varints, _ = _varint_array(body_sizes)
     attributes_bytes = zero_bytes
-    # The header's place: _HEADER_BYTES before each batch's first record, nothing elsewhere.
+    # The header's place: its 61 bytes before each batch's first record, nothing elsewhere.
     slot_sizes = np.zeros(count, dtype=np.int64)
-    slot_sizes[firsts] = _HEADER_BYTES
+    slot_sizes[firsts] = RECORD_BATCH_OVERHEAD
     slot_offsets = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(slot_sizes, out=slot_offsets[1:])
     slots = pa.Array.from_buffers(
         pa.large_binary(),
         count,
-        [None, pa.py_buffer(slot_offsets), pa.py_buffer(bytes(_HEADER_BYTES * len(firsts)))],
+        [
+            None,
+            pa.py_buffer(slot_offsets),
+            pa.py_buffer(bytes(RECORD_BATCH_OVERHEAD * len(firsts))),
+        ],
     )
     records = _join([slots, length_varints, attributes_bytes, *[array for array, _ in pieces]])
     _, record_offsets, data = records.buffers()
@@ -258,16 +263,16 @@ def encode_batches(
         if codec == codecs.NONE:
             # Framed in place: header into its place, the CRC over the rest in one call.
             frame = buffer[start:end]
-            _AFTER_CRC.pack_into(frame, _PREFIX.size, *after_crc)
-            crc = crc32c.crc32c(frame[_PREFIX.size :])
-            _PREFIX.pack_into(frame, 0, base, end - start - _LOG_OVERHEAD, epoch, MAGIC_V2, crc)
+            _AFTER_CRC.pack_into(frame, ATTRIBUTES_OFFSET, *after_crc)
+            crc = crc32c.crc32c(frame[ATTRIBUTES_OFFSET:])
+            _PREFIX.pack_into(frame, 0, base, end - start - LOG_OVERHEAD, epoch, MAGIC_V2, crc)
             yield frame, base, last
             continue
-        raw = buffer[start + _HEADER_BYTES : end]
+        raw = buffer[start + RECORD_BATCH_OVERHEAD : end]
         level = None if levels is None else levels.get(codec)
         records_bytes = codecs.compress(codec, raw, level)
         packed = _AFTER_CRC.pack(*after_crc)
         crc = crc32c.crc32c(records_bytes, crc32c.crc32c(packed))
-        size = _HEADER_BYTES + len(records_bytes) - _LOG_OVERHEAD
+        size = RECORD_BATCH_OVERHEAD + len(records_bytes) - LOG_OVERHEAD
         prefix = _PREFIX.pack(base, size, epoch, MAGIC_V2, crc)
         yield b"".join((prefix, packed, records_bytes)), base, last

@@ -119,8 +119,10 @@ def _row_chunks(
         rows = table.num_rows
         # Rows are sorted by offset, so rows of batches ending before from_offset lead.
         start = pc.sum(pc.less(table.column("batch_last_offset"), from_offset)).as_py() or 0
-        bases = table.column("batch_base_offset").to_numpy() if start < rows else None
-        while bases is not None and start < rows:
+        if start >= rows:
+            continue
+        bases = table.column("batch_base_offset").to_numpy()
+        while start < rows:
             end = int(np.searchsorted(bases, bases[min(start + size, rows) - 1], side="right"))
             yield table.slice(start, end - start), end == rows, last_table and end == rows
             start = end

@@ -74,7 +74,6 @@ BROKER_DOWN_KINDS = frozenset({"kill_leader", "torn_tail", "disk_full"})
 SOFT_KINDS = frozenset({"pause", "partition"})
 
 
-
 def fill_until_full(filler: Path, limit: int = 1 << 30) -> int:
     """Write zeros to ``filler`` until its file system is full (or ``limit`` bytes); the bytes
     written. Unbuffered: a buffered file keeps what did not fit and fails again in close(),
@@ -83,13 +82,12 @@ def fill_until_full(filler: Path, limit: int = 1 << 30) -> int:
     written = 0
     try:
         with filler.open("wb", buffering=0) as handle:
+            chunk = b"\0" * (1 << 20)
             try:
-                for size in (1 << 20, 4096):  # whole chunks, then the last partial one
-                    while written < limit:
-                        n = handle.write(b"\0" * size)
-                        if not n:
-                            break
-                        written += n
+                # A chunk that does not fit is written in part (to the last page), then the
+                # next write fails with ENOSPC.
+                while written < limit and (n := handle.write(chunk)):
+                    written += n
             except OSError as exc:
                 if exc.errno != errno.ENOSPC:
                     raise
@@ -98,6 +96,7 @@ def fill_until_full(filler: Path, limit: int = 1 << 30) -> int:
             filler.unlink()
         raise
     return written
+
 
 @dataclass
 class Fault:
